@@ -1,0 +1,1 @@
+"""Trace file -> typed Arrow tables -> Parquet partitions. No analysis happens here."""

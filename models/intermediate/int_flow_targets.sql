@@ -1,0 +1,56 @@
+{#- The event an ac2g flow lands on: the last event (file order) with args on the flow end's
+    (pid, tid) carrying the flow id as its link id, as TraceLens' pid_tid_event_map keeps it. -#}
+with link_ids as (
+    select * from {{ ref('int_link_ids') }}
+),
+
+flows as (
+    select * from {{ ref('stg_trace__flows') }}
+),
+
+flow_starts as (
+    select distinct trace_id, flow_id
+    from flows
+    where category = 'ac2g' and phase = 's' and flow_id is not null
+),
+
+flow_ends as (
+    select
+        trace_id,
+        flow_id,
+        arg_max(pid, event_idx) as pid,
+        arg_max(tid, event_idx) as tid
+    from flows
+    where category = 'ac2g' and phase = 'f' and flow_id is not null
+    group by trace_id, flow_id
+),
+
+addressable_events as (
+    select
+        trace_id,
+        pid,
+        tid,
+        link_id,
+        max(event_idx) as target_event_idx
+    from link_ids
+    where has_args and link_id is not null and pid is not null and tid is not null
+    group by trace_id, pid, tid, link_id
+),
+
+final as (
+    select
+        flow_ends.trace_id,
+        flow_ends.flow_id,
+        addressable_events.target_event_idx
+    from flow_ends
+    inner join flow_starts
+        on flow_ends.trace_id = flow_starts.trace_id
+        and flow_ends.flow_id = flow_starts.flow_id
+    inner join addressable_events
+        on flow_ends.trace_id = addressable_events.trace_id
+        and flow_ends.pid = addressable_events.pid
+        and flow_ends.tid = addressable_events.tid
+        and flow_ends.flow_id = addressable_events.link_id
+)
+
+select * from final

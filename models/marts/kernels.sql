@@ -1,0 +1,56 @@
+{#- One row per GPU op (kernel, memcpy, memset) with its launch and launching cpu op. -#}
+{{ config(materialized='incremental') }}
+
+with gpu_ops as (
+    select * from {{ ref('stg_trace__gpu_ops') }}
+    where {{ is_new_trace() }}
+),
+
+launches as (
+    select * from {{ ref('int_gpu_ops_linked_to_launches') }}
+    where {{ is_new_trace() }}
+),
+
+cpu_ops as (
+    select trace_id, event_idx, name from {{ ref('stg_trace__host_ops') }}
+    where category = 'cpu_op' and {{ is_new_trace() }}
+),
+
+final as (
+    select
+        gpu_ops.trace_id || ':' || gpu_ops.event_idx as kernel_key,
+        gpu_ops.trace_id,
+        gpu_ops.event_idx,
+        gpu_ops.category,
+        gpu_ops.name,
+        gpu_ops.ts_us,
+        gpu_ops.dur_us,
+        gpu_ops.end_us,
+        gpu_ops.pid,
+        gpu_ops.tid,
+        gpu_ops.device,
+        gpu_ops.stream,
+        gpu_ops.correlation,
+        gpu_ops.external_id,
+        gpu_ops.bytes,
+        gpu_ops.grid,
+        gpu_ops.block,
+        gpu_ops.gpu_bucket,
+        gpu_ops.gpu_bucket = 'communication' as is_comm,
+        launches.launch_event_idx is not null as is_linked,
+        launches.launch_event_idx,
+        launches.launch_name,
+        coalesce(launches.is_graph_launch, false) as is_graph_launch,
+        launches.launcher_op_idx as cpu_op_id,
+        cpu_ops.name as cpu_op_name,
+        coalesce(launches.launcher_op_idx, launches.launch_event_idx) as launcher_event_idx
+    from gpu_ops
+    left join launches
+        on gpu_ops.trace_id = launches.trace_id
+        and gpu_ops.event_idx = launches.gpu_event_idx
+    left join cpu_ops
+        on launches.trace_id = cpu_ops.trace_id
+        and launches.launcher_op_idx = cpu_ops.event_idx
+)
+
+select * from final

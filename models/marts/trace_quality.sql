@@ -1,0 +1,231 @@
+{#- One row per trace and quality check: value, threshold, verdict (pass|info|warn|fail). -#}
+{{ config(materialized='incremental') }}
+
+with trace_files as (
+    select * from {{ ref('stg_trace__files') }}
+    where {{ is_new_trace() }}
+),
+
+ingest_checks as (
+    select * from {{ ref('stg_trace__ingest_checks') }}
+    where {{ is_new_trace() }}
+),
+
+kernels as (
+    select * from {{ ref('kernels') }}
+    where {{ is_new_trace() }}
+),
+
+host_ops as (
+    select * from {{ ref('stg_trace__host_ops') }}
+    where {{ is_new_trace() }}
+),
+
+events as (
+    select trace_id, phase, dur_us from {{ ref('stg_trace__events') }}
+    where {{ is_new_trace() }}
+),
+
+gpu_stats as (
+    select
+        trace_files.trace_id,
+        count(kernels.event_idx) as gpu_events,
+        count(kernels.event_idx) filter (where not kernels.is_linked) as unlinked_gpu_events,
+        coalesce(sum(kernels.dur_us), 0) as gpu_time_us,
+        coalesce(sum(kernels.dur_us) filter (where kernels.is_linked), 0) as linked_gpu_time_us,
+        count(kernels.event_idx) filter (where kernels.is_comm) as comm_events
+    from trace_files
+    left join kernels on trace_files.trace_id = kernels.trace_id
+    group by trace_files.trace_id
+),
+
+host_stats as (
+    select
+        trace_files.trace_id,
+        count(host_ops.event_idx) filter (where host_ops.category = 'cpu_op') as cpu_ops,
+        count(host_ops.event_idx) filter (
+            where host_ops.name in (
+                {%- for name in var('graph_launch_names') %}'{{ name }}'{{ "," if not loop.last }}{% endfor -%}
+            )
+        ) as graph_launches,
+        min(host_ops.ts_us) as host_window_start_us
+    from trace_files
+    left join host_ops on trace_files.trace_id = host_ops.trace_id
+    group by trace_files.trace_id
+),
+
+stream_order as (
+    select
+        trace_id,
+        ts_us,
+        max(end_us) over (
+            partition by trace_id, pid, tid
+            order by ts_us, end_us
+            rows between unbounded preceding and 1 preceding
+        ) as previous_end_us
+    from kernels
+),
+
+same_stream_overlaps as (
+    select
+        trace_files.trace_id,
+        count(stream_order.ts_us) filter (
+            where stream_order.previous_end_us - stream_order.ts_us > {{ var('same_stream_overlap_tolerance_us') }}
+        ) as overlapping_kernels
+    from trace_files
+    left join stream_order on trace_files.trace_id = stream_order.trace_id
+    group by trace_files.trace_id
+),
+
+zero_durations as (
+    select
+        trace_files.trace_id,
+        count(events.dur_us) filter (where events.phase = 'X' and events.dur_us = 0) as zero_duration_events
+    from trace_files
+    left join events on trace_files.trace_id = events.trace_id
+    group by trace_files.trace_id
+),
+
+before_window as (
+    select
+        host_stats.trace_id,
+        count(kernels.event_idx) filter (where kernels.end_us < host_stats.host_window_start_us) as early_gpu_events
+    from host_stats
+    left join kernels on host_stats.trace_id = kernels.trace_id
+    group by host_stats.trace_id
+),
+
+derived_checks as (
+    select
+        gpu_stats.trace_id,
+        'gpu_events_present' as check_name,
+        gpu_stats.gpu_events::double as value,
+        1.0 as threshold,
+        case when gpu_stats.gpu_events > 0 then 'pass' else 'fail' end as verdict,
+        case
+            when gpu_stats.gpu_events > 0 then gpu_stats.gpu_events || ' GPU events (kernels, memcpy, memset)'
+            else 'no GPU events: a CPU-only trace; only CPU-op analysis is possible'
+        end as detail
+    from gpu_stats
+
+    union all
+
+    select
+        gpu_stats.trace_id,
+        'linked_gpu_time_share',
+        case when gpu_stats.gpu_time_us > 0 then gpu_stats.linked_gpu_time_us / gpu_stats.gpu_time_us end,
+        {{ var('min_linked_gpu_time_share') }},
+        case
+            when gpu_stats.gpu_time_us = 0 then 'info'
+            when gpu_stats.linked_gpu_time_us / gpu_stats.gpu_time_us >= {{ var('min_linked_gpu_time_share') }} then 'pass'
+            else 'warn'
+        end,
+        gpu_stats.unlinked_gpu_events || ' of ' || gpu_stats.gpu_events
+            || ' GPU events have no host launch (work queued before the profiling window or missing flows); they are left out of the timeline and op tables'
+    from gpu_stats
+
+    union all
+
+    select
+        host_stats.trace_id,
+        'graph_replay',
+        host_stats.graph_launches::double,
+        0.0,
+        case when host_stats.graph_launches > 0 then 'warn' else 'pass' end,
+        case
+            when host_stats.graph_launches > 0 then host_stats.graph_launches
+                || ' GPU graph launches: their kernels are attributed to the graph launch, not to ops; give the capture traces to attribute them'
+            else 'no GPU graph replay'
+        end
+    from host_stats
+
+    union all
+
+    select
+        host_stats.trace_id,
+        'cpu_ops_present',
+        host_stats.cpu_ops::double,
+        1.0,
+        case when host_stats.cpu_ops > 0 then 'pass' else 'warn' end,
+        case
+            when host_stats.cpu_ops > 0 then host_stats.cpu_ops || ' cpu ops'
+            else 'no cpu ops: a GPU-only trace; kernels cannot be attributed to PyTorch ops'
+        end
+    from host_stats
+
+    union all
+
+    select
+        trace_id,
+        'same_stream_overlaps',
+        overlapping_kernels::double,
+        {{ var('same_stream_overlap_tolerance_us') }},
+        case when overlapping_kernels > 0 then 'warn' else 'pass' end,
+        overlapping_kernels || ' GPU events start before the previous event on their stream ends (clock or duration artifacts)'
+    from same_stream_overlaps
+
+    union all
+
+    select
+        trace_id,
+        'zero_duration_events',
+        zero_duration_events::double,
+        0.0,
+        case when zero_duration_events > 0 then 'info' else 'pass' end,
+        zero_duration_events || ' complete events with zero duration'
+    from zero_durations
+
+    union all
+
+    select
+        trace_id,
+        'gpu_events_before_window',
+        early_gpu_events::double,
+        0.0,
+        case when early_gpu_events > 0 then 'warn' else 'pass' end,
+        early_gpu_events || ' GPU events end before the first host event (queued work from before the profiling window)'
+    from before_window
+
+    union all
+
+    select
+        gpu_stats.trace_id,
+        'distributed_info',
+        case when trace_files.distributed_info is not null then 1.0 else 0.0 end,
+        1.0,
+        case
+            when gpu_stats.comm_events > 0 and trace_files.distributed_info is null then 'warn'
+            else 'pass'
+        end,
+        case
+            when trace_files.distributed_info is not null
+                then 'distributedInfo present: backend ' || coalesce(trace_files.distributed_backend, '?')
+                    || ', rank ' || coalesce(trace_files.rank::varchar, '?')
+                    || ' of ' || coalesce(trace_files.world_size::varchar, '?')
+            when gpu_stats.comm_events > 0
+                then gpu_stats.comm_events || ' collective kernels but no distributedInfo: rank and world size unknown'
+            else 'single-process trace without collectives'
+        end
+    from gpu_stats
+    inner join trace_files on gpu_stats.trace_id = trace_files.trace_id
+),
+
+all_checks as (
+    select trace_id, check_name, value, threshold, verdict, detail from ingest_checks
+    union all
+    select trace_id, check_name, value, threshold, verdict, detail from derived_checks
+),
+
+final as (
+    select
+        trace_id || ':' || check_name as check_key,
+        trace_id,
+        check_name,
+        value,
+        threshold,
+        verdict,
+        detail
+    from all_checks
+)
+
+select * from final

@@ -1,0 +1,19 @@
+with source as (
+    select * from {{ source('trace', 'flows') }}
+),
+
+renamed as (
+    select
+        trace_id,
+        event_idx,
+        cat as category,
+        ph as phase,
+        flow_id,
+        ts as ts_us,
+        pid,
+        tid,
+        bp as binding_point
+    from source
+)
+
+select * from renamed

@@ -1,0 +1,37 @@
+with source as (
+    select * from {{ source('trace', 'host_ops') }}
+),
+
+renamed as (
+    select
+        trace_id,
+        event_idx,
+        cat as category,
+        name,
+        ts as ts_us,
+        dur as dur_us,
+        ts + dur as end_us,
+        pid,
+        tid,
+        correlation,
+        external_id,
+        input_dims,
+        input_type,
+        input_strides,
+        concrete_inputs,
+        sequence_number,
+        fwd_thread_id,
+        record_function_id,
+        in_tree,
+        parent_idx,
+        depth,
+        cpu_parent_idx,
+        cpu_depth,
+        is_cpu_root,
+        launcher_op_idx,
+        is_backward,
+        module_chain
+    from source
+)
+
+select * from renamed

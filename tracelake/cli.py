@@ -1,0 +1,173 @@
+"""The `tracelake` command line. Errors users can cause become one line on stderr and exit 2."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import click
+import duckdb
+import typer
+
+from ingest.errors import TraceLakeError
+from tracelake.config import default_jobs, default_warehouse
+from tracelake.ingestion import TraceOutcome, ingest_paths
+from tracelake.output import render
+from tracelake.warehouse import Warehouse
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+_state = {"debug": False}
+
+
+class TableFormat(str, Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+class ListFormat(str, Enum):
+    table = "table"
+    json = "json"
+
+
+WarehouseOption = Annotated[
+    Optional[Path],
+    typer.Option("--warehouse", help="Warehouse folder (default: $TRACELAKE_WAREHOUSE or a per-user data folder)."),
+]
+
+
+def _warehouse(path: Optional[Path]) -> Warehouse:
+    return Warehouse(path or default_warehouse())
+
+
+def _parse_tags(tags: list[str]) -> dict[str, str]:
+    parsed: dict[str, str] = {}
+    for tag in tags:
+        key, sep, value = tag.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"tag {tag!r} is not KEY=VALUE", param_hint="--tag")
+        parsed[key.strip()] = value.strip()
+    return parsed
+
+
+@app.callback()
+def _root(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False) -> None:
+    """TraceLake: PyTorch profiler traces into a queryable warehouse and a performance report."""
+    _state["debug"] = debug
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Trace files (.json, .json.gz) or folders of them.")],
+    warehouse: WarehouseOption = None,
+    tag: Annotated[list[str], typer.Option("--tag", help="KEY=VALUE label for these traces (repeatable).")] = [],
+    jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Parallel parse workers (default: cores).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
+) -> None:
+    """Ingest traces into the warehouse; the marts are up to date when it returns."""
+    tags = _parse_tags(tag)
+    wh = _warehouse(warehouse)
+    show_progress = sys.stderr.isatty() and not quiet
+
+    def progress(outcome: TraceOutcome) -> None:
+        if show_progress:
+            print(f"\r\033[K{outcome.status}: {outcome.path.name}", end="", file=sys.stderr, flush=True)
+
+    report = ingest_paths(paths, wh, tags, jobs or default_jobs(), progress)
+    if show_progress:
+        print("\r\033[K", end="", file=sys.stderr)
+    for outcome in report.outcomes:
+        if outcome.status == "new":
+            print(f"{outcome.trace_id}  {outcome.path.name}  {outcome.event_count} events  {outcome.seconds:.2f}s")
+        elif outcome.status == "known":
+            print(f"{outcome.trace_id}  {outcome.path.name}  already ingested")
+        elif outcome.status == "skipped":
+            print(f"skipped  {outcome.path}  ({outcome.message})", file=sys.stderr)
+    for outcome in report.failed:
+        print(f"tracelake: error: {outcome.message}", file=sys.stderr)
+    if not quiet:
+        new = len(report.new_trace_ids)
+        print(f"{new} new, {len(report.outcomes) - new - len(report.failed)} unchanged, "
+              f"{len(report.failed)} failed in {report.seconds:.2f}s (models: {report.model_update})",
+              file=sys.stderr)
+    if report.failed:
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+@app.command()
+def build(
+    warehouse: WarehouseOption = None,
+    full_refresh: Annotated[bool, typer.Option("--full-refresh", help="Rebuild every model from scratch.")] = False,
+) -> None:
+    """Run the dbt project (models and tests) over the warehouse."""
+    wh = _warehouse(warehouse)
+    wh.require_existing()
+    wh.prepare_for_writing()
+    with wh.write_lock():
+        wh.build(run_tests=True, full_refresh=full_refresh)
+    print(f"built and tested the models over {len(wh.trace_ids())} traces in {wh.db_path}")
+
+
+def _query(wh: Warehouse, query: str) -> tuple[list[str], list[tuple]]:
+    with wh.connect_read_only() as con:
+        try:
+            result = con.execute(query)
+        except duckdb.Error as exc:
+            first_line = str(exc).strip().splitlines()[0]
+            raise TraceLakeError(f"query failed: {first_line}") from None
+        columns = [d[0] for d in result.description] if result.description else []
+        return columns, result.fetchall() if columns else []
+
+
+@app.command()
+def sql(
+    query: Annotated[str, typer.Argument(help="SQL over the warehouse (DuckDB dialect).")],
+    warehouse: WarehouseOption = None,
+    format: Annotated[TableFormat, typer.Option("--format", help="Output format.")] = TableFormat.table,
+) -> None:
+    """Run an ad-hoc SQL query against the warehouse."""
+    columns, rows = _query(_warehouse(warehouse), query)
+    print(render(columns, rows, format.value))
+
+
+@app.command()
+def traces(
+    warehouse: WarehouseOption = None,
+    format: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
+) -> None:
+    """List the traces in the warehouse."""
+    columns, rows = _query(
+        _warehouse(warehouse),
+        "select trace_id, file_name, device_name, runtime, event_count, gpu_event_count, cpu_op_count, "
+        "quality_verdict, tags, ingested_at from traces order by ingested_at, trace_id",
+    )
+    print(render(columns, rows, format.value))
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        code = app(args=args, standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else EXIT_OK)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    except click.exceptions.Abort:
+        print("tracelake: aborted", file=sys.stderr)
+        sys.exit(EXIT_FAILED)
+    except click.ClickException as exc:
+        print(f"tracelake: usage error: {exc.format_message()}", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+    except TraceLakeError as exc:
+        if "--debug" in args:
+            raise
+        print(f"tracelake: error: {exc}", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+    except Exception as exc:  # noqa: BLE001 - the one place that turns crashes into a line
+        if "--debug" in args:
+            raise
+        print(f"tracelake: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", file=sys.stderr)
+        sys.exit(EXIT_FAILED)

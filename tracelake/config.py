@@ -1,0 +1,21 @@
+"""Where things live: the dbt project inside the repo and the default warehouse folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+WAREHOUSE_ENV = "TRACELAKE_WAREHOUSE"
+
+
+def default_warehouse() -> Path:
+    configured = os.environ.get(WAREHOUSE_ENV)
+    if configured:
+        return Path(configured)
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home) / "tracelake" / "warehouse"
+
+
+def default_jobs() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)

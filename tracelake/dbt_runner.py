@@ -1,0 +1,134 @@
+"""Run the dbt project in process, and keep a compiled plan for the ingest fast path.
+
+Importing dbt and parsing the project costs ~2 s, too much for every ingested trace. So after a
+full dbt run the incremental models are compiled once more, in incremental mode, with a
+placeholder for the new trace ids. Ingest then executes that compiled SQL directly: the SQL is
+still dbt's (the models stay the single definition), only the placeholder is filled in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+
+import duckdb
+from pydantic import BaseModel
+
+from ingest.errors import WarehouseError
+from tracelake import __version__
+from tracelake.config import PROJECT_ROOT
+
+NEW_TRACE_IDS_PLACEHOLDER = "@@NEW_TRACE_IDS@@"
+_PROJECT_PARTS = ("dbt_project.yml", "profiles.yml", "models", "macros", "seeds", "dbt_tests")
+_TRACE_ID = re.compile(r"^[0-9a-f]{16}$")
+
+
+class PlannedModel(BaseModel):
+    name: str
+    relation: str
+    sql: str
+
+
+class IncrementalPlan(BaseModel):
+    """Compiled incremental models in dependency order, valid for one project fingerprint."""
+
+    fingerprint: str
+    models: list[PlannedModel]
+
+
+def project_fingerprint() -> str:
+    digest = hashlib.sha256(__version__.encode())
+    for part in _PROJECT_PARTS:
+        base = PROJECT_ROOT / part
+        files = sorted(p for p in base.rglob("*") if p.is_file()) if base.is_dir() else [base]
+        for file in files:
+            if file.exists():
+                digest.update(str(file.relative_to(PROJECT_ROOT)).encode())
+                digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+def run_dbt(db_path: Path, work_dir: Path, args: list[str]) -> None:
+    """Invoke dbt in this process; raise with the failing nodes' messages if it fails."""
+    os.environ["DO_NOT_TRACK"] = "1"
+    os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
+    os.environ["TRACELAKE_DUCKDB_PATH"] = str(db_path)
+    from dbt.cli.main import dbtRunner  # imported here: ~1 s, only paid when dbt really runs
+
+    result = dbtRunner().invoke(
+        [
+            *args,
+            "--project-dir", str(PROJECT_ROOT),
+            "--profiles-dir", str(PROJECT_ROOT),
+            "--target-path", str(work_dir / "target"),
+            "--log-path", str(work_dir / "logs"),
+            "--quiet",
+        ]
+    )
+    if result.success:
+        return
+    messages = []
+    if result.result is not None and hasattr(result.result, "results"):
+        for node_result in result.result.results:
+            if str(node_result.status) in ("error", "fail"):
+                messages.append(f"{node_result.node.name}: {node_result.message}")
+    if result.exception is not None:
+        messages.append(str(result.exception))
+    raise WarehouseError("dbt " + args[0] + " failed: " + ("; ".join(messages) or "see " + str(work_dir / "logs")))
+
+
+def compile_incremental_plan(db_path: Path, work_dir: Path) -> IncrementalPlan:
+    vars_arg = json.dumps({"new_trace_ids": [NEW_TRACE_IDS_PLACEHOLDER]})
+    run_dbt(db_path, work_dir, ["compile", "--select", "config.materialized:incremental", "--vars", vars_arg])
+    manifest = json.loads((work_dir / "target" / "manifest.json").read_text())
+    nodes = {
+        uid: node
+        for uid, node in manifest["nodes"].items()
+        if node["resource_type"] == "model" and node["config"]["materialized"] == "incremental"
+    }
+    ordered: list[str] = []
+    visited: set[str] = set()
+
+    def visit(uid: str) -> None:
+        """Depth-first over every upstream node (views too), so that an incremental model
+        reached through views still runs after the incremental models it reads."""
+        if uid in visited:
+            return
+        visited.add(uid)
+        for parent in manifest["nodes"].get(uid, {}).get("depends_on", {}).get("nodes", []):
+            visit(parent)
+        if uid in nodes:
+            ordered.append(uid)
+
+    for uid in sorted(nodes):
+        visit(uid)
+    models = []
+    for uid in ordered:
+        node = nodes[uid]
+        if NEW_TRACE_IDS_PLACEHOLDER not in (node.get("compiled_code") or ""):
+            raise WarehouseError(f"model {node['name']} does not filter on new traces; cannot plan it")
+        models.append(PlannedModel(name=node["name"], relation=node["relation_name"], sql=node["compiled_code"]))
+    return IncrementalPlan(fingerprint=project_fingerprint(), models=models)
+
+
+def execute_plan(con: duckdb.DuckDBPyConnection, plan: IncrementalPlan, trace_ids: list[str]) -> None:
+    """Append the new traces' rows to every incremental model, in one transaction."""
+    if not trace_ids:
+        return
+    for trace_id in trace_ids:
+        if not _TRACE_ID.match(trace_id):
+            raise WarehouseError(f"refusing malformed trace id {trace_id!r}")
+    id_list = ", ".join(f"'{trace_id}'" for trace_id in trace_ids)
+    con.begin()
+    try:
+        for model in plan.models:
+            sql = model.sql.replace(f"'{NEW_TRACE_IDS_PLACEHOLDER}'", id_list).strip().rstrip(";")
+            con.execute(f"delete from {model.relation} where trace_id in ({id_list})")
+            con.execute(f"insert into {model.relation} by name select * from ({sql})")
+        con.commit()
+    except Exception:
+        con.rollback()
+        raise

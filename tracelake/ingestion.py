@@ -1,0 +1,164 @@
+"""`tracelake ingest`: find trace files, stage them in parallel, commit them, update the marts."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+
+from ingest.errors import BadTraceError, NotATraceError, TraceLakeError
+from ingest.reader import file_sha256, is_trace_file
+from ingest.trace_ingest import StagedTrace, stage_trace, trace_id_from_sha256
+from tracelake import __version__
+from tracelake.warehouse import Warehouse
+
+
+
+@dataclass
+class TraceOutcome:
+    path: Path
+    trace_id: str | None
+    status: str  # "new" | "known" | "failed" | "skipped"
+    event_count: int = 0
+    seconds: float = 0.0
+    message: str = ""
+
+
+@dataclass
+class IngestReport:
+    outcomes: list[TraceOutcome] = field(default_factory=list)
+    model_update: str = "none"
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> list[TraceOutcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+    @property
+    def new_trace_ids(self) -> list[str]:
+        return [o.trace_id for o in self.outcomes if o.status == "new" and o.trace_id]
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    path: Path
+    from_folder: bool
+    sha256: str = ""
+
+
+def find_trace_files(paths: list[Path]) -> list[_Candidate]:
+    """Files as given; folders searched recursively for .json / .json.gz."""
+    found: list[_Candidate] = []
+    for path in paths:
+        if not path.exists():
+            raise BadTraceError(f"{path}: no such file or folder; check the path")
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if is_trace_file(p))
+            if not files:
+                raise BadTraceError(f"{path}: folder holds no .json or .json.gz trace files")
+            found.extend(_Candidate(p, True) for p in files)
+        else:
+            found.append(_Candidate(path, False))
+    return found
+
+
+def _stage(path: Path, sha256: str, staging_dir: Path, tags: dict[str, str]) -> StagedTrace:
+    try:
+        return stage_trace(path, sha256, staging_dir, tags, __version__)
+    except BaseException:
+        shutil.rmtree(staging_dir, ignore_errors=True)
+        raise
+
+
+def ingest_paths(
+    paths: list[Path],
+    warehouse: Warehouse,
+    tags: dict[str, str],
+    jobs: int,
+    on_progress: Callable[[TraceOutcome], None] | None = None,
+) -> IngestReport:
+    started = time.perf_counter()
+    candidates = find_trace_files(paths)
+    warehouse.prepare_for_writing()
+    report = IngestReport()
+    known = warehouse.trace_ids()
+    pending: dict[str, _Candidate] = {}
+    for candidate in candidates:
+        sha256 = file_sha256(candidate.path)
+        trace_id = trace_id_from_sha256(sha256)
+        if trace_id in known or trace_id in pending:
+            outcome = TraceOutcome(candidate.path, trace_id, "known", message="already ingested")
+            report.outcomes.append(outcome)
+            if on_progress:
+                on_progress(outcome)
+            continue
+        pending[trace_id] = _Candidate(candidate.path, candidate.from_folder, sha256)
+
+    staged = _stage_all(pending, warehouse, tags, jobs, report, on_progress)
+    if staged:
+        with warehouse.write_lock():
+            warehouse.remove_orphans()
+            committed = [s for s in staged if warehouse.commit(s)]
+            try:
+                report.model_update = warehouse.update_models([s.trace_id for s in committed])
+            except BaseException:
+                _uncommit(warehouse, committed)
+                raise
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _stage_all(
+    pending: dict[str, _Candidate],
+    warehouse: Warehouse,
+    tags: dict[str, str],
+    jobs: int,
+    report: IngestReport,
+    on_progress: Callable[[TraceOutcome], None] | None,
+) -> list[StagedTrace]:
+    staged: list[StagedTrace] = []
+    if not pending:
+        return staged
+
+    def record(trace_id: str, result: StagedTrace | None, error: BaseException | None) -> None:
+        candidate = pending[trace_id]
+        if result is not None:
+            staged.append(result)
+            outcome = TraceOutcome(candidate.path, trace_id, "new", result.event_count, result.seconds)
+        elif isinstance(error, NotATraceError) and candidate.from_folder:
+            outcome = TraceOutcome(candidate.path, None, "skipped", message="not a profiler trace")
+        else:
+            outcome = TraceOutcome(candidate.path, trace_id, "failed", message=str(error))
+        report.outcomes.append(outcome)
+        if on_progress:
+            on_progress(outcome)
+
+    work = {tid: (c.path, c.sha256, warehouse.new_staging_dir(tid)) for tid, c in pending.items()}
+    if jobs <= 1 or len(work) == 1:
+        for trace_id, (path, sha, folder) in work.items():
+            try:
+                record(trace_id, _stage(path, sha, folder, tags), None)
+            except TraceLakeError as exc:
+                record(trace_id, None, exc)
+        return staged
+    with ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=get_context("fork")) as pool:
+        futures = {pool.submit(_stage, path, sha, folder, tags): tid for tid, (path, sha, folder) in work.items()}
+        for future in as_completed(futures):
+            trace_id = futures[future]
+            error = future.exception()
+            if error is not None and not isinstance(error, TraceLakeError):
+                raise error
+            record(trace_id, future.result() if error is None else None, error)
+    return staged
+
+
+def _uncommit(warehouse: Warehouse, committed: list[StagedTrace]) -> None:
+    """Take committed partitions back out when the model update failed."""
+    for staged in committed:
+        commit_partition = warehouse.parquet_dir / "trace_files" / f"trace_id={staged.trace_id}"
+        shutil.rmtree(commit_partition, ignore_errors=True)
+    warehouse.remove_orphans()

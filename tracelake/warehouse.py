@@ -1,0 +1,181 @@
+"""The warehouse folder: Parquet partitions, the DuckDB file, the lock, and model updates.
+
+Layout:
+    parquet/<table>/trace_id=<id>/part-0.parquet   Hive partitions written by ingest
+    staging/<id>-<nonce>/<table>/                   a trace being written; renamed into place
+    warehouse.duckdb                                raw.* views over the Parquet + dbt models
+    dbt/                                            dbt target and logs; plan.json (fast path)
+
+A trace is committed when its `trace_files` partition appears; that rename comes last, so a
+crash leaves either nothing or orphan partitions that the next writer removes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+from ingest.errors import WarehouseError
+from ingest.trace_ingest import TABLES, StagedTrace
+from tracelake.dbt_runner import (
+    IncrementalPlan,
+    compile_incremental_plan,
+    execute_plan,
+    project_fingerprint,
+    run_dbt,
+)
+
+COMMIT_TABLE = "trace_files"
+PARTITION_PREFIX = "trace_id="
+READ_RETRY_SECONDS = 10.0
+STALE_STAGING_SECONDS = 24 * 3600
+
+
+class Warehouse:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.parquet_dir = root / "parquet"
+        self.staging_dir = root / "staging"
+        self.db_path = root / "warehouse.duckdb"
+        self.dbt_dir = root / "dbt"
+        self.plan_path = self.dbt_dir / "plan.json"
+        self.lock_path = root / ".lock"
+
+    # ---- access -------------------------------------------------------------------------
+    def prepare_for_writing(self) -> None:
+        """Create the folder if needed and prove it is writable, before any work starts."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            probe = self.root / f".write-probe-{uuid.uuid4().hex}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise WarehouseError(
+                f"warehouse {self.root} is not writable ({exc.strerror}); "
+                "pick another folder with --warehouse or fix its permissions"
+            ) from None
+
+    def require_existing(self) -> None:
+        if not self.db_path.exists():
+            raise WarehouseError(
+                f"no warehouse at {self.root}; run `tracelake ingest TRACE --warehouse {self.root}` first"
+            )
+
+    @contextmanager
+    def write_lock(self) -> Iterator[None]:
+        with self.lock_path.open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def connect_read_only(self) -> duckdb.DuckDBPyConnection:
+        self.require_existing()
+        deadline = time.monotonic() + READ_RETRY_SECONDS
+        while True:
+            try:
+                return duckdb.connect(str(self.db_path), read_only=True)
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                    raise WarehouseError(f"cannot open {self.db_path}: {exc}") from None
+                time.sleep(0.1)
+
+    # ---- traces ---------------------------------------------------------------------------
+    def trace_ids(self) -> set[str]:
+        folder = self.parquet_dir / COMMIT_TABLE
+        if not folder.is_dir():
+            return set()
+        return {p.name[len(PARTITION_PREFIX):] for p in folder.iterdir() if p.name.startswith(PARTITION_PREFIX)}
+
+    def new_staging_dir(self, trace_id: str) -> Path:
+        folder = self.staging_dir / f"{trace_id}-{uuid.uuid4().hex[:8]}"
+        folder.mkdir(parents=True)
+        return folder
+
+    def _partition(self, table: str, trace_id: str) -> Path:
+        return self.parquet_dir / table / f"{PARTITION_PREFIX}{trace_id}"
+
+    def commit(self, staged: StagedTrace) -> bool:
+        """Move a staged trace into place (caller holds the write lock). False if already there."""
+        staging = Path(staged.staging_dir)
+        if staged.trace_id in self.trace_ids():
+            shutil.rmtree(staging, ignore_errors=True)
+            return False
+        for table in [t for t in TABLES if t != COMMIT_TABLE] + [COMMIT_TABLE]:
+            target = self._partition(table, staged.trace_id)
+            if target.exists():
+                shutil.rmtree(target)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / table, target)
+        shutil.rmtree(staging, ignore_errors=True)
+        return True
+
+    def remove_orphans(self) -> None:
+        """Drop partitions of traces that never committed, and old abandoned staging folders."""
+        committed = self.trace_ids()
+        for table in TABLES:
+            folder = self.parquet_dir / table
+            if not folder.is_dir():
+                continue
+            for partition in folder.iterdir():
+                if partition.name[len(PARTITION_PREFIX):] not in committed:
+                    shutil.rmtree(partition, ignore_errors=True)
+        if self.staging_dir.is_dir():
+            for leftover in self.staging_dir.iterdir():
+                if time.time() - leftover.stat().st_mtime > STALE_STAGING_SECONDS:
+                    shutil.rmtree(leftover, ignore_errors=True)
+
+    # ---- models ---------------------------------------------------------------------------
+    def _refresh_raw_views(self) -> None:
+        with duckdb.connect(str(self.db_path)) as con:
+            con.execute("create schema if not exists raw")
+            for table in TABLES:
+                glob = (self.parquet_dir / table / "*" / "*.parquet").as_posix().replace("'", "''")
+                con.execute(
+                    f"create or replace view raw.{table} as select * from read_parquet('{glob}', "
+                    "hive_partitioning = true, union_by_name = true, hive_types = {'trace_id': varchar})"
+                )
+
+    def _load_plan(self) -> IncrementalPlan | None:
+        if not self.plan_path.exists():
+            return None
+        plan = IncrementalPlan.model_validate_json(self.plan_path.read_text())
+        return plan if plan.fingerprint == project_fingerprint() else None
+
+    def build(self, *, run_tests: bool, full_refresh: bool = False) -> None:
+        """Run the dbt project over every trace (caller holds the write lock), then re-plan."""
+        if not self.trace_ids():
+            raise WarehouseError(f"warehouse {self.root} has no traces yet; ingest one first")
+        self._refresh_raw_views()
+        args = ["build" if run_tests else "run"]
+        if full_refresh:
+            args.append("--full-refresh")
+        self.plan_path.unlink(missing_ok=True)
+        run_dbt(self.db_path, self.dbt_dir, args)
+        plan = compile_incremental_plan(self.db_path, self.dbt_dir)
+        tmp = self.plan_path.with_suffix(".tmp")
+        tmp.write_text(plan.model_dump_json(indent=1))
+        os.replace(tmp, self.plan_path)
+
+    def update_models(self, new_trace_ids: list[str]) -> str:
+        """Bring the marts up to date for new traces (caller holds the write lock).
+
+        Returns how: "fast" (compiled plan executed) or "dbt" (full dbt run, once per batch).
+        """
+        plan = self._load_plan()
+        if plan is None:
+            self.build(run_tests=False, full_refresh=self.db_path.exists())
+            return "dbt"
+        self._refresh_raw_views()
+        with duckdb.connect(str(self.db_path)) as con:
+            execute_plan(con, plan, sorted(new_trace_ids))
+        return "fast"
