@@ -1,8 +1,10 @@
 """Decode raw trace events, chunk by chunk, into typed Arrow columns.
 
-Events are decoded into small msgspec structs one chunk at a time (never all at once, never as
-dicts), checked, and turned into Arrow arrays. The `events` table keeps every valid event with its
-`args` as JSON text; the host, GPU and flow subsets get typed columns from `args`.
+Each chunk of raw event slices is decoded by msgspec into small typed structs (never dicts),
+turned column by column into Arrow arrays, checked with vectorized masks and split into the
+tables ingest writes. The `events` table keeps every valid event with its `args` as JSON text;
+the host, GPU and flow subsets get typed columns from `args`. A chunk holding a malformed event
+(wrong JSON types) is decoded again leniently, so one bad event never costs the whole trace.
 """
 
 from __future__ import annotations
@@ -16,18 +18,34 @@ from typing import Any
 import msgspec
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 CHUNK_EVENTS = 100_000
-HOST_CATEGORIES = frozenset({"cpu_op", "cuda_runtime", "cuda_driver", "python_function"})
-GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
-FLOW_PHASES = frozenset({"s", "f", "t"})
-
+HOST_CATEGORIES = ("cpu_op", "cuda_runtime", "cuda_driver", "python_function")
+GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+FLOW_PHASES = ("s", "f", "t")
+RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver")
 
 # An absent field; msgspec cannot put Raw in a union with None.
 _NO_RAW = msgspec.Raw(b"")
 
 
 class RawEvent(msgspec.Struct, gc=False):
+    ph: str | None = None
+    cat: str | None = None
+    name: str | None = None
+    ts: float | None = None
+    dur: float | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    id: int | str | None = None
+    bp: str | None = None
+    args: msgspec.Raw = _NO_RAW
+
+
+class LooseEvent(msgspec.Struct, gc=False):
+    """The same fields with any JSON type, for chunks the typed decoder rejects."""
+
     ph: Any = None
     cat: Any = None
     name: Any = None
@@ -41,6 +59,9 @@ class RawEvent(msgspec.Struct, gc=False):
 
 
 class EventArgs(msgspec.Struct, gc=False):
+    """The args ingest types. Scalars stay `Any` (ints in practice; `bytes` is sometimes a
+    string) and are coerced per column, so an odd value never fails the whole chunk."""
+
     correlation: Any = None
     external_id: Any = msgspec.field(default=None, name="External id")
     device: Any = None
@@ -58,43 +79,86 @@ class EventArgs(msgspec.Struct, gc=False):
     record_function_id: Any = msgspec.field(default=None, name="Record function id")
 
 
-_EVENT_LIST = msgspec.json.Decoder(list[RawEvent])
-_ARGS_LIST = msgspec.json.Decoder(list[EventArgs])
-_ANY = msgspec.json.Decoder()
+_EVENTS = msgspec.json.Decoder(list[RawEvent])
+_LOOSE_EVENT = msgspec.json.Decoder(LooseEvent)
+_ARGS = msgspec.json.Decoder(list[EventArgs])
+_ONE_ARGS = msgspec.json.Decoder(EventArgs)
 _EMPTY_ARGS = EventArgs()
 
 
-def _is_number(value: Any) -> bool:
-    kind = type(value)
-    return (kind is float and math.isfinite(value)) or kind is int
+def _number_or_none(value: Any) -> float | None:
+    if type(value) is int or (type(value) is float and math.isfinite(value)):
+        return float(value)
+    return None
 
 
-def _as_int(value: Any) -> int | None:
-    kind = type(value)
-    if kind is int:
+def _int_or_none(value: Any) -> int | None:
+    if type(value) is int:
         return value
-    if kind is str:
+    if type(value) is float and value.is_integer():
+        return int(value)
+    if type(value) is str:
         try:
             return int(value, 0)
         except ValueError:
             return None
-    if kind is float and value.is_integer():
-        return int(value)
     return None
 
 
-def _as_text(value: Any) -> str | None:
-    if value is None:
-        return None
-    return value if type(value) is str else str(value)
+def _str_or_none(value: Any) -> str | None:
+    return value if type(value) is str else None
+
+
+def _id_or_none(value: Any) -> int | str | None:
+    return value if type(value) in (int, str) else None
+
+
+def _decode_events(chunk: list[msgspec.Raw]) -> tuple[list[RawEvent | None], dict[int, str]]:
+    """Typed decode; on a type error, decode each event leniently and note why ones are bad."""
+    try:
+        return _EVENTS.decode(b"[" + b",".join(chunk) + b"]"), {}
+    except msgspec.ValidationError:
+        pass
+    events: list[RawEvent | None] = []
+    reasons: dict[int, str] = {}
+    for offset, raw in enumerate(chunk):
+        try:
+            loose = _LOOSE_EVENT.decode(raw)
+        except msgspec.ValidationError:
+            reasons[offset] = "not_an_object"
+            events.append(None)
+            continue
+        ts, dur = _number_or_none(loose.ts), _number_or_none(loose.dur)
+        if loose.ts is not None and ts is None:
+            reasons[offset] = "non_numeric_ts"
+        elif loose.ph == "X" and loose.dur is not None and dur is None:
+            reasons[offset] = "non_numeric_dur"
+        events.append(
+            RawEvent(
+                ph=_str_or_none(loose.ph), cat=_str_or_none(loose.cat), name=_str_or_none(loose.name),
+                ts=ts, dur=dur, pid=_id_or_none(loose.pid), tid=_id_or_none(loose.tid),
+                id=_id_or_none(loose.id), bp=_str_or_none(loose.bp), args=loose.args,
+            )
+        )
+    return events, reasons
 
 
 def _present(raw: msgspec.Raw) -> bool:
     return len(raw) > 0 and raw != b"null"
 
 
-def _raw_text(raw: msgspec.Raw) -> str | None:
-    return bytes(raw).decode("utf-8", "replace") if _present(raw) else None
+def _decode_args(raws: list[msgspec.Raw]) -> list[EventArgs]:
+    try:
+        return _ARGS.decode(b"[" + b",".join(r if _present(r) else b"{}" for r in raws) + b"]")
+    except msgspec.ValidationError:  # an args value that is not a JSON object
+        pass
+    out: list[EventArgs] = []
+    for raw in raws:
+        try:
+            out.append(_ONE_ARGS.decode(raw) if _present(raw) else _EMPTY_ARGS)
+        except msgspec.ValidationError:
+            out.append(_EMPTY_ARGS)
+    return out
 
 
 def _json_text_array(raws: list[msgspec.Raw]) -> pa.Array:
@@ -102,69 +166,26 @@ def _json_text_array(raws: list[msgspec.Raw]) -> pa.Array:
     lengths = np.fromiter((len(r) for r in raws), dtype=np.int64, count=len(raws))
     offsets = np.zeros(len(raws) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    data = b"".join(raws)
     validity = lengths > 0
     null_count = int(len(raws) - validity.sum())
     bitmap = pa.py_buffer(np.packbits(validity, bitorder="little")) if null_count else None
     array = pa.LargeStringArray.from_buffers(
-        len(raws), pa.py_buffer(offsets), pa.py_buffer(data), bitmap, null_count
+        len(raws), pa.py_buffer(offsets), pa.py_buffer(b"".join(raws)), bitmap, null_count
     )
     return array.cast(pa.string())
 
 
-def _decode_chunk(chunk: list[msgspec.Raw], skipped: Counter[str]) -> list[RawEvent | None]:
-    try:
-        return _EVENT_LIST.decode(b"[" + b",".join(chunk) + b"]")
-    except msgspec.ValidationError:
-        decoded: list[RawEvent | None] = []
-        single = msgspec.json.Decoder(RawEvent)
-        for raw in chunk:
-            try:
-                decoded.append(single.decode(raw))
-            except msgspec.ValidationError:
-                skipped["not_an_object"] += 1
-                decoded.append(None)
-        return decoded
+def _text_column(values: list[Any]) -> pa.Array:
+    """pid/tid/id are ints or strings in traces; keep them as text so one type holds both."""
+    return pa.array([v if v is None or type(v) is str else str(v) for v in values], pa.string())
 
 
-def _decode_args(events: list[RawEvent]) -> list[EventArgs]:
-    raws = [e.args for e in events]
-    try:
-        return _ARGS_LIST.decode(b"[" + b",".join(r if _present(r) else b"{}" for r in raws) + b"]")
-    except msgspec.ValidationError:
-        single = msgspec.json.Decoder(EventArgs)
-        out: list[EventArgs] = []
-        for raw in raws:
-            try:
-                out.append(single.decode(raw) if _present(raw) else _EMPTY_ARGS)
-            except msgspec.ValidationError:
-                out.append(_EMPTY_ARGS)
-        return out
+def _int_column(values: list[Any]) -> pa.Array:
+    return pa.array([v if type(v) is int or v is None else _int_or_none(v) for v in values], pa.int64())
 
 
-def _drop_reason(event: RawEvent) -> str | None:
-    """Why an event cannot be used, or None when it is usable."""
-    ph = event.ph
-    if type(ph) is not str or not ph:
-        return "missing_phase"
-    if ph == "M":
-        return None
-    if event.ts is None:
-        return "missing_ts"
-    if not _is_number(event.ts):
-        return "non_numeric_ts"
-    if event.ts < 0:
-        return "negative_ts"
-    if ph == "X":
-        if event.dur is None:
-            return "missing_dur"
-        if not _is_number(event.dur):
-            return "non_numeric_dur"
-        if event.dur < 0:
-            return "negative_dur"
-        if type(event.name) is not str:
-            return "missing_name"
-    return None
+def _str_column(values: list[Any]) -> pa.Array:
+    return pa.array([v if type(v) is str or v is None else str(v) for v in values], pa.string())
 
 
 @dataclass
@@ -178,7 +199,6 @@ class DecodedTrace:
     event_count: int
     dropped: Counter[str]
     phase_counts: Counter[str]
-    category_counts: Counter[str]
     linking_key: str
 
 
@@ -198,148 +218,6 @@ EVENT_SCHEMA = pa.schema(
         ("args", pa.string()),
     ]
 )
-
-
-def _chunks(raw_events: list[msgspec.Raw]) -> Iterator[tuple[int, list[msgspec.Raw]]]:
-    for start in range(0, len(raw_events), CHUNK_EVENTS):
-        yield start, raw_events[start : start + CHUNK_EVENTS]
-
-
-def decode_events(raw_events: list[msgspec.Raw]) -> DecodedTrace:
-    host_parts: list[dict[str, list[Any]]] = []
-    gpu_parts: list[dict[str, list[Any]]] = []
-    flow_parts: list[dict[str, list[Any]]] = []
-    batches: list[pa.RecordBatch] = []
-    dropped: Counter[str] = Counter()
-    phases: Counter[str] = Counter()
-    categories: Counter[str] = Counter()
-    linking_key: str | None = None
-    kept_total = 0
-
-    for start, chunk in _chunks(raw_events):
-        decoded = _decode_chunk(chunk, dropped)
-        kept: list[RawEvent] = []
-        kept_idx: list[int] = []
-        for offset, event in enumerate(decoded):
-            if event is None:
-                continue
-            reason = _drop_reason(event)
-            if reason is not None:
-                dropped[reason] += 1
-                continue
-            kept.append(event)
-            kept_idx.append(start + offset)
-        if not kept:
-            continue
-        kept_total += len(kept)
-        cats = [e.cat if type(e.cat) is str else None for e in kept]
-        phases.update(e.ph for e in kept)
-        categories.update(c or "" for c in cats)
-        args = _decode_args(kept)
-        correlations = [_as_int(a.correlation) for a in args]
-        external_ids = [_as_int(a.external_id) for a in args]
-        pids = [_as_text(e.pid) for e in kept]
-        tids = [_as_text(e.tid) for e in kept]
-        ts = [float(e.ts) if e.ts is not None and _is_number(e.ts) else None for e in kept]
-        dur = [float(e.dur) if _is_number(e.dur) else None for e in kept]
-        names = [_as_text(e.name) for e in kept]
-
-        if linking_key is None:
-            for cat, name, arg in zip(cats, names, args):
-                if cat in ("cuda_runtime", "cuda_driver") and name and "launch" in name.lower():
-                    linking_key = "correlation" if arg.correlation is not None else "External id"
-                    break
-
-        batches.append(
-            pa.RecordBatch.from_arrays(
-                [
-                    pa.array(kept_idx, pa.int64()),
-                    pa.array([e.ph for e in kept], pa.string()),
-                    pa.array(cats, pa.string()),
-                    pa.array(names, pa.string()),
-                    pa.array(ts, pa.float64()),
-                    pa.array(dur, pa.float64()),
-                    pa.array(pids, pa.string()),
-                    pa.array(tids, pa.string()),
-                    pa.array([_as_int(e.id) for e in kept], pa.int64()),
-                    pa.array(correlations, pa.int64()),
-                    pa.array(external_ids, pa.int64()),
-                    _json_text_array([e.args for e in kept]),
-                ],
-                schema=EVENT_SCHEMA,
-            )
-        )
-
-        host_rows = [i for i, (c, e) in enumerate(zip(cats, kept)) if c in HOST_CATEGORIES and e.ph == "X"]
-        gpu_rows = [i for i, (c, e) in enumerate(zip(cats, kept)) if c in GPU_CATEGORIES and e.ph == "X"]
-        flow_rows = [i for i, e in enumerate(kept) if e.ph in FLOW_PHASES]
-        if host_rows:
-            host_parts.append(
-                {
-                    "event_idx": [kept_idx[i] for i in host_rows],
-                    "cat": [cats[i] for i in host_rows],
-                    "name": [names[i] for i in host_rows],
-                    "ts": [ts[i] for i in host_rows],
-                    "dur": [dur[i] for i in host_rows],
-                    "pid": [pids[i] for i in host_rows],
-                    "tid": [tids[i] for i in host_rows],
-                    "correlation": [correlations[i] for i in host_rows],
-                    "external_id": [external_ids[i] for i in host_rows],
-                    "input_dims": [_raw_text(args[i].input_dims) for i in host_rows],
-                    "input_type": [_raw_text(args[i].input_type) for i in host_rows],
-                    "input_strides": [_raw_text(args[i].input_strides) for i in host_rows],
-                    "concrete_inputs": [_raw_text(args[i].concrete_inputs) for i in host_rows],
-                    "sequence_number": [_as_int(args[i].sequence_number) for i in host_rows],
-                    "fwd_thread_id": [_as_int(args[i].fwd_thread_id) for i in host_rows],
-                    "record_function_id": [_as_int(args[i].record_function_id) for i in host_rows],
-                }
-            )
-        if gpu_rows:
-            gpu_parts.append(
-                {
-                    "event_idx": [kept_idx[i] for i in gpu_rows],
-                    "cat": [cats[i] for i in gpu_rows],
-                    "name": [names[i] for i in gpu_rows],
-                    "ts": [ts[i] for i in gpu_rows],
-                    "dur": [dur[i] for i in gpu_rows],
-                    "pid": [pids[i] for i in gpu_rows],
-                    "tid": [tids[i] for i in gpu_rows],
-                    "device": [_as_int(args[i].device) for i in gpu_rows],
-                    "stream": [_as_int(args[i].stream) for i in gpu_rows],
-                    "correlation": [correlations[i] for i in gpu_rows],
-                    "external_id": [external_ids[i] for i in gpu_rows],
-                    "bytes": [_as_int(args[i].bytes) for i in gpu_rows],
-                    "kind": [_as_text(args[i].kind) for i in gpu_rows],
-                    "grid": [_raw_text(args[i].grid) for i in gpu_rows],
-                    "block": [_raw_text(args[i].block) for i in gpu_rows],
-                }
-            )
-        if flow_rows:
-            flow_parts.append(
-                {
-                    "event_idx": [kept_idx[i] for i in flow_rows],
-                    "cat": [cats[i] for i in flow_rows],
-                    "ph": [kept[i].ph for i in flow_rows],
-                    "flow_id": [_as_int(kept[i].id) for i in flow_rows],
-                    "ts": [ts[i] for i in flow_rows],
-                    "pid": [pids[i] for i in flow_rows],
-                    "tid": [tids[i] for i in flow_rows],
-                    "bp": [_as_text(kept[i].bp) for i in flow_rows],
-                }
-            )
-
-    return DecodedTrace(
-        event_batches=batches,
-        host=_concat_parts(host_parts, HOST_SCHEMA),
-        gpu=_concat_parts(gpu_parts, GPU_SCHEMA),
-        flows=_concat_parts(flow_parts, FLOW_SCHEMA),
-        event_count=kept_total,
-        dropped=dropped,
-        phase_counts=phases,
-        category_counts=categories,
-        linking_key=linking_key or "correlation",
-    )
-
 
 HOST_SCHEMA = pa.schema(
     [
@@ -396,8 +274,115 @@ FLOW_SCHEMA = pa.schema(
 )
 
 
-def _concat_parts(parts: list[dict[str, list[Any]]], schema: pa.Schema) -> pa.Table:
-    if not parts:
-        return schema.empty_table()
-    tables = [pa.table({f.name: pa.array(p[f.name], f.type) for f in schema}, schema=schema) for p in parts]
-    return pa.concat_tables(tables)
+def _chunks(raw_events: list[msgspec.Raw]) -> Iterator[tuple[int, list[msgspec.Raw]]]:
+    for start in range(0, len(raw_events), CHUNK_EVENTS):
+        yield start, raw_events[start : start + CHUNK_EVENTS]
+
+
+def _drop_masks(columns: dict[str, pa.Array]) -> dict[str, pa.Array]:
+    """Why each event is unusable, as boolean masks checked in order (first reason wins)."""
+    ph, ts, dur, name = columns["ph"], columns["ts"], columns["dur"], columns["name"]
+    timed = pc.not_equal(ph, "M")
+    complete = pc.equal(ph, "X")
+    return {
+        "missing_phase": pc.or_kleene(pc.is_null(ph), pc.equal(ph, "")),
+        "missing_ts": pc.and_(timed, pc.is_null(ts)),
+        "negative_ts": pc.and_(timed, pc.less(ts, 0.0)),
+        "missing_dur": pc.and_(complete, pc.is_null(dur)),
+        "negative_dur": pc.and_(complete, pc.less(dur, 0.0)),
+        "missing_name": pc.and_(complete, pc.is_null(name)),
+    }
+
+
+def decode_events(raw_events: list[msgspec.Raw]) -> DecodedTrace:
+    batches: list[pa.RecordBatch] = []
+    host_tables: list[pa.Table] = []
+    gpu_tables: list[pa.Table] = []
+    flow_tables: list[pa.Table] = []
+    dropped: Counter[str] = Counter()
+    phases: Counter[str] = Counter()
+    linking_key: str | None = None
+
+    for start, chunk in _chunks(raw_events):
+        events, pre_reasons = _decode_events(chunk)
+        dropped.update(pre_reasons.values())
+        usable = [e is not None and i not in pre_reasons for i, e in enumerate(events)]
+        events = [e if ok else RawEvent() for e, ok in zip(events, usable)]
+        args = _decode_args([e.args for e in events])
+        columns: dict[str, pa.Array] = {
+            "event_idx": pa.array(np.arange(start, start + len(events), dtype=np.int64)),
+            "ph": pa.array([e.ph for e in events], pa.string()),
+            "cat": pa.array([e.cat for e in events], pa.string()),
+            "name": pa.array([e.name for e in events], pa.string()),
+            "ts": pa.array([e.ts for e in events], pa.float64()),
+            "dur": pa.array([e.dur for e in events], pa.float64()),
+            "pid": _text_column([e.pid for e in events]),
+            "tid": _text_column([e.tid for e in events]),
+            "flow_id": _int_column([e.id for e in events]),
+            "correlation": _int_column([a.correlation for a in args]),
+            "external_id": _int_column([a.external_id for a in args]),
+            "args": _json_text_array([e.args for e in events]),
+        }
+        keep = pa.array(usable, pa.bool_())
+        for reason, mask in _drop_masks(columns).items():
+            hit = pc.and_(keep, pc.fill_null(mask, False))
+            dropped[reason] += pc.sum(hit).as_py() or 0
+            keep = pc.and_(keep, pc.invert(hit))
+        typed = {
+            "device": _int_column([a.device for a in args]),
+            "stream": _int_column([a.stream for a in args]),
+            "bytes": _int_column([a.bytes for a in args]),
+            "kind": _str_column([a.kind for a in args]),
+            "grid": _json_text_array([a.grid for a in args]),
+            "block": _json_text_array([a.block for a in args]),
+            "input_dims": _json_text_array([a.input_dims for a in args]),
+            "input_type": _json_text_array([a.input_type for a in args]),
+            "input_strides": _json_text_array([a.input_strides for a in args]),
+            "concrete_inputs": _json_text_array([a.concrete_inputs for a in args]),
+            "sequence_number": _int_column([a.sequence_number for a in args]),
+            "fwd_thread_id": _int_column([a.fwd_thread_id for a in args]),
+            "record_function_id": _int_column([a.record_function_id for a in args]),
+            "bp": pa.array([e.bp for e in events], pa.string()),
+        }
+        table = pa.table({**columns, **typed}).filter(keep)
+        if table.num_rows == 0:
+            continue
+        phases.update({row["values"]: row["counts"] for row in pc.value_counts(table["ph"]).to_pylist()})
+        batches.append(pa.RecordBatch.from_arrays([table[f.name].combine_chunks() for f in EVENT_SCHEMA], schema=EVENT_SCHEMA))
+        complete = pc.equal(table["ph"], "X")
+        host_tables.append(_subset(table, pc.and_(complete, pc.is_in(table["cat"], pa.array(HOST_CATEGORIES))), HOST_SCHEMA))
+        gpu_tables.append(_subset(table, pc.and_(complete, pc.is_in(table["cat"], pa.array(GPU_CATEGORIES))), GPU_SCHEMA))
+        flow_tables.append(_subset(table, pc.is_in(table["ph"], pa.array(FLOW_PHASES)), FLOW_SCHEMA))
+        if linking_key is None:
+            linking_key = _linking_key(table)
+
+    return DecodedTrace(
+        event_batches=batches,
+        host=_concat(host_tables, HOST_SCHEMA),
+        gpu=_concat(gpu_tables, GPU_SCHEMA),
+        flows=_concat(flow_tables, FLOW_SCHEMA),
+        event_count=sum(b.num_rows for b in batches),
+        dropped=Counter({k: v for k, v in dropped.items() if v}),
+        phase_counts=phases,
+        linking_key=linking_key or "correlation",
+    )
+
+
+def _linking_key(table: pa.Table) -> str | None:
+    """TraceLens: `correlation` if the first launch-like runtime call carries one, else `External id`."""
+    is_launch = pc.and_(
+        pc.is_in(table["cat"], pa.array(RUNTIME_CATEGORIES)),
+        pc.match_substring(pc.utf8_lower(table["name"]), "launch"),
+    )
+    launches = table.filter(pc.fill_null(is_launch, False))
+    if launches.num_rows == 0:
+        return None
+    return "correlation" if launches["correlation"][0].is_valid else "External id"
+
+
+def _subset(table: pa.Table, mask: pa.Array, schema: pa.Schema) -> pa.Table:
+    return table.filter(pc.fill_null(mask, False)).select(schema.names).cast(schema)
+
+
+def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    return pa.concat_tables(tables) if tables else schema.empty_table()

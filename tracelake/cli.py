@@ -7,9 +7,15 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
-import click
 import duckdb
 import typer
+
+from typer import Abort, Exit
+
+try:  # typer >= 0.20 ships its own copy of click
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover - older typer uses click itself
+    from click.exceptions import ClickException
 
 from ingest.errors import TraceLakeError
 from tracelake.config import default_jobs, default_warehouse
@@ -49,7 +55,7 @@ def _parse_tags(tags: list[str]) -> dict[str, str]:
     for tag in tags:
         key, sep, value = tag.partition("=")
         if not sep or not key.strip():
-            raise click.BadParameter(f"tag {tag!r} is not KEY=VALUE", param_hint="--tag")
+            raise typer.BadParameter(f"tag {tag!r} is not KEY=VALUE", param_hint="--tag")
         parsed[key.strip()] = value.strip()
     return parsed
 
@@ -153,12 +159,12 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = app(args=args, standalone_mode=False)
         sys.exit(code if isinstance(code, int) else EXIT_OK)
-    except click.exceptions.Exit as done:
+    except Exit as done:
         sys.exit(done.exit_code)
-    except click.exceptions.Abort:
+    except Abort:
         print("tracelake: aborted", file=sys.stderr)
         sys.exit(EXIT_FAILED)
-    except click.ClickException as exc:
+    except ClickException as exc:
         print(f"tracelake: usage error: {exc.format_message()}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
     except TraceLakeError as exc:

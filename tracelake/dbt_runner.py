@@ -8,6 +8,7 @@ still dbt's (the models stay the single definition), only the placeholder is fil
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -58,16 +59,19 @@ def run_dbt(db_path: Path, work_dir: Path, args: list[str]) -> None:
     os.environ["TRACELAKE_DUCKDB_PATH"] = str(db_path)
     from dbt.cli.main import dbtRunner  # imported here: ~1 s, only paid when dbt really runs
 
-    result = dbtRunner().invoke(
-        [
-            *args,
-            "--project-dir", str(PROJECT_ROOT),
-            "--profiles-dir", str(PROJECT_ROOT),
-            "--target-path", str(work_dir / "target"),
-            "--log-path", str(work_dir / "logs"),
-            "--quiet",
-        ]
-    )
+    try:
+        result = dbtRunner().invoke(
+            [
+                *args,
+                "--project-dir", str(PROJECT_ROOT),
+                "--profiles-dir", str(PROJECT_ROOT),
+                "--target-path", str(work_dir / "target"),
+                "--log-path", str(work_dir / "logs"),
+                "--quiet",
+            ]
+        )
+    finally:
+        _release_duckdb_handle()
     if result.success:
         return
     messages = []
@@ -78,6 +82,18 @@ def run_dbt(db_path: Path, work_dir: Path, args: list[str]) -> None:
     if result.exception is not None:
         messages.append(str(result.exception))
     raise WarehouseError("dbt " + args[0] + " failed: " + ("; ".join(messages) or "see " + str(work_dir / "logs")))
+
+
+def _release_duckdb_handle() -> None:
+    """dbt-duckdb keeps its database open for the life of the process; close it so that this
+    process and others can open the warehouse again (DuckDB allows one writer per file)."""
+    from dbt.adapters.duckdb.connections import DuckDBConnectionManager
+
+    environment = DuckDBConnectionManager._ENV
+    if environment is not None:
+        environment.close()
+    DuckDBConnectionManager.close_all_connections()
+    gc.collect()
 
 
 def compile_incremental_plan(db_path: Path, work_dir: Path) -> IncrementalPlan:

@@ -1,0 +1,32 @@
+# TraceLake developer entry points. `make demo` and `make test` work on a fresh machine.
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+SAMPLE := tests/data/traces/h100/gaunernst_bert-small-uncased__1016001.json.gz
+DEMO_WAREHOUSE := demo_output/warehouse
+export DO_NOT_TRACK := 1
+
+.PHONY: setup demo test bench clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+setup: $(BIN)/.installed
+
+demo: setup
+	rm -rf $(DEMO_WAREHOUSE)
+	$(BIN)/tracelake ingest $(SAMPLE) --warehouse $(DEMO_WAREHOUSE)
+	$(BIN)/tracelake traces --warehouse $(DEMO_WAREHOUSE)
+	$(BIN)/tracelake sql "select computation_time_percent, idle_time_percent, busy_time_ms, total_time_ms from gpu_timeline" --warehouse $(DEMO_WAREHOUSE)
+	$(BIN)/tracelake sql "select check_name, verdict, detail from trace_quality order by check_name" --warehouse $(DEMO_WAREHOUSE)
+
+test: setup
+	$(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/python bench/ingest.py --big-mb 55
+
+clean:
+	rm -rf demo_output .pytest_cache

@@ -1,0 +1,94 @@
+"""`tracelake ingest`, `sql` and `traces` through the real command line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.cli.conftest import SMALL_TRACE, snapshot
+from tests.conftest import TRACES, run_cli
+
+
+def test_ingest_prints_one_line_per_trace_and_the_marts_answer(small_warehouse: Path) -> None:
+    result = run_cli("sql", "select count(*) as n, min(total_time_ms) > 0 as positive from gpu_timeline",
+                     "--warehouse", str(small_warehouse), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [{"n": 1, "positive": True}]
+
+
+def test_reingest_is_a_no_op(small_warehouse: Path) -> None:
+    before = snapshot(small_warehouse)
+    result = run_cli("ingest", str(SMALL_TRACE), "--warehouse", str(small_warehouse))
+    assert result.returncode == 0, result.stderr
+    assert "already ingested" in result.stdout
+    assert snapshot(small_warehouse) == before
+
+
+def test_same_content_under_another_name_is_the_same_trace(small_warehouse: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "renamed.json.gz"
+    shutil.copy(SMALL_TRACE, copy)
+    result = run_cli("ingest", str(copy), "--warehouse", str(small_warehouse))
+    assert result.returncode == 0 and "already ingested" in result.stdout
+
+
+def test_sql_formats(small_warehouse: Path) -> None:
+    query = "select trace_id, total_time_ms from gpu_timeline"
+    as_json = json.loads(run_cli("sql", query, "--warehouse", str(small_warehouse), "--format", "json").stdout)
+    assert isinstance(as_json, list) and set(as_json[0]) == {"trace_id", "total_time_ms"}
+    as_csv = run_cli("sql", query, "--warehouse", str(small_warehouse), "--format", "csv").stdout.splitlines()
+    assert as_csv[0] == "trace_id,total_time_ms" and as_csv[1].startswith(as_json[0]["trace_id"] + ",")
+    as_table = run_cli("sql", query, "--warehouse", str(small_warehouse)).stdout
+    assert "trace_id" in as_table and "(1 row)" in as_table
+
+
+def test_traces_lists_tags_and_device(tmp_path: Path) -> None:
+    folder = tmp_path / "wh"
+    trace = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
+    assert run_cli("ingest", str(trace), "--warehouse", str(folder), "--tag", "model=bert", "--tag", "mode=inference").returncode == 0
+    listed = json.loads(run_cli("traces", "--warehouse", str(folder), "--format", "json").stdout)
+    assert len(listed) == 1
+    assert listed[0]["device_name"] == "NVIDIA H100 80GB HBM3"
+    assert listed[0]["tags"] == {"model": "bert", "mode": "inference"}
+    mode = json.loads(run_cli("sql", "select mode from traces", "--warehouse", str(folder), "--format", "json").stdout)
+    assert mode == [{"mode": "inference"}]
+
+
+def test_folder_ingest_in_parallel_then_cross_trace_query(warehouse) -> None:
+    """The session warehouse was filled by one parallel folder ingest; query across traces."""
+    result = run_cli(
+        "sql",
+        "select t.device_name, count(*) as kernels, sum(k.dur_us) / 1000 as kernel_ms "
+        "from kernels k join traces t using (trace_id) group by 1 order by 1",
+        "--warehouse", str(warehouse.root), "--format", "json",
+    )
+    assert result.returncode == 0, result.stderr
+    devices = {row["device_name"] for row in json.loads(result.stdout)}
+    assert {"NVIDIA H100 80GB HBM3", "NVIDIA B200", "AMD Instinct MI210"} <= devices
+
+
+def test_second_folder_ingest_adds_nothing(warehouse) -> None:
+    before = snapshot(warehouse.root / "parquet")
+    result = run_cli("ingest", str(TRACES), "--warehouse", str(warehouse.root))
+    assert result.returncode == 0, result.stderr
+    assert "0 new" in result.stderr
+    assert snapshot(warehouse.root / "parquet") == before
+
+
+def test_concurrent_ingests_into_one_warehouse(small_warehouse: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "wh"
+    shutil.copytree(small_warehouse, folder)
+    traces = [TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz",
+              TRACES / "mi300" / "gaunernst_bert-small-uncased__1016001.json.gz"]
+    processes = [
+        subprocess.Popen([sys.executable, "-m", "tracelake", "ingest", str(t), "--warehouse", str(folder), "--quiet"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for t in traces
+    ]
+    for process in processes:
+        _, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr
+    rows = json.loads(run_cli("sql", "select count(*) as n from gpu_timeline", "--warehouse", str(folder), "--format", "json").stdout)
+    assert rows == [{"n": 3}]

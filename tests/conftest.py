@@ -1,0 +1,68 @@
+"""Shared fixtures: one real warehouse built from every trace in tests/data, once per session."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tracelake.ingestion import ingest_paths
+from tracelake.warehouse import Warehouse
+
+DATA = Path(__file__).parent / "data"
+TRACES = DATA / "traces"
+EXPECTED = DATA / "expected"
+
+# expected/<folder> -> the trace it was computed from
+EXPECTED_TRACES = {
+    "b200__eager_trace": "b200/eager_trace.json.gz",
+    "h100__Qwen_Qwen1.5-0.5B-Chat__1016005": "h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+    "h100__gaunernst_bert-small-uncased__1016001": "h100/gaunernst_bert-small-uncased__1016001.json.gz",
+    "mi210__gpu_only_trace__gpu_only_trace": "mi210/gpu_only_trace/gpu_only_trace.json.gz",
+    "mi300__Qwen_Qwen1.5-0.5B-Chat__1016005": "mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+    "mi300__gaunernst_bert-small-uncased__1016001": "mi300/gaunernst_bert-small-uncased__1016001.json.gz",
+    "mi300__resnet_act_checkpoint": "mi300/resnet_act_checkpoint.json.gz",
+    "torch_compile_triton__trace": "torch_compile_triton/trace.json.gz",
+    "inference__sglang_decode": "inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz",
+    "inference__vllm_decode_full": "inference/vllm_decode_full/graph_execution.json.gz",
+}
+
+os.environ["DO_NOT_TRACK"] = "1"
+
+
+@pytest.fixture(scope="session")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
+    wh = Warehouse(tmp_path_factory.mktemp("warehouse"))
+    report = ingest_paths([TRACES], wh, tags={"suite": "tests"}, jobs=2)
+    assert not report.failed, report.failed
+    return wh
+
+
+@pytest.fixture(scope="session")
+def db(warehouse: Warehouse) -> duckdb.DuckDBPyConnection:
+    con = warehouse.connect_read_only()
+    yield con
+    con.close()
+
+
+def trace_id_of(db: duckdb.DuckDBPyConnection, relative_path: str) -> str:
+    path = str((TRACES / relative_path).resolve())
+    row = db.execute("select trace_id from traces where source_path = ?", [path]).fetchone()
+    assert row is not None, f"{relative_path} not in warehouse"
+    return row[0]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, user: int | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "DO_NOT_TRACK": "1", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "tracelake", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        user=user,
+        timeout=600,
+    )

@@ -1,0 +1,3 @@
+from tracelake.cli import main
+
+main()
