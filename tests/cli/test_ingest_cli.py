@@ -92,3 +92,15 @@ def test_concurrent_ingests_into_one_warehouse(small_warehouse: Path, tmp_path: 
         assert process.returncode == 0, stderr
     rows = json.loads(run_cli("sql", "select count(*) as n from gpu_timeline", "--warehouse", str(folder), "--format", "json").stdout)
     assert rows == [{"n": 3}]
+
+
+def test_build_runs_dbt_models_and_data_tests(warehouse, tmp_path: Path) -> None:
+    """`tracelake build` = dbt build over every trace: all models and yml/singular tests pass."""
+    folder = tmp_path / "wh"
+    shutil.copytree(warehouse.root, folder)  # the session warehouse stays open read-only elsewhere
+    result = run_cli("build", "--warehouse", str(folder))
+    assert result.returncode == 0, result.stderr
+    log = (folder / "dbt" / "logs" / "dbt.log").read_text()
+    assert "ERROR=0" in log and "PASS=" in log
+    passed = int(log.rsplit("PASS=", 1)[1].split()[0])
+    assert passed > 150  # 18 models + ~160 data tests
