@@ -448,9 +448,19 @@ def print_checks(results: Sequence[TraceResult]) -> None:
               + (f"; {failed} run(s) failed" if failed else "") + ")")
 
 
-def print_report(results: Sequence[TraceResult], repeats: int, load: tuple[float, float]) -> None:
+def git_revision() -> str:
+    try:
+        done = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"],
+                              capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return done.stdout.strip()
+
+
+def print_report(results: Sequence[TraceResult], repeats: int, load: tuple[float, float], revision: str) -> None:
     print()
-    print(f"tracelake ingest --jobs 1, median of {repeats} runs, each into a fresh copy of a warmed-up warehouse")
+    print(f"tracelake ingest --jobs 1 at {revision}, median of {repeats} runs, "
+          "each into a fresh copy of a warmed-up warehouse")
     print(f"(cold s = wall time of `tracelake ingest` until the marts answer; MB = 10^6 bytes; "
           f"{os.cpu_count()} CPUs; load average {load[0]:.2f} at start, {load[1]:.2f} at end)")
     print()
@@ -517,6 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     if not results:
         raise SystemExit("no traces to measure")
     load_start = os.getloadavg()[0]
+    revision = git_revision()
     work = Path(tempfile.mkdtemp(prefix="work-", dir=OUT_DIR))
     try:
         bench = Bench(args.tracelake, work, ensure_warmup_trace())
@@ -525,7 +536,7 @@ def main(argv: list[str] | None = None) -> int:
             bench.measure(result, args.repeats)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print_report(results, args.repeats, (load_start, os.getloadavg()[0]))
+    print_report(results, args.repeats, (load_start, os.getloadavg()[0]), revision)
     return 1 if any(r.error for result in results for r in result.runs) else 0
 
 
