@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,10 +113,12 @@ def _id_or_none(value: Any) -> int | str | None:
     return value if type(value) in (int, str) else None
 
 
-def _decode_events(chunk: list[msgspec.Raw]) -> tuple[list[RawEvent | None], dict[int, str]]:
-    """Typed decode; on a type error, decode each event leniently and note why ones are bad."""
+def _decode_events(chunk: list[msgspec.Raw]) -> tuple[list[RawEvent | None], dict[int, str], bytes]:
+    """Typed decode; on a type error, decode each event leniently and note why ones are bad.
+    Also returns the chunk as one JSON array, for the args pass."""
+    joined = b"[" + b",".join(chunk) + b"]"
     try:
-        return _EVENTS.decode(b"[" + b",".join(chunk) + b"]"), {}
+        return _EVENTS.decode(joined), {}, joined
     except msgspec.ValidationError:
         pass
     events: list[RawEvent | None] = []
@@ -140,11 +142,26 @@ def _decode_events(chunk: list[msgspec.Raw]) -> tuple[list[RawEvent | None], dic
                 id=_id_or_none(loose.id), bp=_str_or_none(loose.bp), args=loose.args,
             )
         )
-    return events, reasons
+    return events, reasons, joined
 
 
 def _present(raw: msgspec.Raw) -> bool:
     return len(raw) > 0 and raw != b"null"
+
+
+class _ArgsOnly(msgspec.Struct, gc=False):
+    args: EventArgs | None = None
+
+
+_ARGS_ONLY = msgspec.json.Decoder(list[_ArgsOnly])
+
+
+def _decode_chunk_args(joined: bytes, events: list[RawEvent]) -> list[EventArgs]:
+    """Typed args of a whole chunk in one C-level pass over the chunk's JSON."""
+    try:
+        return [e.args or _EMPTY_ARGS for e in _ARGS_ONLY.decode(joined)]
+    except msgspec.ValidationError:  # an args value that is not a JSON object
+        return _decode_args([e.args for e in events])
 
 
 def _decode_args(raws: list[msgspec.Raw]) -> list[EventArgs]:
@@ -163,7 +180,7 @@ def _decode_args(raws: list[msgspec.Raw]) -> list[EventArgs]:
 
 def _json_text_array(raws: list[msgspec.Raw]) -> pa.Array:
     """One Arrow string array from raw JSON slices, built from one joined buffer."""
-    lengths = np.fromiter((len(r) for r in raws), dtype=np.int64, count=len(raws))
+    lengths = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
     offsets = np.zeros(len(raws) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     validity = lengths > 0
@@ -176,12 +193,18 @@ def _json_text_array(raws: list[msgspec.Raw]) -> pa.Array:
 
 
 def _text_column(values: list[Any]) -> pa.Array:
-    """pid/tid/id are ints or strings in traces; keep them as text so one type holds both."""
-    return pa.array([v if v is None or type(v) is str else str(v) for v in values], pa.string())
+    """pid/tid are ints or strings in traces; keep them as text so one type holds both."""
+    try:
+        return pa.array(values).cast(pa.string())  # all ints, or all strings: converted in C
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+        return pa.array([v if v is None or type(v) is str else str(v) for v in values], pa.string())
 
 
 def _int_column(values: list[Any]) -> pa.Array:
-    return pa.array([v if type(v) is int or v is None else _int_or_none(v) for v in values], pa.int64())
+    try:
+        return pa.array(values, pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        return pa.array([v if type(v) is int or v is None else _int_or_none(v) for v in values], pa.int64())
 
 
 def _str_column(values: list[Any]) -> pa.Array:
@@ -192,14 +215,13 @@ def _str_column(values: list[Any]) -> pa.Array:
 class DecodedTrace:
     """Everything ingest needs from one trace's events."""
 
-    event_batches: list[pa.RecordBatch]
     host: pa.Table
     gpu: pa.Table
     flows: pa.Table
     event_count: int
     dropped: Counter[str]
     phase_counts: Counter[str]
-    linking_key: str
+    linking_key: str | None  # None until a launch-like runtime call is seen
 
 
 EVENT_SCHEMA = pa.schema(
@@ -274,12 +296,12 @@ FLOW_SCHEMA = pa.schema(
 )
 
 
-def _chunks(raw_events: list[msgspec.Raw]) -> Iterator[tuple[int, list[msgspec.Raw]]]:
-    for start in range(0, len(raw_events), CHUNK_EVENTS):
-        yield start, raw_events[start : start + CHUNK_EVENTS]
+def _chunks(raw_events: list[msgspec.Raw], first: int, stop: int) -> Iterator[tuple[int, list[msgspec.Raw]]]:
+    for start in range(first, stop, CHUNK_EVENTS):
+        yield start, raw_events[start : min(start + CHUNK_EVENTS, stop)]
 
 
-def _drop_masks(columns: dict[str, pa.Array]) -> dict[str, pa.Array]:
+def _drop_masks(columns: pa.Table) -> dict[str, pa.Array]:
     """Why each event is unusable, as boolean masks checked in order (first reason wins)."""
     ph, ts, dur, name = columns["ph"], columns["ts"], columns["dur"], columns["name"]
     timed = pc.not_equal(ph, "M")
@@ -294,78 +316,125 @@ def _drop_masks(columns: dict[str, pa.Array]) -> dict[str, pa.Array]:
     }
 
 
-def decode_events(raw_events: list[msgspec.Raw]) -> DecodedTrace:
-    batches: list[pa.RecordBatch] = []
+def decode_events(
+    raw_events: list[msgspec.Raw],
+    on_event_batch: Callable[[pa.RecordBatch], None],
+    first: int = 0,
+    stop: int | None = None,
+) -> DecodedTrace:
+    """Decode events [first, stop); hand each chunk's `events` rows to `on_event_batch` as it
+    is ready (so they are written, not kept) and return the host, GPU and flow subsets."""
     host_tables: list[pa.Table] = []
     gpu_tables: list[pa.Table] = []
     flow_tables: list[pa.Table] = []
     dropped: Counter[str] = Counter()
     phases: Counter[str] = Counter()
     linking_key: str | None = None
+    event_count = 0
 
-    for start, chunk in _chunks(raw_events):
-        events, pre_reasons = _decode_events(chunk)
+    for start, chunk in _chunks(raw_events, first, len(raw_events) if stop is None else stop):
+        events, pre_reasons, joined = _decode_events(chunk)
         dropped.update(pre_reasons.values())
-        usable = [e is not None and i not in pre_reasons for i, e in enumerate(events)]
-        events = [e if ok else RawEvent() for e, ok in zip(events, usable)]
-        args = _decode_args([e.args for e in events])
-        columns: dict[str, pa.Array] = {
-            "event_idx": pa.array(np.arange(start, start + len(events), dtype=np.int64)),
-            "ph": pa.array([e.ph for e in events], pa.string()),
-            "cat": pa.array([e.cat for e in events], pa.string()),
-            "name": pa.array([e.name for e in events], pa.string()),
-            "ts": pa.array([e.ts for e in events], pa.float64()),
-            "dur": pa.array([e.dur for e in events], pa.float64()),
-            "pid": _text_column([e.pid for e in events]),
-            "tid": _text_column([e.tid for e in events]),
-            "flow_id": _int_column([e.id for e in events]),
-            "correlation": _int_column([a.correlation for a in args]),
-            "external_id": _int_column([a.external_id for a in args]),
-            "args": _json_text_array([e.args for e in events]),
-        }
+        if pre_reasons:
+            usable = [e is not None and i not in pre_reasons for i, e in enumerate(events)]
+            events = [e if ok else RawEvent() for e, ok in zip(events, usable)]
+            args = _decode_args([e.args for e in events])
+        else:
+            usable = [True] * len(events)
+            args = _decode_chunk_args(joined, events)
+        base = pa.table(
+            {
+                "event_idx": pa.array(np.arange(start, start + len(events), dtype=np.int64)),
+                "ph": pa.array([e.ph for e in events], pa.string()),
+                "cat": pa.array([e.cat for e in events], pa.string()),
+                "name": pa.array([e.name for e in events], pa.string()),
+                "ts": pa.array([e.ts for e in events], pa.float64()),
+                "dur": pa.array([e.dur for e in events], pa.float64()),
+                "pid": _text_column([e.pid for e in events]),
+                "tid": _text_column([e.tid for e in events]),
+                "flow_id": _int_column([e.id for e in events]),
+                "correlation": _int_column([a.correlation for a in args]),
+                "external_id": _int_column([a.external_id for a in args]),
+                "args": _json_text_array([e.args for e in events]),
+            }
+        )
         keep = pa.array(usable, pa.bool_())
-        for reason, mask in _drop_masks(columns).items():
+        for reason, mask in _drop_masks(base).items():
             hit = pc.and_(keep, pc.fill_null(mask, False))
             dropped[reason] += pc.sum(hit).as_py() or 0
             keep = pc.and_(keep, pc.invert(hit))
-        typed = {
-            "device": _int_column([a.device for a in args]),
-            "stream": _int_column([a.stream for a in args]),
-            "bytes": _int_column([a.bytes for a in args]),
-            "kind": _str_column([a.kind for a in args]),
-            "grid": _json_text_array([a.grid for a in args]),
-            "block": _json_text_array([a.block for a in args]),
-            "input_dims": _json_text_array([a.input_dims for a in args]),
-            "input_type": _json_text_array([a.input_type for a in args]),
-            "input_strides": _json_text_array([a.input_strides for a in args]),
-            "concrete_inputs": _json_text_array([a.concrete_inputs for a in args]),
-            "sequence_number": _int_column([a.sequence_number for a in args]),
-            "fwd_thread_id": _int_column([a.fwd_thread_id for a in args]),
-            "record_function_id": _int_column([a.record_function_id for a in args]),
-            "bp": pa.array([e.bp for e in events], pa.string()),
-        }
-        table = pa.table({**columns, **typed}).filter(keep)
-        if table.num_rows == 0:
+        complete = pc.and_(keep, pc.fill_null(pc.equal(base["ph"], "X"), False))
+        is_host = _mask(pc.and_(complete, pc.is_in(base["cat"], pa.array(HOST_CATEGORIES))))
+        is_gpu = _mask(pc.and_(complete, pc.is_in(base["cat"], pa.array(GPU_CATEGORIES))))
+        is_flow = _mask(pc.and_(keep, pc.is_in(base["ph"], pa.array(FLOW_PHASES))))
+
+        kept = base.filter(keep)
+        if kept.num_rows == 0:
             continue
-        phases.update({row["values"]: row["counts"] for row in pc.value_counts(table["ph"]).to_pylist()})
-        batches.append(pa.RecordBatch.from_arrays([table[f.name].combine_chunks() for f in EVENT_SCHEMA], schema=EVENT_SCHEMA))
-        complete = pc.equal(table["ph"], "X")
-        host_tables.append(_subset(table, pc.and_(complete, pc.is_in(table["cat"], pa.array(HOST_CATEGORIES))), HOST_SCHEMA))
-        gpu_tables.append(_subset(table, pc.and_(complete, pc.is_in(table["cat"], pa.array(GPU_CATEGORIES))), GPU_SCHEMA))
-        flow_tables.append(_subset(table, pc.is_in(table["ph"], pa.array(FLOW_PHASES)), FLOW_SCHEMA))
+        event_count += kept.num_rows
+        on_event_batch(pa.RecordBatch.from_arrays([kept[f.name].combine_chunks() for f in EVENT_SCHEMA], schema=EVENT_SCHEMA))
+        phases.update({row["values"]: row["counts"] for row in pc.value_counts(kept["ph"]).to_pylist()})
         if linking_key is None:
-            linking_key = _linking_key(table)
+            linking_key = _linking_key(kept)
+
+        typed_rows = np.flatnonzero(is_host | is_gpu).tolist()
+        typed = base.drop_columns(["args"]).take(pa.array(typed_rows, pa.int64()))
+        for column, values in _typed_arg_columns([args[i] for i in typed_rows]).items():
+            typed = typed.append_column(column, values)
+        typed_is_host = is_host[np.asarray(typed_rows, dtype=np.int64)]
+        host_tables.append(typed.filter(pa.array(typed_is_host)).select(HOST_SCHEMA.names).cast(HOST_SCHEMA))
+        gpu_tables.append(typed.filter(pa.array(~typed_is_host)).select(GPU_SCHEMA.names).cast(GPU_SCHEMA))
+        flow_rows = np.flatnonzero(is_flow).tolist()
+        flows = base.drop_columns(["args"]).take(pa.array(flow_rows, pa.int64())).append_column("bp", pa.array([events[i].bp for i in flow_rows], pa.string()))
+        flow_tables.append(flows.select(FLOW_SCHEMA.names).cast(FLOW_SCHEMA))
 
     return DecodedTrace(
-        event_batches=batches,
         host=_concat(host_tables, HOST_SCHEMA),
         gpu=_concat(gpu_tables, GPU_SCHEMA),
         flows=_concat(flow_tables, FLOW_SCHEMA),
-        event_count=sum(b.num_rows for b in batches),
+        event_count=event_count,
         dropped=Counter({k: v for k, v in dropped.items() if v}),
         phase_counts=phases,
-        linking_key=linking_key or "correlation",
+        linking_key=linking_key,
     )
+
+
+def merge_decoded(parts: list[DecodedTrace]) -> DecodedTrace:
+    """Join the results of consecutive event ranges (in file order)."""
+    if len(parts) == 1:
+        return parts[0]
+    return DecodedTrace(
+        host=pa.concat_tables([p.host for p in parts]),
+        gpu=pa.concat_tables([p.gpu for p in parts]),
+        flows=pa.concat_tables([p.flows for p in parts]),
+        event_count=sum(p.event_count for p in parts),
+        dropped=sum((p.dropped for p in parts), Counter()),
+        phase_counts=sum((p.phase_counts for p in parts), Counter()),
+        linking_key=next((p.linking_key for p in parts if p.linking_key), None),
+    )
+
+
+def _mask(array: pa.Array) -> np.ndarray:
+    return pc.fill_null(array, False).to_numpy(zero_copy_only=False)
+
+
+def _typed_arg_columns(args: list[EventArgs]) -> dict[str, pa.Array]:
+    """The args ingest types, for the host and GPU rows only."""
+    return {
+        "device": _int_column([a.device for a in args]),
+        "stream": _int_column([a.stream for a in args]),
+        "bytes": _int_column([a.bytes for a in args]),
+        "kind": _str_column([a.kind for a in args]),
+        "grid": _json_text_array([a.grid for a in args]),
+        "block": _json_text_array([a.block for a in args]),
+        "input_dims": _json_text_array([a.input_dims for a in args]),
+        "input_type": _json_text_array([a.input_type for a in args]),
+        "input_strides": _json_text_array([a.input_strides for a in args]),
+        "concrete_inputs": _json_text_array([a.concrete_inputs for a in args]),
+        "sequence_number": _int_column([a.sequence_number for a in args]),
+        "fwd_thread_id": _int_column([a.fwd_thread_id for a in args]),
+        "record_function_id": _int_column([a.record_function_id for a in args]),
+    }
 
 
 def _linking_key(table: pa.Table) -> str | None:
@@ -378,10 +447,6 @@ def _linking_key(table: pa.Table) -> str | None:
     if launches.num_rows == 0:
         return None
     return "correlation" if launches["correlation"][0].is_valid else "External id"
-
-
-def _subset(table: pa.Table, mask: pa.Array, schema: pa.Schema) -> pa.Table:
-    return table.filter(pc.fill_null(mask, False)).select(schema.names).cast(schema)
 
 
 def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:

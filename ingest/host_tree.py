@@ -1,18 +1,17 @@
 """Rebuild the host call tree per (pid, tid) from timestamps, as TraceLens' TraceToTree does.
 
-Events are visited in start order (ties keep file order). A stack per thread holds the open
-events; an event nests under the top of its thread's stack. When an event ends after the top,
-an overlap below the bleed tolerance is read as a finished sibling (the top is closed), anything
-larger drops the event from the tree. The walk is sequential by nature, so it runs once, over
-plain lists, on the host subset only.
+Events are visited thread by thread in start order (ties keep file order). A stack holds the
+thread's open events; an event nests under the top of the stack. When an event ends after the
+top, an overlap below the bleed tolerance is read as a finished sibling (the top is closed),
+anything larger drops the event from the tree. The walk is sequential by nature, so it runs once,
+over plain lists; everything that can be is computed with vectorized masks first.
 """
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 # TraceLens TraceToTree: a launch that starts < 1 us before its sibling ends is still a sibling.
 BLEED_TOLERANCE_US = 1.0
@@ -20,7 +19,8 @@ BLEED_TOLERANCE_US = 1.0
 PASS_THROUGH_OP = "execute"
 BACKWARD_OP_PREFIX = "autograd::engine::evaluate_function:"
 MODULE_FRAME_PREFIX = "nn.Module: "
-_MODULE_SUFFIX = re.compile(r"_\d+$")
+RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver")
+NO_MODULE = ("root",)
 
 TREE_SCHEMA = pa.schema(
     [
@@ -37,46 +37,74 @@ TREE_SCHEMA = pa.schema(
 )
 
 
+def _flags(host: pa.Table) -> dict[str, list[bool]]:
+    cat, name = host["cat"], host["name"]
+    is_cpu_op = pc.equal(cat, "cpu_op")
+    is_python = pc.equal(cat, "python_function")
+
+    def as_list(mask: pa.ChunkedArray) -> list[bool]:
+        return pc.fill_null(mask, False).to_pylist()
+
+    return {
+        "cpu_op": as_list(is_cpu_op),
+        "module": as_list(pc.and_(is_python, pc.starts_with(name, MODULE_FRAME_PREFIX))),
+        "runtime": as_list(pc.is_in(cat, pa.array(RUNTIME_CATEGORIES))),
+        "skipped": as_list(pc.or_(is_python, pc.and_(is_cpu_op, pc.equal(name, PASS_THROUGH_OP)))),
+        "backward_op": as_list(pc.and_(is_cpu_op, pc.starts_with(name, BACKWARD_OP_PREFIX))),
+    }
+
+
+def _module_labels(host: pa.Table) -> list[str | None]:
+    """`nn.Module: Linear_3` -> `Linear` (TraceLens strips the instance suffix)."""
+    label = pc.replace_substring_regex(host["name"], r"^nn\.Module: (.*?)(_\d+)?$", r"\1")
+    return label.to_pylist()
+
+
 def build_host_tree(host: pa.Table) -> pa.Table:
     """Return `host` with the tree columns of TREE_SCHEMA appended (one row per host event)."""
     n = host.num_rows
-    uid = host.column("event_idx").to_pylist()
-    cats = host.column("cat").to_pylist()
-    names = host.column("name").to_pylist()
-    starts_np = host.column("ts").to_numpy()
-    ends_np = starts_np + host.column("dur").to_numpy()
-    starts = starts_np.tolist()
+    uid = host["event_idx"].to_numpy()
+    starts_np = host["ts"].to_numpy()
+    ends_np = starts_np + host["dur"].to_numpy()
+    thread_key = pc.binary_join_element_wise(
+        pc.fill_null(host["pid"], ""), pc.fill_null(host["tid"], ""), "\x00"
+    )
+    thread = pc.dictionary_encode(thread_key).combine_chunks().indices.to_numpy()
+    order = np.lexsort((uid, starts_np, thread)).tolist()
+    thread_of = thread.tolist()
     ends = ends_np.tolist()
-    threads = list(zip(host.column("pid").to_pylist(), host.column("tid").to_pylist()))
-    order = np.lexsort((np.asarray(uid), starts_np)).tolist()
+    starts = starts_np.tolist()
+    flags = _flags(host)
+    is_cpu_op, is_module = flags["cpu_op"], flags["module"]
+    labels = _module_labels(host)
 
     in_tree = [False] * n
-    parent: list[int] = [-1] * n
+    parent = [-1] * n
     depth = [0] * n
     is_root = [False] * n
     module_chain: list[tuple[str, ...] | None] = [None] * n
-    stacks: dict[tuple[str | None, str | None], list[int]] = {}
-    cpu_open: dict[tuple[str | None, str | None], int] = {}
-    modules: dict[tuple[str | None, str | None], list[str]] = {}
-
-    def close(row: int, thread: tuple[str | None, str | None]) -> None:
-        if cats[row] == "cpu_op":
-            cpu_open[thread] -= 1
-        elif cats[row] == "python_function" and names[row].startswith(MODULE_FRAME_PREFIX):
-            modules[thread].pop()
+    current_thread = -1
+    stack: list[int] = []
+    modules: list[str] = []
+    open_cpu_ops = 0
 
     for row in order:
-        thread = threads[row]
-        stack = stacks.setdefault(thread, [])
-        cpu_open.setdefault(thread, 0)
-        module_stack = modules.setdefault(thread, [])
+        if thread_of[row] != current_thread:
+            current_thread, stack, modules, open_cpu_ops = thread_of[row], [], [], 0
         start, end = starts[row], ends[row]
         while stack and start >= ends[stack[-1]]:
-            close(stack.pop(), thread)
+            top = stack.pop()
+            if is_cpu_op[top]:
+                open_cpu_ops -= 1
+            elif is_module[top]:
+                modules.pop()
         if stack and end > ends[stack[-1]]:
-            top = stack[-1]
-            if ends[top] - start < BLEED_TOLERANCE_US and len(stack) >= 2:
-                close(stack.pop(), thread)
+            if ends[stack[-1]] - start < BLEED_TOLERANCE_US and len(stack) >= 2:
+                top = stack.pop()
+                if is_cpu_op[top]:
+                    open_cpu_ops -= 1
+                elif is_module[top]:
+                    modules.pop()
             else:
                 continue
         in_tree[row] = True
@@ -84,27 +112,25 @@ def build_host_tree(host: pa.Table) -> pa.Table:
             parent[row] = stack[-1]
             depth[row] = depth[stack[-1]] + 1
         stack.append(row)
-        cat = cats[row]
-        if cat == "cpu_op":
-            module_chain[row] = tuple(module_stack) if module_stack else ("root",)
-            if cpu_open[thread] == 0:
-                is_root[row] = True
-            cpu_open[thread] += 1
-        elif cat == "python_function" and names[row].startswith(MODULE_FRAME_PREFIX):
-            module_stack.append(_MODULE_SUFFIX.sub("", names[row][len(MODULE_FRAME_PREFIX) :]))
+        if is_cpu_op[row]:
+            module_chain[row] = tuple(modules) if modules else NO_MODULE
+            is_root[row] = open_cpu_ops == 0
+            open_cpu_ops += 1
+        elif is_module[row]:
+            modules.append(labels[row])
 
-    derived = _derive_ancestors(order, in_tree, parent, cats, names)
-    cpu_parent, cpu_depth, launcher, backward = derived
+    cpu_parent, cpu_depth, launcher, backward = _derive_ancestors(order, in_tree, parent, flags)
+    uid_list = uid.tolist()
     columns = [
         pa.array(in_tree, pa.bool_()),
-        _row_to_uid(parent, uid),
+        _row_to_uid(parent, uid_list),
         pa.array(depth, pa.int32()),
-        _row_to_uid(cpu_parent, uid),
+        _row_to_uid(cpu_parent, uid_list),
         pa.array(cpu_depth, pa.int32()),
         pa.array(is_root, pa.bool_()),
-        _row_to_uid(launcher, uid),
+        _row_to_uid(launcher, uid_list),
         pa.array(backward, pa.bool_()),
-        pa.array([list(c) if c is not None else None for c in module_chain], pa.list_(pa.string())),
+        pa.array(module_chain, pa.list_(pa.string())),
     ]
     for spec, column in zip(TREE_SCHEMA, columns):
         host = host.append_column(spec, column)
@@ -112,12 +138,19 @@ def build_host_tree(host: pa.Table) -> pa.Table:
 
 
 def _derive_ancestors(
-    order: list[int], in_tree: list[bool], parent: list[int], cats: list[str], names: list[str]
+    order: list[int], in_tree: list[bool], parent: list[int], flags: dict[str, list[bool]]
 ) -> tuple[list[int], list[int], list[int], list[bool]]:
-    """Per-row facts that follow from the parent chain; parents are visited before children."""
+    """Per-row facts that follow from the parent chain; parents are visited before children.
+
+    The launcher of a runtime call is TraceLens' leaf cpu op: walking up, python frames and
+    pass-through `execute` ops are skipped; the first other event must be a cpu op.
+    """
     n = len(parent)
-    nearest_cpu_op = [-1] * n  # self if cpu_op, else nearest cpu_op ancestor
-    nearest_stop = [-1] * n  # self unless python frame or pass-through op, else the parent's
+    is_cpu_op, is_runtime, skipped, backward_op = (
+        flags["cpu_op"], flags["runtime"], flags["skipped"], flags["backward_op"]
+    )
+    nearest_cpu_op = [-1] * n
+    nearest_stop = [-1] * n
     cpu_parent = [-1] * n
     cpu_depth = [0] * n
     launcher = [-1] * n
@@ -126,22 +159,20 @@ def _derive_ancestors(
         if not in_tree[row]:
             continue
         up = parent[row]
-        cat = cats[row]
-        is_cpu_op = cat == "cpu_op"
         if up >= 0:
             cpu_parent[row] = nearest_cpu_op[up]
-            backward[row] = backward[up]
-        if cpu_parent[row] >= 0:
-            cpu_depth[row] = cpu_depth[cpu_parent[row]] + 1
-        nearest_cpu_op[row] = row if is_cpu_op else cpu_parent[row]
-        skipped = cat == "python_function" or (is_cpu_op and names[row] == PASS_THROUGH_OP)
-        nearest_stop[row] = (nearest_stop[up] if up >= 0 else -1) if skipped else row
-        if is_cpu_op and names[row].startswith(BACKWARD_OP_PREFIX):
-            backward[row] = True
-        if cat in ("cuda_runtime", "cuda_driver") and up >= 0:
-            stop = nearest_stop[up]
-            if stop >= 0 and cats[stop] == "cpu_op":
-                launcher[row] = stop
+            backward[row] = backward[up] or backward_op[row]
+            if cpu_parent[row] >= 0:
+                cpu_depth[row] = cpu_depth[cpu_parent[row]] + 1
+            nearest_stop[row] = nearest_stop[up] if skipped[row] else row
+            if is_runtime[row]:
+                stop = nearest_stop[up]
+                if stop >= 0 and is_cpu_op[stop]:
+                    launcher[row] = stop
+        else:
+            backward[row] = backward_op[row]
+            nearest_stop[row] = -1 if skipped[row] else row
+        nearest_cpu_op[row] = row if is_cpu_op[row] else cpu_parent[row]
     return cpu_parent, cpu_depth, launcher, backward
 
 

@@ -66,9 +66,9 @@ def find_trace_files(paths: list[Path]) -> list[_Candidate]:
     return found
 
 
-def _stage(path: Path, sha256: str, staging_dir: Path, tags: dict[str, str]) -> StagedTrace:
+def _stage(path: Path, sha256: str, staging_dir: Path, tags: dict[str, str], workers: int = 1) -> StagedTrace:
     try:
-        return stage_trace(path, sha256, staging_dir, tags, __version__)
+        return stage_trace(path, sha256, staging_dir, tags, __version__, workers)
     except BaseException:
         shutil.rmtree(staging_dir, ignore_errors=True)
         raise
@@ -138,10 +138,10 @@ def _stage_all(
             on_progress(outcome)
 
     work = {tid: (c.path, c.sha256, warehouse.new_staging_dir(tid)) for tid, c in pending.items()}
-    if jobs <= 1 or len(work) == 1:
+    if jobs <= 1 or len(work) == 1:  # one file: its events are decoded on `jobs` cores
         for trace_id, (path, sha, folder) in work.items():
             try:
-                record(trace_id, _stage(path, sha, folder, tags), None)
+                record(trace_id, _stage(path, sha, folder, tags, jobs), None)
             except TraceLakeError as exc:
                 record(trace_id, None, exc)
         return staged
