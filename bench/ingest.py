@@ -112,8 +112,12 @@ def run_child(cmd: Sequence[str]) -> Child:
         )
 
 
+INGEST_JOBS = {"jobs": os.cpu_count() or 1}  # set from --jobs
+
+
 def ingest_cmd(tracelake: Path, trace: Path, warehouse: Path) -> list[str]:
-    return [str(tracelake), "ingest", str(trace), "--warehouse", str(warehouse), "--jobs", "1", "--quiet"]
+    jobs = str(INGEST_JOBS["jobs"])
+    return [str(tracelake), "ingest", str(trace), "--warehouse", str(warehouse), "--jobs", jobs, "--quiet"]
 
 
 def query_cmd(tracelake: Path, trace_id: str, warehouse: Path) -> list[str]:
@@ -459,7 +463,7 @@ def git_revision() -> str:
 
 def print_report(results: Sequence[TraceResult], repeats: int, load: tuple[float, float], revision: str) -> None:
     print()
-    print(f"tracelake ingest --jobs 1 at {revision}, median of {repeats} runs, "
+    print(f"tracelake ingest --jobs {INGEST_JOBS['jobs']} at {revision}, median of {repeats} runs, "
           "each into a fresh copy of a warmed-up warehouse")
     print(f"(cold s = wall time of `tracelake ingest` until the marts answer; MB = 10^6 bytes; "
           f"{os.cpu_count()} CPUs; load average {load[0]:.2f} at start, {load[1]:.2f} at end)")
@@ -501,7 +505,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help=f"also a trace of ~N MB tiled from {BIG_SOURCE.name} (repeatable)")
     parser.add_argument("--big-only", action="store_true", help="skip the default traces")
     parser.add_argument("--tracelake", type=Path, default=DEFAULT_TRACELAKE, help="the tracelake executable")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="`tracelake ingest --jobs` (default: all cores, as the CLI does)")
     args = parser.parse_args(argv)
+    INGEST_JOBS["jobs"] = args.jobs
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
     return args
