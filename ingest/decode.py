@@ -238,6 +238,7 @@ EVENT_SCHEMA = pa.schema(
         ("correlation", pa.int64()),
         ("external_id", pa.int64()),
         ("args", pa.string()),
+        ("has_args", pa.bool_()),  # lets linking skip reading the args text
     ]
 )
 
@@ -358,6 +359,7 @@ def decode_events(
                 "args": _json_text_array([e.args for e in events]),
             }
         )
+        base = base.append_column("has_args", pc.is_valid(base["args"]))
         keep = pa.array(usable, pa.bool_())
         for reason, mask in _drop_masks(base).items():
             hit = pc.and_(keep, pc.fill_null(mask, False))

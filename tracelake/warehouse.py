@@ -135,15 +135,20 @@ class Warehouse:
                     shutil.rmtree(leftover, ignore_errors=True)
 
     # ---- models ---------------------------------------------------------------------------
-    def _refresh_raw_views(self) -> None:
-        with duckdb.connect(str(self.db_path)) as con:
-            con.execute("create schema if not exists raw")
-            for table in TABLES:
-                glob = (self.parquet_dir / table / "*" / "*.parquet").as_posix().replace("'", "''")
-                con.execute(
-                    f"create or replace view raw.{table} as select * from read_parquet('{glob}', "
-                    "hive_partitioning = true, union_by_name = true, hive_types = {'trace_id': varchar})"
-                )
+    def _refresh_raw_views(self, con: duckdb.DuckDBPyConnection) -> None:
+        """raw.<table> views over the Parquet partitions (re-pointed if the folder moved)."""
+        existing = dict(
+            con.execute("select view_name, sql from duckdb_views() where schema_name = 'raw'").fetchall()
+        )
+        con.execute("create schema if not exists raw")
+        for table in TABLES:
+            glob = (self.parquet_dir / table / "*" / "*.parquet").as_posix().replace("'", "''")
+            if glob in existing.get(table, ""):
+                continue
+            con.execute(
+                f"create or replace view raw.{table} as select * from read_parquet('{glob}', "
+                "hive_partitioning = true, union_by_name = true, hive_types = {'trace_id': varchar})"
+            )
 
     def _load_plan(self) -> IncrementalPlan | None:
         if not self.plan_path.exists():
@@ -155,7 +160,8 @@ class Warehouse:
         """Run the dbt project over every trace (caller holds the write lock), then re-plan."""
         if not self.trace_ids():
             raise WarehouseError(f"warehouse {self.root} has no traces yet; ingest one first")
-        self._refresh_raw_views()
+        with duckdb.connect(str(self.db_path)) as con:
+            self._refresh_raw_views(con)
         args = ["build" if run_tests else "run"]
         if full_refresh:
             args.append("--full-refresh")
@@ -175,7 +181,7 @@ class Warehouse:
         if plan is None:
             self.build(run_tests=False, full_refresh=self.db_path.exists())
             return "dbt"
-        self._refresh_raw_views()
         with duckdb.connect(str(self.db_path)) as con:
+            self._refresh_raw_views(con)
             execute_plan(con, plan, sorted(new_trace_ids))
         return "fast"

@@ -16,7 +16,7 @@ keyed_events as (
         events.name,
         events.pid,
         events.tid,
-        events.args is not null as has_args,
+        events.has_args,
         case trace_files.linking_key
             when 'correlation' then events.correlation
             else events.external_id

@@ -17,7 +17,8 @@ renamed as (
         flow_id,
         correlation,
         external_id,
-        args
+        args,
+        has_args
     from source
 )
 
