@@ -92,7 +92,7 @@ def _number_or_none(value: Any) -> float | None:
     return None
 
 
-def _int_or_none(value: Any) -> int | None:
+def int_or_none(value: Any) -> int | None:
     if type(value) is int:
         return value
     if type(value) is float and value.is_integer():
@@ -204,7 +204,7 @@ def _int_column(values: list[Any]) -> pa.Array:
     try:
         return pa.array(values, pa.int64())
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
-        return pa.array([v if type(v) is int or v is None else _int_or_none(v) for v in values], pa.int64())
+        return pa.array([v if type(v) is int or v is None else int_or_none(v) for v in values], pa.int64())
 
 
 def _str_column(values: list[Any]) -> pa.Array:

@@ -19,8 +19,9 @@ except ImportError:  # pragma: no cover - older typer uses click itself
 
 from ingest.errors import TraceLakeError
 from tracelake.config import default_jobs, default_warehouse
-from tracelake.ingestion import TraceOutcome, ingest_paths
+from tracelake.ingestion import ingest_paths
 from tracelake.output import render
+from tracelake.progress import ProgressBar
 from tracelake.warehouse import Warehouse
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -78,14 +79,8 @@ def ingest(
     tags = _parse_tags(tag)
     wh = _warehouse(warehouse)
     show_progress = sys.stderr.isatty() and not quiet
-
-    def progress(outcome: TraceOutcome) -> None:
-        if show_progress:
-            print(f"\r\033[K{outcome.status}: {outcome.path.name}", end="", file=sys.stderr, flush=True)
-
-    report = ingest_paths(paths, wh, tags, jobs or default_jobs(), progress)
-    if show_progress:
-        print("\r\033[K", end="", file=sys.stderr)
+    with ProgressBar(enabled=show_progress) as progress:
+        report = ingest_paths(paths, wh, tags, jobs or default_jobs(), progress)
     for outcome in report.outcomes:
         if outcome.status == "new":
             print(f"{outcome.trace_id}  {outcome.path.name}  {outcome.event_count} events  {outcome.seconds:.2f}s")

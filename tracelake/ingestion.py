@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Protocol
 
 from ingest.errors import BadTraceError, NotATraceError, TraceLakeError
 from ingest.reader import file_sha256, is_trace_file
@@ -26,6 +26,27 @@ class TraceOutcome:
     event_count: int = 0
     seconds: float = 0.0
     message: str = ""
+
+
+class IngestProgress(Protocol):
+    """What ingest tells a progress display: the work to do, each trace done, each stage."""
+
+    def started(self, total_bytes: int) -> None: ...
+
+    def finished(self, outcome: TraceOutcome, size_bytes: int) -> None: ...
+
+    def stage(self, description: str) -> None: ...
+
+
+class NoProgress:
+    def started(self, total_bytes: int) -> None:
+        pass
+
+    def finished(self, outcome: TraceOutcome, size_bytes: int) -> None:
+        pass
+
+    def stage(self, description: str) -> None:
+        pass
 
 
 @dataclass
@@ -79,11 +100,13 @@ def ingest_paths(
     warehouse: Warehouse,
     tags: dict[str, str],
     jobs: int,
-    on_progress: Callable[[TraceOutcome], None] | None = None,
+    progress: IngestProgress | None = None,
 ) -> IngestReport:
     started = time.perf_counter()
+    progress = progress or NoProgress()
     candidates = find_trace_files(paths)
     warehouse.prepare_for_writing()
+    progress.started(sum(c.path.stat().st_size for c in candidates))
     report = IngestReport()
     known = warehouse.trace_ids()
     pending: dict[str, _Candidate] = {}
@@ -93,13 +116,13 @@ def ingest_paths(
         if trace_id in known or trace_id in pending:
             outcome = TraceOutcome(candidate.path, trace_id, "known", message="already ingested")
             report.outcomes.append(outcome)
-            if on_progress:
-                on_progress(outcome)
+            progress.finished(outcome, candidate.path.stat().st_size)
             continue
         pending[trace_id] = _Candidate(candidate.path, candidate.from_folder, sha256)
 
-    staged = _stage_all(pending, warehouse, tags, jobs, report, on_progress)
+    staged = _stage_all(pending, warehouse, tags, jobs, report, progress)
     if staged:
+        progress.stage("updating the marts")
         with warehouse.write_lock():
             warehouse.remove_orphans()
             committed = [s for s in staged if warehouse.commit(s)]
@@ -118,7 +141,7 @@ def _stage_all(
     tags: dict[str, str],
     jobs: int,
     report: IngestReport,
-    on_progress: Callable[[TraceOutcome], None] | None,
+    progress: IngestProgress,
 ) -> list[StagedTrace]:
     staged: list[StagedTrace] = []
     if not pending:
@@ -134,8 +157,7 @@ def _stage_all(
         else:
             outcome = TraceOutcome(candidate.path, trace_id, "failed", message=str(error))
         report.outcomes.append(outcome)
-        if on_progress:
-            on_progress(outcome)
+        progress.finished(outcome, candidate.path.stat().st_size)
 
     work = {tid: (c.path, c.sha256, warehouse.new_staging_dir(tid)) for tid, c in pending.items()}
     if jobs <= 1 or len(work) == 1:  # one file: its events are decoded on `jobs` cores
