@@ -162,7 +162,7 @@ class Warehouse:
             raise WarehouseError(f"warehouse {self.root} has no traces yet; ingest one first")
         with duckdb.connect(str(self.db_path)) as con:
             self._refresh_raw_views(con)
-        args = ["build" if run_tests else "run"]
+        args = ["build"] if run_tests else ["build", "--exclude-resource-type", "test"]
         if full_refresh:
             args.append("--full-refresh")
         self.plan_path.unlink(missing_ok=True)

@@ -11,6 +11,10 @@ launches as (
     where {{ is_new_trace() }}
 ),
 
+kernel_classes as (
+    select * from {{ ref('int_kernel_names_classified') }}
+),
+
 cpu_ops as (
     select trace_id, event_idx, name from {{ ref('stg_trace__host_ops') }}
     where category = 'cpu_op' and {{ is_new_trace() }}
@@ -37,6 +41,10 @@ final as (
         gpu_ops.block,
         gpu_ops.gpu_bucket,
         gpu_ops.gpu_bucket = 'communication' as is_comm,
+        coalesce(kernel_classes.kernel_type, 'unknown') as kernel_type,
+        coalesce(kernel_classes.category, 'other') as kernel_category,
+        coalesce(kernel_classes.library, 'unknown') as library,
+        nullif(kernel_classes.precision, '') as kernel_precision,
         launches.launch_event_idx is not null as is_linked,
         launches.launch_event_idx,
         launches.launch_name,
@@ -48,6 +56,7 @@ final as (
     left join launches
         on gpu_ops.trace_id = launches.trace_id
         and gpu_ops.event_idx = launches.gpu_event_idx
+    left join kernel_classes on gpu_ops.name = kernel_classes.name
     left join cpu_ops
         on launches.trace_id = cpu_ops.trace_id
         and launches.launcher_op_idx = cpu_ops.event_idx
