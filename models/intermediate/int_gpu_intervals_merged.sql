@@ -40,47 +40,8 @@ intervals as (
     inner join set_membership on scoped_events.gpu_bucket = set_membership.gpu_bucket
 ),
 
-with_running_end as (
-    select
-        *,
-        max(end_us) over (
-            partition by trace_id, event_scope, interval_set
-            order by start_us, end_us
-            rows between unbounded preceding and 1 preceding
-        ) as previous_max_end_us
-    from intervals
-),
-
-with_group_starts as (
-    select
-        *,
-        case
-            when previous_max_end_us is null or start_us > previous_max_end_us then 1 else 0
-        end as starts_group
-    from with_running_end
-),
-
-with_group_ids as (
-    select
-        *,
-        sum(starts_group) over (
-            partition by trace_id, event_scope, interval_set
-            order by start_us, end_us
-            rows between unbounded preceding and current row
-        ) as group_id
-    from with_group_starts
-),
-
 merged_intervals as (
-    select
-        trace_id,
-        event_scope,
-        interval_set,
-        group_id,
-        min(start_us) as merged_start_us,
-        max(end_us) as merged_end_us
-    from with_group_ids
-    group by trace_id, event_scope, interval_set, group_id
+    {{ merge_intervals('intervals', ['trace_id', 'event_scope', 'interval_set']) }}
 )
 
 select * from merged_intervals

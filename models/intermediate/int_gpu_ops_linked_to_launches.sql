@@ -23,7 +23,9 @@ runtime_calls as (
         host_ops.trace_id,
         host_ops.event_idx,
         host_ops.name,
+        host_ops.category,
         host_ops.launcher_op_idx,
+        host_ops.cpu_parent_idx,
         link_ids.link_id,
         host_ops.name in (
             {%- for name in var('graph_launch_names') %}'{{ name }}'{{ "," if not loop.last }}{% endfor -%}
@@ -80,8 +82,10 @@ final as (
         last_launch.gpu_event_idx,
         last_launch.launch_event_idx,
         runtime_calls.name as launch_name,
+        runtime_calls.category as launch_category,
         runtime_calls.is_graph_launch,
-        runtime_calls.launcher_op_idx
+        runtime_calls.launcher_op_idx,
+        runtime_calls.cpu_parent_idx as enclosing_cpu_op_idx
     from last_launch
     inner join runtime_calls
         on last_launch.trace_id = runtime_calls.trace_id

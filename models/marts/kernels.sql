@@ -48,9 +48,11 @@ final as (
         launches.launch_event_idx is not null as is_linked,
         launches.launch_event_idx,
         launches.launch_name,
+        launches.launch_category,
         coalesce(launches.is_graph_launch, false) as is_graph_launch,
         launches.launcher_op_idx as cpu_op_id,
         cpu_ops.name as cpu_op_name,
+        launches.enclosing_cpu_op_idx as enclosing_cpu_op_id,
         coalesce(launches.launcher_op_idx, launches.launch_event_idx) as launcher_event_idx
     from gpu_ops
     left join launches

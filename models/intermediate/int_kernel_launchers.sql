@@ -1,0 +1,102 @@
+{#- One row per kernel launcher instance (TraceLens get_kernel_launchers): the leaf cpu op
+    that launched GPU work (python frames and `execute` skipped), or the runtime call itself
+    when no cpu op encloses it (e.g. a graph launch). Collective kernels are left out. -#}
+with kernels as (
+    select * from {{ ref('kernels') }}
+    where is_linked and not is_comm
+),
+
+host_ops as (
+    select * from {{ ref('stg_trace__host_ops') }}
+),
+
+op_categories as (
+    select * from {{ ref('op_categories') }}
+),
+
+subtree_time as (
+    select * from {{ ref('int_op_subtree_kernel_time') }}
+),
+
+thread_labels as (
+    select * from {{ ref('int_thread_labels') }}
+),
+
+launcher_intervals as (
+    select trace_id, launcher_event_idx, ts_us as start_us, end_us from kernels
+),
+
+merged_intervals as (
+    {{ merge_intervals('launcher_intervals', ['trace_id', 'launcher_event_idx']) }}
+),
+
+direct_time as (
+    select
+        trace_id,
+        launcher_event_idx,
+        sum(merged_end_us - merged_start_us) as direct_kernel_time_us
+    from merged_intervals
+    group by trace_id, launcher_event_idx
+),
+
+kernel_lists as (
+    select
+        trace_id,
+        launcher_event_idx,
+        count(*) as kernel_count,
+        arg_min(name, (ts_us, event_idx)) as first_kernel_name,
+        list(name order by ts_us, event_idx) as kernel_names,
+        list(dur_us order by ts_us, event_idx) as kernel_durations_us,
+        list(stream order by ts_us, event_idx) as kernel_streams,
+        bool_or(launch_category = 'cuda_driver') as launched_through_driver
+    from kernels
+    group by trace_id, launcher_event_idx
+),
+
+final as (
+    select
+        direct_time.trace_id,
+        direct_time.launcher_event_idx,
+        host_ops.name,
+        host_ops.category = 'cpu_op' as is_cpu_op,
+        {{ op_category('op_categories.category', 'host_ops.name', 'kernel_lists.first_kernel_name') }} as op_category,
+        host_ops.ts_us,
+        host_ops.dur_us,
+        host_ops.pid,
+        host_ops.tid,
+        thread_labels.process_name,
+        thread_labels.process_label,
+        thread_labels.thread_name,
+        host_ops.external_id,
+        host_ops.input_dims,
+        host_ops.input_type,
+        host_ops.input_strides,
+        host_ops.concrete_inputs,
+        host_ops.module_chain,
+        host_ops.is_backward,
+        direct_time.direct_kernel_time_us,
+        coalesce(subtree_time.subtree_kernel_time_us, direct_time.direct_kernel_time_us) as subtree_kernel_time_us,
+        kernel_lists.kernel_count,
+        kernel_lists.first_kernel_name,
+        kernel_lists.kernel_names,
+        kernel_lists.kernel_durations_us,
+        kernel_lists.kernel_streams,
+        kernel_lists.launched_through_driver
+    from direct_time
+    inner join kernel_lists
+        on direct_time.trace_id = kernel_lists.trace_id
+        and direct_time.launcher_event_idx = kernel_lists.launcher_event_idx
+    inner join host_ops
+        on direct_time.trace_id = host_ops.trace_id
+        and direct_time.launcher_event_idx = host_ops.event_idx
+    left join op_categories on host_ops.name = op_categories.op_name
+    left join subtree_time
+        on direct_time.trace_id = subtree_time.trace_id
+        and direct_time.launcher_event_idx = subtree_time.op_id
+    left join thread_labels
+        on host_ops.trace_id = thread_labels.trace_id
+        and host_ops.pid = thread_labels.pid
+        and host_ops.tid = thread_labels.tid
+)
+
+select * from final
