@@ -1,0 +1,338 @@
+{#- FLOPs and bytes per modelled cpu op instance (TraceLens perf models, reference §8):
+    GEMM (mm, addmm, bmm, baddbmm, _scaled_mm), SDPA forward (flash / efficient / cuDNN,
+    flash_attn), convolution forward, unary and binary elementwise, reduce, and layer / batch
+    normalization forward. Shapes come from `Input Dims`, dtypes from `Input type`. -#}
+with host_ops as (
+    select * from {{ ref('stg_trace__host_ops') }}
+    where category = 'cpu_op' and in_tree
+),
+
+op_categories as (
+    select * from {{ ref('op_categories') }}
+    where has_perf_model
+),
+
+dtypes as (
+    select * from {{ ref('dtypes') }}
+),
+
+parsed as (
+    select
+        host_ops.trace_id,
+        host_ops.event_idx as op_id,
+        host_ops.name,
+        op_categories.perf_family,
+        {{ json_shapes('host_ops.input_dims') }} as dims,
+        {{ json_strings('host_ops.input_type') }} as types,
+        {{ json_strings('host_ops.concrete_inputs') }} as concrete
+    from host_ops
+    inner join op_categories on host_ops.name = op_categories.op_name
+),
+
+gemm_shapes as (
+    select
+        *,
+        case name
+            when 'aten::mm' then dims[1]
+            when 'aten::addmm' then dims[2]
+            when 'aten::bmm' then dims[1]
+            when 'aten::baddbmm' then dims[2]
+            when 'aten::_scaled_mm' then dims[1]
+        end as a_shape,
+        case name
+            when 'aten::mm' then dims[2]
+            when 'aten::addmm' then dims[3]
+            when 'aten::bmm' then dims[2]
+            when 'aten::baddbmm' then dims[3]
+            when 'aten::_scaled_mm' then dims[2]
+        end as b_shape,
+        case name
+            when 'aten::addmm' then types[2]
+            when 'aten::baddbmm' then types[2]
+            else types[1]
+        end as a_type,
+        case name
+            when 'aten::addmm' then types[3]
+            when 'aten::baddbmm' then types[3]
+            else types[2]
+        end as b_type,
+        case name
+            when 'aten::addmm' then true
+            when 'aten::baddbmm' then true
+            when 'aten::_scaled_mm' then len(dims) >= 5 and len(dims[5]) > 0
+            else false
+        end as has_bias
+    from parsed
+    where perf_family = 'GEMM'
+),
+
+gemm_dims as (
+    select
+        *,
+        case when len(a_shape) = 3 then a_shape[1] else 1 end as batch,
+        a_shape[len(a_shape) - 1] as m,
+        a_shape[len(a_shape)] as k,
+        b_shape[len(b_shape)] as n
+    from gemm_shapes
+),
+
+gemm as (
+    select
+        gemm_dims.trace_id,
+        gemm_dims.op_id,
+        batch * (2.0 * m * n * k + case when has_bias then m * n else 0 end) as flops,
+        batch * (
+            m * k * a_bytes.bytes_per_element
+            + k * n * a_bytes.bytes_per_element
+            + m * n * case
+                when name = 'aten::_scaled_mm' and a_bytes.bytes_per_element = 1 then 2
+                else a_bytes.bytes_per_element
+            end
+            + case when has_bias then n * a_bytes.bytes_per_element else 0 end
+        )::double as bytes,
+        'matrix' as maf_type,
+        a_bytes.precision,
+        {{ json_object_of([
+            ('B', 'batch'), ('M', 'm'), ('N', 'n'), ('K', 'k'), ('bias', 'has_bias'),
+            ('dtype_A_B', "[a_type, b_type]")
+        ]) }} as perf_params
+    from gemm_dims
+    left join dtypes as a_bytes on lower(gemm_dims.a_type) = a_bytes.dtype_name
+),
+
+sdpa_shapes as (
+    select
+        *,
+        name like 'flash_attn::%' as is_bnhd,
+        case
+            when name = 'aten::_scaled_dot_product_flash_attention' then concrete[5]
+            when name like 'aten::_scaled_dot_product_%' then concrete[7]
+            else concrete[6]
+        end as causal_text,
+        case
+            when name like 'flash_attn::%' then concrete[4]
+            else concrete[4]
+        end as dropout_text
+    from parsed
+    where perf_family = 'SDPA'
+),
+
+sdpa_dims as (
+    select
+        *,
+        dims[1][1] as b,
+        case when is_bnhd then dims[1][3] else dims[1][2] end as h_q,
+        case when is_bnhd then dims[1][2] else dims[1][3] end as n_q,
+        dims[1][4] as d_qk,
+        case when is_bnhd then dims[2][3] else dims[2][2] end as h_kv,
+        case when is_bnhd then dims[2][2] else dims[2][3] end as n_kv,
+        dims[3][4] as d_v,
+        lower(coalesce(causal_text, '')) = 'true' as is_causal
+    from sdpa_shapes
+),
+
+sdpa as (
+    select
+        sdpa_dims.trace_id,
+        sdpa_dims.op_id,
+        b * h_q * (2.0 * n_q * n_kv * d_qk + 2.0 * n_q * n_kv * d_v) / case when is_causal then 2 else 1 end as flops,
+        -- TraceLens' base SDPA models count 2 bytes per element whatever the dtype
+        (b * n_q * h_q * d_qk + b * n_kv * h_kv * d_qk + b * n_kv * h_kv * d_v + b * n_q * h_q * d_v) * 2.0 as bytes,
+        'matrix' as maf_type,
+        q_dtype.precision,
+        {{ json_object_of([
+            ('B', 'b'), ('N_Q', 'n_q'), ('H_Q', 'h_q'), ('N_KV', 'n_kv'), ('H_KV', 'h_kv'),
+            ('d_h_qk', 'd_qk'), ('d_h_v', 'd_v'), ('causal', 'is_causal'), ('dtype_A_B', 'types[1]')
+        ]) }} as perf_params
+    from sdpa_dims
+    left join dtypes as q_dtype on lower(sdpa_dims.types[1]) = q_dtype.dtype_name
+),
+
+conv_args as (
+    select
+        *,
+        len(dims[1]) - 2 as spatial_dims,
+        len(dims[3]) > 0 as has_bias,
+        lower(coalesce(concrete[7], '')) = 'true' as is_transposed,
+        {{ json_ints('nullif(concrete[4], \'\')') }} as stride_given,
+        {{ json_ints('nullif(concrete[5], \'\')') }} as padding_given,
+        {{ json_ints('nullif(concrete[6], \'\')') }} as dilation_given,
+        {{ json_ints('nullif(concrete[8], \'\')') }} as output_padding_given
+    from parsed
+    where perf_family = 'CONV' and name = 'aten::convolution'
+),
+
+conv_params as (
+    select
+        *,
+        list_transform(range(1, spatial_dims + 1), lambda i: coalesce(case when len(stride_given) = 1 then stride_given[1] else stride_given[i] end, 1)) as stride,
+        list_transform(range(1, spatial_dims + 1), lambda i: coalesce(case when len(padding_given) = 1 then padding_given[1] else padding_given[i] end, 0)) as padding,
+        list_transform(range(1, spatial_dims + 1), lambda i: coalesce(case when len(dilation_given) = 1 then dilation_given[1] else dilation_given[i] end, 1)) as dilation,
+        list_transform(range(1, spatial_dims + 1), lambda i: coalesce(case when len(output_padding_given) = 1 then output_padding_given[1] else output_padding_given[i] end, 0)) as output_padding
+    from conv_args
+),
+
+conv_shapes as (
+    select
+        *,
+        list_concat(
+            [dims[1][1], case when is_transposed then dims[2][2] else dims[2][1] end],
+            list_transform(range(1, spatial_dims + 1), lambda i:
+                case
+                    when is_transposed then (dims[1][2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (dims[2][2 + i] - 1) + output_padding[i] + 1
+                    else floor((dims[1][2 + i] + 2 * padding[i] - dilation[i] * (dims[2][2 + i] - 1) - 1) / stride[i] + 1)::bigint
+                end)
+        ) as out_shape
+    from conv_params
+),
+
+conv as (
+    select
+        conv_shapes.trace_id,
+        conv_shapes.op_id,
+        2.0 * {{ list_prod('dims[2][2:]') }}
+            * case when is_transposed then {{ list_prod('dims[1]') }} else {{ list_prod('out_shape') }} end
+            + case when has_bias then {{ list_prod('out_shape') }} else 0 end as flops,
+        (
+            {{ list_prod('dims[1]') }} + {{ list_prod('dims[2]') }}
+            + case when has_bias then out_shape[2] else 0 end
+            + {{ list_prod('out_shape') }}
+        ) * x_dtype.bytes_per_element * 1.0 as bytes,
+        'matrix' as maf_type,
+        x_dtype.precision,
+        {{ json_object_of([
+            ('input_shape', 'dims[1]'), ('filter_shape', 'dims[2]'), ('output_shape', 'out_shape'),
+            ('bias', 'has_bias'), ('stride', 'stride'), ('padding', 'padding'), ('dilation', 'dilation'),
+            ('transposed', 'is_transposed'), ('dtype_input_weight', '[types[1], types[2]]')
+        ]) }} as perf_params
+    from conv_shapes
+    left join dtypes as x_dtype on lower(conv_shapes.types[1]) = x_dtype.dtype_name
+    where types[1] = types[2]
+),
+
+unary_elementwise as (
+    select
+        parsed.trace_id,
+        parsed.op_id,
+        {{ list_prod('dims[1]') }} * 1.0 as flops,
+        {{ list_prod('dims[1]') }} * (in_dtype.bytes_per_element + coalesce(out_dtype.bytes_per_element, in_dtype.bytes_per_element)) * 1.0 as bytes,
+        'vector' as maf_type,
+        in_dtype.precision,
+        {{ json_object_of([('op_shape', 'dims[1]'), ('dtype_in_out', '[types[1], coalesce(nullif(types[2], \'\'), types[1])]')]) }} as perf_params
+    from parsed
+    left join dtypes as in_dtype on lower(parsed.types[1]) = in_dtype.dtype_name
+    left join dtypes as out_dtype on len(parsed.dims) >= 2 and len(parsed.dims[2]) > 0 and lower(parsed.types[2]) = out_dtype.dtype_name
+    where perf_family = 'UnaryElementwise'
+),
+
+binary_shapes as (
+    select
+        *,
+        greatest(len(dims[1]), len(coalesce(dims[2], []))) as out_rank
+    from parsed
+    where perf_family = 'BinaryElementwise'
+),
+
+binary_broadcast as (
+    select
+        *,
+        list_transform(range(1, out_rank + 1), lambda i: greatest(
+            case when i + len(dims[1]) - out_rank >= 1 then dims[1][i + len(dims[1]) - out_rank] else 1 end,
+            case when i + len(coalesce(dims[2], [])) - out_rank >= 1 then dims[2][i + len(dims[2]) - out_rank] else 1 end
+        )) as out_shape
+    from binary_shapes
+),
+
+binary_elementwise as (
+    select
+        binary_broadcast.trace_id,
+        binary_broadcast.op_id,
+        {{ list_prod('out_shape') }} * 1.0 as flops,
+        (
+            {{ list_prod('dims[1]') }} * in1_dtype.bytes_per_element
+            + {{ list_prod('coalesce(dims[2], [])') }} * in2_dtype.bytes_per_element
+            + {{ list_prod('out_shape') }} * case
+                when len(dims) >= 3 and len(dims[3]) > 0 then out_dtype.bytes_per_element
+                when len(dims[1]) > 0 and len(coalesce(dims[2], [])) > 0 then greatest(in1_dtype.bytes_per_element, in2_dtype.bytes_per_element)
+                else in1_dtype.bytes_per_element
+            end
+        ) * 1.0 as bytes,
+        'vector' as maf_type,
+        in1_dtype.precision,
+        {{ json_object_of([('shape_in1', 'dims[1]'), ('shape_in2', 'dims[2]'), ('dtype_in1_in2_out', '[types[1], types[2], types[3]]')]) }} as perf_params
+    from binary_broadcast
+    left join dtypes as in1_dtype on lower(binary_broadcast.types[1]) = in1_dtype.dtype_name
+    left join dtypes as in2_dtype on lower(binary_broadcast.types[2]) = in2_dtype.dtype_name
+    left join dtypes as out_dtype on lower(binary_broadcast.types[3]) = out_dtype.dtype_name
+),
+
+reduction as (
+    select
+        parsed.trace_id,
+        parsed.op_id,
+        {{ list_prod('dims[1]') }} * 1.0 as flops,
+        -- TraceLens cannot parse dim from the string Concrete Inputs, so output is 1 element
+        -- except for cumulative ops, whose output is as large as the input
+        (
+            {{ list_prod('dims[1]') }}
+            + case when name in ('aten::cumsum', 'aten::cumprod') then {{ list_prod('dims[1]') }} else 1 end
+        ) * in_dtype.bytes_per_element * 1.0 as bytes,
+        'vector' as maf_type,
+        in_dtype.precision,
+        {{ json_object_of([('num_input_elems', list_prod('dims[1]')), ('dtype_in_out', '[types[1], types[1]]'), ('reduce_type', 'name')]) }} as perf_params
+    from parsed
+    left join dtypes as in_dtype on lower(parsed.types[1]) = in_dtype.dtype_name
+    where perf_family = 'Reduce'
+),
+
+norm_sizes as (
+    select
+        *,
+        {{ list_prod('dims[1]') }} as elements,
+        case
+            when name like '%layer_norm' then {{ list_prod(json_ints('concrete[2]')) }}
+            else dims[1][2]
+        end as channels
+    from parsed
+    where perf_family = 'Normalization'
+),
+
+normalization as (
+    select
+        norm_sizes.trace_id,
+        norm_sizes.op_id,
+        -- training statistics (3N), scale/shift (2N), per-channel params and invstd (3C + 3C);
+        -- TraceLens reads affine/bias/training as always true for these ops (reference §14.19)
+        (3.0 * channels + 3.0 * elements + 3.0 * channels + 2.0 * elements) as flops,
+        (2.0 * elements + 6.0 * channels) * in_dtype.bytes_per_element as bytes,
+        'vector' as maf_type,
+        in_dtype.precision,
+        {{ json_object_of([('op_shape', 'dims[1]'), ('num_channels', 'channels'), ('dtype_in_out', '[types[1], types[1]]'), ('is_training', 'true')]) }} as perf_params
+    from norm_sizes
+    left join dtypes as in_dtype on lower(norm_sizes.types[1]) = in_dtype.dtype_name
+),
+
+all_models as (
+    select * from gemm
+    union all select * from sdpa
+    union all select * from conv
+    union all select * from unary_elementwise
+    union all select * from binary_elementwise
+    union all select * from reduction
+    union all select * from normalization
+),
+
+final as (
+    select
+        all_models.trace_id,
+        all_models.op_id,
+        all_models.flops,
+        all_models.bytes,
+        all_models.maf_type,
+        all_models.precision,
+        all_models.maf_type || '_' || all_models.precision as compute_spec,
+        all_models.perf_params
+    from all_models
+)
+
+select * from final

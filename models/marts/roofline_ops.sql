@@ -1,0 +1,66 @@
+{#- TraceLens' per-category roofline sheets (GEMM, SDPA_fwd, CONV_fwd, UnaryElementwise,
+    BinaryElementwise, Normalization, Reduce_fwd): every modelled op instance whose name is in
+    the family, wrappers and their inner ops alike (so do not sum these rows; op_perf is the
+    de-duplicated view), with the kernel time of its subtree. A view. -#}
+{{ config(materialized='view') }}
+
+with perf_models as (
+    select * from {{ ref('int_op_perf_models') }}
+),
+
+host_ops as (
+    select * from {{ ref('stg_trace__host_ops') }}
+),
+
+op_categories as (
+    select * from {{ ref('op_categories') }}
+),
+
+subtree_time as (
+    select * from {{ ref('int_op_subtree_kernel_time') }}
+),
+
+thread_labels as (
+    select * from {{ ref('int_thread_labels') }}
+),
+
+final as (
+    select
+        perf_models.trace_id || ':' || perf_models.op_id as roofline_op_key,
+        perf_models.trace_id,
+        perf_models.op_id,
+        host_ops.name,
+        case
+            when op_categories.perf_family in ('GEMM', 'UnaryElementwise', 'BinaryElementwise', 'Normalization')
+                then op_categories.perf_family
+            else op_categories.perf_family || case when op_categories.category like '%_bwd' then '_bwd' else '_fwd' end
+        end as sheet,
+        op_categories.category as op_category,
+        thread_labels.process_name,
+        thread_labels.process_label,
+        thread_labels.thread_name,
+        host_ops.input_dims,
+        host_ops.input_type,
+        host_ops.input_strides,
+        host_ops.concrete_inputs,
+        perf_models.perf_params,
+        perf_models.flops,
+        perf_models.bytes,
+        perf_models.compute_spec,
+        coalesce(subtree_time.subtree_kernel_time_us, 0) as kernel_time_us,
+        coalesce(subtree_time.subtree_kernel_count, 0) as kernel_count
+    from perf_models
+    inner join host_ops
+        on perf_models.trace_id = host_ops.trace_id
+        and perf_models.op_id = host_ops.event_idx
+    inner join op_categories on host_ops.name = op_categories.op_name
+    left join subtree_time
+        on perf_models.trace_id = subtree_time.trace_id
+        and perf_models.op_id = subtree_time.op_id
+    left join thread_labels
+        on host_ops.trace_id = thread_labels.trace_id
+        and host_ops.pid = thread_labels.pid
+        and host_ops.tid = thread_labels.tid
+)
+
+select * from final
