@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from enum import Enum
 from pathlib import Path
@@ -97,6 +98,58 @@ def ingest(
               file=sys.stderr)
     if report.failed:
         raise typer.Exit(EXIT_BAD_INPUT)
+
+
+class Mode(str, Enum):
+    auto = "auto"
+    default = "default"
+    inference = "inference"
+
+
+@app.command()
+def analyze(
+    trace: Annotated[Path, typer.Argument(help="Trace file (.json or .json.gz).")],
+    platform: Annotated[Optional[str], typer.Option("--platform", help="Roofline platform (default: detected from the trace).")] = None,
+    mode: Annotated[Mode, typer.Option("--mode", help="Analysis mode (inference-specific handling arrives with the orchestrator).")] = Mode.auto,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Output folder (default: <trace dir>/analysis_output).")] = None,
+    warehouse: WarehouseOption = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Parse workers (default: cores).")] = None,
+    xlsx: Annotated[bool, typer.Option("--xlsx", help="Also write perf_report.xlsx (one sheet per CSV).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
+) -> None:
+    """Ingest a trace and write its TraceLens-compatible perf report."""
+    from tracelake.analysis import analyze_trace
+
+    show_progress = sys.stderr.isatty() and not quiet
+    with ProgressBar(enabled=show_progress) as progress:
+        result = analyze_trace(
+            trace, _warehouse(warehouse), platform=platform, out_dir=out,
+            jobs=jobs or default_jobs(), xlsx=xlsx, progress=progress,
+        )
+    note = "" if platform or result.platform_detected else " (no platform matched the device name: default)"
+    print(f"{result.trace_id}  {trace.name}  platform {result.platform}{note}")
+    print(f"wrote {len(result.files)} tables to {result.out_dir / 'perf_report_csvs'}"
+          + (f" and {result.out_dir / 'perf_report.xlsx'}" if xlsx else ""))
+
+
+@app.command()
+def platforms(
+    format: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
+) -> None:
+    """List the platform specs used for roofline analysis."""
+    from tracelake.platforms import load_platforms
+
+    specs = load_platforms()
+    columns = ["platform", "display_name", "kind", "mem_bw_gbps", "matrix_bf16", "matrix_fp8", "vector_fp32", "source"]
+    rows = [
+        (p.platform, p.display_name, p.kind, p.mem_bw_gbps, p.peaks_tflops.get("matrix_bf16"),
+         p.peaks_tflops.get("matrix_fp8"), p.peaks_tflops.get("vector_fp32"), p.source)
+        for p in specs
+    ]
+    if format is ListFormat.json:
+        print(json.dumps([p.model_dump() for p in specs], indent=1))
+    else:
+        print(render(columns, rows, "table"))
 
 
 @app.command()

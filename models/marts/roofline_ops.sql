@@ -47,6 +47,9 @@ final as (
         perf_models.flops,
         perf_models.bytes,
         perf_models.compute_spec,
+        true as has_perf_model,
+        host_ops.dur_us as duration_us,
+        host_ops.module_chain,
         coalesce(subtree_time.subtree_kernel_time_us, 0) as kernel_time_us,
         coalesce(subtree_time.subtree_kernel_count, 0) as kernel_count
     from perf_models

@@ -13,6 +13,10 @@ host_ops as (
     select * from {{ ref('stg_trace__host_ops') }}
 ),
 
+trace_platforms as (
+    select * from {{ ref('int_trace_platforms') }}
+),
+
 trace_quality as (
     select * from {{ ref('trace_quality') }}
 ),
@@ -64,6 +68,8 @@ final as (
         trace_files.tags,
         trace_files.tags['mode'] as mode,
         trace_files.device_name,
+        trace_platforms.platform,
+        trace_platforms.is_detected as platform_detected,
         trace_files.device_count,
         trace_files.runtime,
         trace_files.runtime_versions,
@@ -89,6 +95,7 @@ final as (
     left join gpu_counts on trace_files.trace_id = gpu_counts.trace_id
     left join host_counts on trace_files.trace_id = host_counts.trace_id
     left join quality_summary on trace_files.trace_id = quality_summary.trace_id
+    left join trace_platforms on trace_files.trace_id = trace_platforms.trace_id
 )
 
 select * from final

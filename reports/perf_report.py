@@ -1,0 +1,196 @@
+"""Write TraceLens-compatible perf report CSVs (and an .xlsx) for one trace from the marts.
+
+Every number comes from a mart; this module only selects, renames and formats columns so
+that files keep TraceLens' names, column names and order. Divergences: docs/divergences.md.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from reports.formatting import json_as_list_repr, json_as_tuple_repr
+
+TIMELINE_ROWS = (
+    "computation_time", "exposed_comm_time", "exposed_memcpy_time", "busy_time",
+    "idle_time", "total_time", "total_comm_time", "total_memcpy_time",
+)
+ARGUMENT_COLUMNS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
+STATS = ("mean", "median", "std", "min", "max")
+# TraceLens writes two sheets (fwd/bwd) per family except these four (reference §9).
+SHEETS = ("GEMM", "SDPA_fwd", "SDPA_bwd", "CONV_fwd", "CONV_bwd", "UnaryElementwise",
+          "BinaryElementwise", "Normalization", "Reduce_fwd", "Reduce_bwd")
+
+
+def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[object]) -> pl.DataFrame:
+    return pl.from_arrow(con.sql(sql, params=params).to_arrow_table())
+
+
+def _format_arguments(
+    frame: pl.DataFrame,
+    columns: tuple[str, ...] = ARGUMENT_COLUMNS,
+    formatter: Callable[[str | None], str] = json_as_tuple_repr,
+) -> pl.DataFrame:
+    """Argument columns as TraceLens prints them: tuples in the op tables, lists in the sheets."""
+    present = [c for c in columns if c in frame.columns]
+    return frame.with_columns([pl.col(c).map_elements(formatter, return_dtype=pl.String) for c in present])
+
+
+def gpu_timeline(con: duckdb.DuckDBPyConnection, trace_id: str) -> pl.DataFrame:
+    rows = con.execute(
+        "select " + ", ".join(f"{n}_ms, {n}_percent" for n in TIMELINE_ROWS) + " from gpu_timeline where trace_id = ?",
+        [trace_id],
+    ).fetchall()
+    row = rows[0] if rows else None
+    if row is None:
+        return pl.DataFrame(schema={"type": pl.String, "time ms": pl.Float64, "percent": pl.Float64})
+    return pl.DataFrame(
+        {"type": list(TIMELINE_ROWS), "time ms": list(row[0::2]), "percent": list(row[1::2])},
+        schema={"type": pl.String, "time ms": pl.Float64, "percent": pl.Float64},
+    )
+
+
+def ops_summary_by_category(con: duckdb.DuckDBPyConnection, trace_id: str) -> pl.DataFrame:
+    return _frame(con, """
+        select op_category as "op category", op_count as "Count",
+               total_direct_kernel_time_ms, percentage as "Percentage (%)",
+               cumulative_percentage as "Cumulative Percentage (%)"
+        from ops_summary_by_category where trace_id = ? order by total_direct_kernel_time_ms desc, op_category
+    """, [trace_id])
+
+
+def ops_summary(con: duckdb.DuckDBPyConnection, trace_id: str) -> pl.DataFrame:
+    frame = _frame(con, """
+        select name, total_direct_kernel_time_us as total_direct_kernel_time_sum,
+               total_subtree_kernel_time_us as total_subtree_kernel_time_sum,
+               total_direct_kernel_time_ms, total_subtree_kernel_time_ms, op_count as "Count",
+               op_categories as "Categories", percentage as "Percentage (%)",
+               cumulative_percentage as "Cumulative Percentage (%)"
+        from ops_summary where trace_id = ? order by total_direct_kernel_time_us desc, name
+    """, [trace_id])
+    return frame.with_columns(pl.col("Categories").map_elements(lambda c: repr(list(c)), return_dtype=pl.String))
+
+
+def ops_unique_args(con: duckdb.DuckDBPyConnection, trace_id: str) -> pl.DataFrame:
+    paired = ", ".join(
+        f"direct_kernel_time_{s}_us as total_direct_kernel_time_{s}, subtree_kernel_time_{s}_us as total_subtree_kernel_time_{s}"
+        for s in (*STATS, "sum")
+    )
+    frame = _frame(con, f"""
+        select name, op_category as "op category", process_name, process_label, thread_name,
+               input_dims as "Input Dims", input_type as "Input type", input_strides as "Input Strides",
+               concrete_inputs as "Concrete Inputs", num_kernels, operation_count, {paired},
+               example_op_id as "ex_UID", kernel_names, percentage as "Percentage (%)",
+               cumulative_percentage as "Cumulative Percentage (%)"
+        from ops_unique_args where trace_id = ? order by direct_kernel_time_sum_us desc, example_op_id
+    """, [trace_id])
+    frame = frame.with_columns(pl.col("kernel_names").map_elements(lambda c: repr(list(c)), return_dtype=pl.String))
+    return _format_arguments(frame)
+
+
+def _roofline_columns(prefix_first: bool) -> str:
+    first = "_first" if prefix_first else ""
+    stats = ", ".join(
+        f'tb_per_s_{s} as "TB/s_{s}", tflops_per_s_{s} as "TFLOPS/s_{s}", pct_roofline_{s} as "Pct Roofline_{s}", '
+        f'kernel_time_{s}_us as "Kernel Time (µs)_{s}"'
+        for s in STATS
+    )
+    return (
+        f'gflops as "GFLOPS{first}", data_moved_mib as "Data Moved (MB){first}", flops_per_byte as "FLOPS/Byte{first}", '
+        f'compute_spec as "Compute Spec", roofline_time_us as "Roofline Time (µs)_first", '
+        f'roofline_bound as "Roofline Bound{first}", {stats}, kernel_time_sum_us as "Kernel Time (µs)_sum"'
+    )
+
+
+def unified_perf_summary(con: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> pl.DataFrame:
+    frame = _frame(con, f"""
+        select name, op_category as "op category", process_name, process_label, thread_name,
+               input_dims as "Input Dims", input_type as "Input type", input_strides as "Input Strides",
+               concrete_inputs as "Concrete Inputs", example_op_id as "ex_UID", operation_count,
+               total_duration_us, mean_duration_us, std_duration_us, {_roofline_columns(False)},
+               perf_params, has_perf_model, module_chain,
+               100.0 * kernel_time_sum_us / sum(kernel_time_sum_us) over () as "Percentage (%)",
+               100.0 * sum(kernel_time_sum_us) over (order by kernel_time_sum_us desc, example_op_id
+                   rows between unbounded preceding and current row) / sum(kernel_time_sum_us) over ()
+                   as "Cumulative Percentage (%)"
+        from op_perf where trace_id = ? and platform = ?
+        order by kernel_time_sum_us desc, example_op_id
+    """, [trace_id, platform])
+    frame = frame.with_columns(
+        pl.col("perf_params").map_elements(json_as_list_repr, return_dtype=pl.String),
+        pl.col("module_chain").map_elements(lambda c: " > ".join(c) if c is not None else "", return_dtype=pl.String),
+    )
+    return _format_arguments(frame)
+
+
+def roofline_sheets(con: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> dict[str, pl.DataFrame]:
+    """The per-category roofline sheets (GEMM, SDPA_fwd, ...), from one query."""
+    frame = _frame(con, f"""
+        select sheet, name, perf_params, {_roofline_columns(True)}, process_name as process_name_first,
+               process_label as process_label_first, thread_name as thread_name_first,
+               input_dims as "Input Dims_first", input_type as "Input type_first",
+               input_strides as "Input Strides_first", concrete_inputs as "Concrete Inputs_first",
+               operation_count as name_count, example_op_id as "UID_first"
+        from roofline_summary where trace_id = ? and platform = ?
+        order by kernel_time_sum_us desc, example_op_id
+    """, [trace_id, platform])
+    frame = frame.with_columns(pl.col("perf_params").map_elements(json_as_list_repr, return_dtype=pl.String))
+    frame = _format_arguments(frame, tuple(f"{c}_first" for c in ARGUMENT_COLUMNS), json_as_list_repr)
+    sheets = {key[0]: part.drop("sheet") for key, part in frame.partition_by("sheet", as_dict=True).items()}
+    return {sheet: sheets[sheet] for sheet in SHEETS if sheet in sheets}
+
+
+def kernel_summary(con: duckdb.DuckDBPyConnection, trace_id: str) -> pl.DataFrame:
+    return _frame(con, """
+        select parent_op_category as "Parent op category", parent_cpu_op as "Parent cpu_op",
+               kernel_name as "Kernel name", stream as "Kernel stream",
+               kernel_duration_sum_us as "Kernel duration (µs)_sum", kernel_count as "Kernel duration (µs)_count",
+               kernel_duration_mean_us as "Kernel duration (µs)_mean", kernel_duration_min_us as "Kernel duration (µs)_min",
+               kernel_duration_max_us as "Kernel duration (µs)_max", percent_of_kernel_time as "Percent of kernels time (%)",
+               percent_of_total_time as "Percent of total time (%)"
+        from kernel_summary where trace_id = ? order by kernel_duration_sum_us desc, kernel_name
+    """, [trace_id])
+
+
+def perf_report_tables(con: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> dict[str, pl.DataFrame]:
+    """Every sheet of the report, named as TraceLens names its CSVs; empty sheets left out."""
+    builders: dict[str, Callable[[], pl.DataFrame]] = {
+        "gpu_timeline": lambda: gpu_timeline(con, trace_id),
+        "ops_summary_by_category": lambda: ops_summary_by_category(con, trace_id),
+        "ops_summary": lambda: ops_summary(con, trace_id),
+        "ops_unique_args": lambda: ops_unique_args(con, trace_id),
+        "unified_perf_summary": lambda: unified_perf_summary(con, trace_id, platform),
+        "kernel_summary": lambda: kernel_summary(con, trace_id),
+    }
+    tables = {name: build() for name, build in builders.items()}
+    tables.update(roofline_sheets(con, trace_id, platform))
+    return {name: frame for name, frame in tables.items() if frame.height > 0}
+
+
+def write_perf_report(tables: dict[str, pl.DataFrame], csv_dir: Path, xlsx_path: Path | None = None) -> None:
+    """Write the CSVs (and optionally one workbook) atomically: a half-written report never
+    replaces a complete one."""
+    csv_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{csv_dir.name}-", dir=csv_dir.parent))
+    try:
+        for name, frame in tables.items():
+            frame.write_csv(staging / f"{name}.csv")
+        if csv_dir.exists():
+            shutil.rmtree(csv_dir)
+        os.replace(staging, csv_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    if xlsx_path is not None:
+        temporary = xlsx_path.with_name(f".{xlsx_path.name}.partial")
+        import xlsxwriter  # only with --xlsx
+
+        with xlsxwriter.Workbook(str(temporary)) as workbook:
+            for name, frame in tables.items():
+                frame.write_excel(workbook=workbook, worksheet=name[:31])
+        os.replace(temporary, xlsx_path)

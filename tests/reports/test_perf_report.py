@@ -1,0 +1,105 @@
+"""The perf report equals TraceLens' reference CSVs where TraceLake claims compatibility."""
+
+from __future__ import annotations
+
+import ast
+import csv
+from pathlib import Path
+
+import pytest
+
+from reports.perf_report import perf_report_tables
+from tests.conftest import EXPECTED, EXPECTED_TRACES, trace_id_of
+
+DEFAULT_MODE = sorted(
+    folder for folder in EXPECTED_TRACES
+    if (EXPECTED / folder / "ops_summary_by_category.csv").exists() and not folder.startswith("inference")
+)
+PLATFORM = "MI300X"  # the references were computed with TraceLens' MI300X roofline
+
+
+def _reference(folder: str, name: str) -> list[dict[str, str]]:
+    with (EXPECTED / folder / f"{name}.csv").open() as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture(scope="module")
+def reports(db) -> dict[str, dict]:
+    return {folder: perf_report_tables(db, trace_id_of(db, EXPECTED_TRACES[folder]), PLATFORM) for folder in DEFAULT_MODE}
+
+
+def test_all_default_mode_references_are_covered() -> None:
+    assert len(DEFAULT_MODE) == 7
+
+
+@pytest.mark.parametrize("folder", DEFAULT_MODE)
+def test_ops_summary_by_category_matches(reports, folder: str) -> None:
+    ours = {row["op category"]: row for row in reports[folder]["ops_summary_by_category"].to_dicts()}
+    reference = {row["op category"]: row for row in _reference(folder, "ops_summary_by_category")}
+    assert sorted(ours) == sorted(reference)
+    for category, expected in reference.items():
+        assert ours[category]["Count"] == int(expected["Count"]), category
+        assert ours[category]["total_direct_kernel_time_ms"] == pytest.approx(
+            float(expected["total_direct_kernel_time_ms"]), rel=1e-4), category
+        assert ours[category]["Percentage (%)"] == pytest.approx(float(expected["Percentage (%)"]), rel=1e-4), category
+
+
+@pytest.mark.parametrize("folder", DEFAULT_MODE)
+def test_ops_summary_kernel_time_per_op_matches(reports, folder: str) -> None:
+    ours = {row["name"]: row for row in reports[folder]["ops_summary"].to_dicts()}
+    for expected in _reference(folder, "ops_summary"):
+        row = ours[expected["name"]]
+        assert row["Count"] == int(expected["Count"]), expected["name"]
+        assert row["total_direct_kernel_time_sum"] == pytest.approx(float(expected["total_direct_kernel_time_sum"]), rel=1e-4)
+        assert row["total_subtree_kernel_time_sum"] == pytest.approx(float(expected["total_subtree_kernel_time_sum"]), rel=1e-4)
+
+
+def _tuples(text: str) -> tuple:
+    def convert(value):
+        return tuple(convert(v) for v in value) if isinstance(value, (list, tuple)) else value
+    return convert(ast.literal_eval(text or "()"))
+
+
+def _signature(row: dict) -> tuple:
+    return (row["name"], ast.literal_eval(row["Input Dims"] or "()"), ast.literal_eval(row["Input Strides"] or "()"))
+
+
+@pytest.mark.parametrize("folder", DEFAULT_MODE)
+def test_unified_gemm_rows_match(reports, folder: str) -> None:
+    ours = {_signature(row): row for row in reports[folder]["unified_perf_summary"].to_dicts()}
+    gemm_rows = [row for row in _reference(folder, "unified_perf_summary") if row["op category"] == "GEMM"]
+    assert gemm_rows
+    for expected in gemm_rows:
+        row = ours.get(_signature(expected))
+        assert row is not None, _signature(expected)
+        assert row["op category"] == "GEMM"
+        assert row["GFLOPS"] == pytest.approx(float(expected["GFLOPS"]), rel=1e-3)
+        assert row["Kernel Time (µs)_sum"] == pytest.approx(float(expected["Kernel Time (µs)_sum"]), rel=1e-3)
+        assert row["Pct Roofline_mean"] == pytest.approx(float(expected["Pct Roofline_mean"]), rel=1e-3)
+        assert row["Roofline Bound"] == expected["Roofline Bound"]
+
+
+@pytest.mark.parametrize("folder", DEFAULT_MODE)
+def test_gemm_sheet_matches(reports, folder: str) -> None:
+    """GEMM.csv: same shapes, FLOPs, summed kernel time and roofline efficiency."""
+    ours = {}
+    for row in reports[folder]["GEMM"].to_dicts():
+        ours.setdefault((row["name"], _tuples(row["Input Dims_first"]), _tuples(row["Input Strides_first"])), []).append(row)
+    for expected in _reference(folder, "GEMM"):
+        key = (expected["name"], _tuples(expected["Input Dims_first"]), _tuples(expected["Input Strides_first"]))
+        rows = ours.get(key)
+        assert rows, key
+        total = sum(r["Kernel Time (µs)_sum"] for r in rows)
+        assert rows[0]["GFLOPS_first"] == pytest.approx(float(expected["GFLOPS_first"]), rel=1e-3)
+        assert total == pytest.approx(float(expected["Kernel Time (µs)_sum"]), rel=1e-3), key
+        assert rows[0]["Roofline Time (µs)_first"] == pytest.approx(float(expected["Roofline Time (µs)_first"]), rel=1e-3)
+
+
+def test_unknown_platform_lists_the_valid_ones(tmp_path: Path) -> None:
+    from tests.conftest import TRACES, run_cli
+
+    result = run_cli("analyze", str(TRACES / "torch_compile_triton" / "trace.json.gz"), "--platform", "TPUv9",
+                     "--out", str(tmp_path / "out"), "--warehouse", str(tmp_path / "wh"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "unknown platform 'TPUv9'" in result.stderr and "MI300X" in result.stderr and "H100" in result.stderr
+    assert not (tmp_path / "out").exists() and not (tmp_path / "wh").exists()
