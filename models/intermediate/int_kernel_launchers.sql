@@ -48,7 +48,7 @@ kernel_lists as (
         list(name order by ts_us, event_idx) as kernel_names,
         list(dur_us order by ts_us, event_idx) as kernel_durations_us,
         list(stream order by ts_us, event_idx) as kernel_streams,
-        bool_or(launch_category = 'cuda_driver') as launched_through_driver
+        bool_or(launch_category = 'cuda_runtime') as launched_through_runtime_api
     from kernels
     group by trace_id, launcher_event_idx
 ),
@@ -81,7 +81,7 @@ final as (
         kernel_lists.kernel_names,
         kernel_lists.kernel_durations_us,
         kernel_lists.kernel_streams,
-        kernel_lists.launched_through_driver
+        kernel_lists.launched_through_runtime_api
     from direct_time
     inner join kernel_lists
         on direct_time.trace_id = kernel_lists.trace_id

@@ -30,15 +30,20 @@ op_categories as (
 ),
 
 modelled_candidates as (
+    -- ops TraceLens has a perf model for: registry ops with a sheet family, and compiled
+    -- Inductor kernels (triton_poi/red/per_*), whose model TraceLens matches by name
     select host_ops.trace_id, host_ops.event_idx as op_id
     from host_ops
-    inner join op_categories
-        on host_ops.name = op_categories.op_name
-        and coalesce(op_categories.perf_family, '') <> ''
+    left join op_categories on host_ops.name = op_categories.op_name
     inner join subtree_time
         on host_ops.trace_id = subtree_time.trace_id
         and host_ops.event_idx = subtree_time.op_id
-    where host_ops.category = 'cpu_op' and host_ops.in_tree
+    where host_ops.category = 'cpu_op'
+        and host_ops.in_tree
+        and (
+            coalesce(op_categories.perf_family, '') <> ''
+            or {{ regex_search('host_ops.name', "'^triton_(poi|red|per)_'") }}
+        )
 ),
 
 modelled_ancestors as (
@@ -60,53 +65,78 @@ collected_modelled as (
     )
 ),
 
-kernel_owner_modelled as (
-    select kernels.trace_id, kernels.event_idx as kernel_idx, modelled_ancestors.ancestor_op_id as owner_op_id
-    from kernels
-    inner join modelled_ancestors
-        on kernels.trace_id = modelled_ancestors.trace_id
-        and kernels.enclosing_cpu_op_id = modelled_ancestors.op_id
-    inner join collected_modelled
-        on modelled_ancestors.trace_id = collected_modelled.trace_id
-        and modelled_ancestors.ancestor_op_id = collected_modelled.op_id
-),
-
-leaf_launchers as (
+leaf_candidates as (
+    -- ops that launch kernels themselves through the runtime API, have no modelled op with
+    -- GPU work below them (TraceLens recurses into those instead) and are not inside a
+    -- collected modelled op
     select launchers.trace_id, launchers.launcher_event_idx as op_id
     from launchers
     where launchers.is_cpu_op
-        and not launchers.launched_through_driver
+        -- TraceLens' leaf test walks runtime-API calls only: an op whose kernels all go
+        -- through the driver API (cuLaunchKernel) is not a leaf (reference §14.22)
+        and launchers.launched_through_runtime_api
         and not exists (
-            select 1 from kernel_owner_modelled
-            inner join kernels as owned
-                on kernel_owner_modelled.trace_id = owned.trace_id
-                and kernel_owner_modelled.kernel_idx = owned.event_idx
-            where owned.trace_id = launchers.trace_id
-                and owned.launcher_event_idx = launchers.launcher_event_idx
+            select 1 from modelled_ancestors
+            where modelled_ancestors.trace_id = launchers.trace_id
+                and modelled_ancestors.op_id = launchers.launcher_event_idx
         )
+        and not exists (
+            select 1 from ancestors
+            inner join modelled_candidates
+                on ancestors.trace_id = modelled_candidates.trace_id
+                and ancestors.op_id = modelled_candidates.op_id
+            where ancestors.trace_id = launchers.trace_id
+                and ancestors.ancestor_op_id = launchers.launcher_event_idx
+                and ancestors.distance > 0
+        )
+),
+
+leaf_ancestry as (
+    select ancestors.trace_id, ancestors.op_id, ancestors.ancestor_op_id, ancestors.distance
+    from ancestors
+    inner join leaf_candidates
+        on ancestors.trace_id = leaf_candidates.trace_id
+        and ancestors.ancestor_op_id = leaf_candidates.op_id
+),
+
+collected_leaves as (
+    select leaf_candidates.trace_id, leaf_candidates.op_id
+    from leaf_candidates
+    where not exists (
+        select 1 from leaf_ancestry
+        where leaf_ancestry.trace_id = leaf_candidates.trace_id
+            and leaf_ancestry.op_id = leaf_candidates.op_id
+            and leaf_ancestry.distance > 0
+    )
 ),
 
 op_rows as (
     select trace_id, op_id, true as is_modelled_op from collected_modelled
     union all
-    select trace_id, op_id, false as is_modelled_op from leaf_launchers
+    select trace_id, op_id, false as is_modelled_op from collected_leaves
 ),
 
 covered_kernels as (
-    select trace_id, kernel_idx from kernel_owner_modelled
-    union all
-    select kernels.trace_id, kernels.event_idx
+    select distinct kernels.trace_id, kernels.event_idx as kernel_idx
     from kernels
-    inner join leaf_launchers
-        on kernels.trace_id = leaf_launchers.trace_id
-        and kernels.launcher_event_idx = leaf_launchers.op_id
+    inner join ancestors
+        on kernels.trace_id = ancestors.trace_id
+        and kernels.enclosing_cpu_op_id = ancestors.op_id
+    inner join op_rows
+        on ancestors.trace_id = op_rows.trace_id
+        and ancestors.ancestor_op_id = op_rows.op_id
 ),
 
 first_kernels as (
+    -- the kernel TraceLens' categorizer looks at: the op's own first launched kernel (file
+    -- order of the launch calls), else the first one in its subtree
     select
         kernels.trace_id,
         ancestors.ancestor_op_id as op_id,
-        arg_min(kernels.name, (kernels.ts_us, kernels.event_idx)) as first_kernel_name,
+        arg_min(
+            kernels.name,
+            (kernels.launcher_event_idx <> ancestors.ancestor_op_id, kernels.launch_event_idx, kernels.ts_us)
+        ) as first_kernel_name,
         count(*) as kernel_count
     from kernels
     inner join ancestors

@@ -103,3 +103,22 @@ def test_unknown_platform_lists_the_valid_ones(tmp_path: Path) -> None:
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "unknown platform 'TPUv9'" in result.stderr and "MI300X" in result.stderr and "H100" in result.stderr
     assert not (tmp_path / "out").exists() and not (tmp_path / "wh").exists()
+
+
+@pytest.mark.parametrize("folder", DEFAULT_MODE)
+def test_unified_rows_and_kernel_time_match(reports, folder: str) -> None:
+    """Every op of TraceLens' unified table, with its category, row count and kernel time."""
+    def totals(rows) -> dict[tuple[str, str], tuple[int, float]]:
+        out: dict[tuple[str, str], tuple[int, float]] = {}
+        for row in rows:
+            key = (row["name"], row["op category"])
+            count, time = out.get(key, (0, 0.0))
+            out[key] = (count + 1, time + float(row["Kernel Time (µs)_sum"]))
+        return out
+
+    ours = totals(reports[folder]["unified_perf_summary"].to_dicts())
+    reference = totals(_reference(folder, "unified_perf_summary"))
+    assert sorted(ours) == sorted(reference)
+    for key, (count, time) in reference.items():
+        assert ours[key][0] == count, key
+        assert ours[key][1] == pytest.approx(time, rel=1e-4), key
