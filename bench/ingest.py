@@ -34,8 +34,7 @@ from pathlib import Path
 import msgspec
 
 from make_big_trace import make_big_trace  # bench/ is sys.path[0] when this file runs
-
-MB = 1_000_000
+from measure import MB, Child, child_env, run_child
 REPO = Path(__file__).resolve().parent.parent
 TRACES_DIR = REPO.parent / "shared" / "traces"
 BIG_SOURCE = TRACES_DIR / "mi300" / "resnet_act_checkpoint.json.gz"
@@ -71,45 +70,6 @@ BIG_REFERENCES = {55.0: Reference("~55 MB trace", 7.5, 700.0)}
 
 
 # ---- child processes ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Child:
-    seconds: float
-    peak_rss_mb: float
-    returncode: int
-    stdout: str
-    stderr: str
-
-    def failure(self, what: str) -> str:
-        how = f"killed by signal {-self.returncode}" if self.returncode < 0 else f"exit {self.returncode}"
-        tail = (self.stderr.strip() or self.stdout.strip())[-2000:]
-        return f"{what} failed ({how}) after {self.seconds:.2f} s, peak RSS {self.peak_rss_mb:.0f} MB: {tail}"
-
-
-def child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["DO_NOT_TRACK"] = "1"
-    return env
-
-
-def run_child(cmd: Sequence[str]) -> Child:
-    """Run `cmd`, wall-clock it and read its peak RSS from the kernel's rusage."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, env=child_env())
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        return Child(
-            seconds=seconds,
-            peak_rss_mb=usage.ru_maxrss * 1024 / MB,  # Linux reports KiB
-            returncode=proc.returncode,
-            stdout=out.read().decode("utf-8", "replace"),
-            stderr=err.read().decode("utf-8", "replace"),
-        )
 
 
 INGEST_JOBS = {"jobs": os.cpu_count() or 1}  # set from --jobs

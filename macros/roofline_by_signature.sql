@@ -31,7 +31,9 @@ with signatures as (
         arg_min(flops, instance_key) as flops,
         arg_min(bytes, instance_key) as bytes,
         arg_min(compute_spec, instance_key) as compute_spec,
+        {%- if 'perf_params' not in signature %}
         arg_min(perf_params, instance_key) as perf_params,
+        {%- endif %}
         arg_min(module_chain, instance_key) as module_chain
     from {{ instances }}
     group by trace_id{% for column in signature %}, coalesce({{ column }}, ''){% endfor %}
@@ -55,7 +57,12 @@ with_platforms as (
 with_roofline as (
     select
         *,
-        case when flops > 0 then greatest(compute_time_us, memory_time_us) end as roofline_time_us
+        -- TraceLens: a roofline only when FLOPs > 0 and both the compute peak for the op's
+        -- spec and the bytes are known (greatest() would silently skip a missing one)
+        case
+            when flops > 0 and compute_time_us is not null and memory_time_us is not null
+                then greatest(compute_time_us, memory_time_us)
+        end as roofline_time_us
     from with_platforms
 )
 
@@ -84,7 +91,9 @@ select
     bytes / 1048576.0 as data_moved_mib,
     flops / nullif(bytes, 0) as flops_per_byte,
     compute_spec,
+    {%- if 'perf_params' not in signature %}
     perf_params,
+    {%- endif %}
     {%- for stat in ['mean', 'median', 'std', 'min', 'max'] %}
     flops / 1e9 * 1e3 * inverse_time_{{ stat }} as tflops_per_s_{{ stat }},
     bytes / 1e6 * inverse_time_{{ stat }} as tb_per_s_{{ stat }},
