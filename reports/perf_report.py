@@ -132,7 +132,8 @@ def unified_perf_summary(con: duckdb.DuckDBPyConnection, trace_id: str, platform
 def roofline_sheets(con: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> dict[str, pl.DataFrame]:
     """The per-category roofline sheets (GEMM, SDPA_fwd, ...), from one query."""
     frame = _frame(con, f"""
-        select sheet, name, perf_params, {_roofline_columns(True)}, process_name as process_name_first,
+        select sheet, name, perf_params, num_kernels::integer as num_kernels, {_roofline_columns(True)},
+               process_name as process_name_first,
                process_label as process_label_first, thread_name as thread_name_first,
                input_dims as "Input Dims_first", input_type as "Input type_first",
                input_strides as "Input Strides_first", concrete_inputs as "Concrete Inputs_first",

@@ -210,6 +210,37 @@ conv as (
     where types[1] = types[2]
 ),
 
+conv_backward_args as (
+    -- aten::convolution_backward(grad_output, input, weight, bias_sizes, stride, padding,
+    -- dilation, transposed, output_padding, groups, output_mask): input and weight gradients
+    -- are each a convolution as large as the forward one; output_mask[2] asks for the bias
+    select
+        *,
+        concrete[11] as output_mask_text
+    from parsed
+    where name = 'aten::convolution_backward'
+),
+
+conv_backward as (
+    select
+        conv_backward_args.trace_id,
+        conv_backward_args.op_id,
+        2.0 * (2.0 * {{ list_prod('dims[3][2:]') }} * {{ list_prod('dims[1]') }})
+            + case when output_mask_text like '%True]' then {{ list_prod('dims[1]') }} else 0 end as flops,
+        (
+            2.0 * ({{ list_prod('dims[2]') }} + {{ list_prod('dims[3]') }} + {{ list_prod('dims[1]') }})
+            + case when output_mask_text like '%True]' then {{ list_prod('dims[1]') }} + dims[1][2] else 0 end
+        ) * x_dtype.bytes_per_element as bytes,
+        'matrix' as maf_type,
+        x_dtype.precision,
+        {{ json_object_of([
+            ('input_shape', 'dims[2]'), ('filter_shape', 'dims[3]'), ('grad_output_shape', 'dims[1]'),
+            ('bias', "output_mask_text like '%True]'"), ('dtype_input_weight', '[types[2], types[3]]')
+        ]) }} as perf_params
+    from conv_backward_args
+    left join dtypes as x_dtype on lower(conv_backward_args.types[2]) = x_dtype.dtype_name
+),
+
 unary_elementwise as (
     select
         parsed.trace_id,
@@ -294,7 +325,7 @@ norm_sizes as (
             else dims[1][2]
         end as channels
     from parsed
-    where perf_family = 'Normalization'
+    where perf_family = 'Normalization' and name not like '%_backward'
 ),
 
 normalization as (
@@ -312,14 +343,57 @@ normalization as (
     left join dtypes as in_dtype on lower(norm_sizes.types[1]) = in_dtype.dtype_name
 ),
 
+batch_norm_backward_args as (
+    -- native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean,
+    -- save_invstd, train, eps, output_mask); TraceLens reads `train` with bool(), so any
+    -- non-empty text means training, and takes weight and bias as present (reference §14.19)
+    select
+        *,
+        {{ list_prod('dims[1]') }} as elements,
+        dims[1][2] as channels,
+        coalesce(concrete[8], '') <> '' as is_training,
+        coalesce(concrete[10], '[True') like '[True%' as wants_input_grad
+    from parsed
+    where perf_family = 'Normalization' and name like '%batch_norm_backward'
+),
+
+batch_norm_backward as (
+    select
+        batch_norm_backward_args.trace_id,
+        batch_norm_backward_args.op_id,
+        channels * (
+            case when is_training then 0 else 3 end
+            + 4.0 * elements / channels
+            + case
+                when wants_input_grad and is_training then 5.0 * elements / channels
+                when not wants_input_grad then 2.0 * elements / channels
+                else 0
+            end
+        ) as flops,
+        (
+            elements
+            + elements * case when wants_input_grad and is_training then 2 else 1 end
+            + case when is_training then channels else 0 end
+            + channels
+            + case when is_training then 2 * channels else 0 end
+        ) * in_dtype.bytes_per_element * 1.0 as bytes,
+        'vector' as maf_type,
+        in_dtype.precision,
+        {{ json_object_of([('op_shape', 'dims[1]'), ('num_channels', 'channels'), ('dtype_in_out', '[types[1], types[2]]'), ('is_training', 'is_training')]) }} as perf_params
+    from batch_norm_backward_args
+    left join dtypes as in_dtype on lower(batch_norm_backward_args.types[1]) = in_dtype.dtype_name
+),
+
 all_models as (
     select * from gemm
     union all select * from sdpa
     union all select * from conv
+    union all select * from conv_backward
     union all select * from unary_elementwise
     union all select * from binary_elementwise
     union all select * from reduction
     union all select * from normalization
+    union all select * from batch_norm_backward
 ),
 
 final as (

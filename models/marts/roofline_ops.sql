@@ -51,7 +51,9 @@ final as (
         host_ops.dur_us as duration_us,
         host_ops.module_chain,
         coalesce(subtree_time.subtree_kernel_time_us, 0) as kernel_time_us,
-        coalesce(subtree_time.subtree_kernel_count, 0) as kernel_count
+        coalesce(subtree_time.subtree_kernel_count, 0) as kernel_count,
+        -- TraceLens' --group_by_num_kernels splits a signature by the kernels it launched
+        coalesce(subtree_time.subtree_kernel_count, 0)::varchar as num_kernels
     from perf_models
     inner join host_ops
         on perf_models.trace_id = host_ops.trace_id

@@ -8,7 +8,7 @@ with instances as (
 
 final as (
     {{ roofline_by_signature('instances', [
-        'sheet', 'name', 'perf_params', 'process_name', 'process_label', 'thread_name',
+        'sheet', 'name', 'perf_params', 'num_kernels', 'process_name', 'process_label', 'thread_name',
         'input_dims', 'input_type', 'input_strides', 'concrete_inputs'
     ]) }}
 )
