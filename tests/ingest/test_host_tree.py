@@ -36,3 +36,18 @@ def test_backward_ops_are_marked_in_training_traces(db) -> None:
     trace_id = trace_id_of(db, "mi300/resnet_act_checkpoint.json.gz")
     passes = dict(db.execute("select pass, count(*) from cpu_ops where trace_id = ? group by 1", [trace_id]).fetchall())
     assert passes.get("bwd", 0) > 0 and passes.get("fwd", 0) > 0
+
+
+def test_backward_nodes_pair_with_their_forward_ops(db) -> None:
+    """resnet (training): each ConvolutionBackward0 node links to one aten::convolution."""
+    trace_id = trace_id_of(db, "mi300/resnet_act_checkpoint.json.gz")
+    pairs = dict(db.execute(
+        "select f.name, count(*) from cpu_ops b join cpu_ops f on b.trace_id = f.trace_id and b.forward_op_id = f.op_id "
+        "where b.trace_id = ? and b.name = 'autograd::engine::evaluate_function: ConvolutionBackward0' group by 1",
+        [trace_id],
+    ).fetchall())
+    assert pairs == {"aten::convolution": 60}
+    unpaired = db.execute(
+        "select count(*) from cpu_ops where trace_id = ? and name like 'autograd::engine::evaluate_function:%' "
+        "and sequence_number is not null and forward_op_id is null", [trace_id]).fetchall()[0][0]
+    assert unpaired == 0
