@@ -106,30 +106,46 @@ class Mode(str, Enum):
     inference = "inference"
 
 
+class AgentsRunner(str, Enum):
+    deterministic = "deterministic"
+    llm = "llm"
+
+
 @app.command()
 def analyze(
     trace: Annotated[Path, typer.Argument(help="Trace file (.json or .json.gz).")],
     platform: Annotated[Optional[str], typer.Option("--platform", help="Roofline platform (default: detected from the trace).")] = None,
-    mode: Annotated[Mode, typer.Option("--mode", help="Analysis mode (inference-specific handling arrives with the orchestrator).")] = Mode.auto,
+    mode: Annotated[Mode, typer.Option("--mode", help="auto picks inference for serving-engine traces and GPU graph replays.")] = Mode.auto,
+    capture_folder: Annotated[Optional[Path], typer.Option("--capture-folder", help="Graph-capture traces for a graph-replay trace.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Output folder (default: <trace dir>/analysis_output).")] = None,
     warehouse: WarehouseOption = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Parse workers (default: cores).")] = None,
+    agents: Annotated[AgentsRunner, typer.Option("--agents", help="Write findings deterministically or through --llm-cmd.")] = AgentsRunner.deterministic,
+    llm_cmd: Annotated[Optional[str], typer.Option("--llm-cmd", help="Command that reads an agent's spec + metrics on stdin and prints findings markdown.")] = None,
     xlsx: Annotated[bool, typer.Option("--xlsx", help="Also write perf_report.xlsx (one sheet per CSV).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
-    """Ingest a trace and write its TraceLens-compatible perf report."""
-    from tracelake.analysis import analyze_trace
+    """Analyze a trace: perf report CSVs, agents' findings, analysis.md."""
+    from tracelake.pipeline import AnalyzeOptions, run_analysis
 
+    if agents is AgentsRunner.llm and not llm_cmd:
+        raise typer.BadParameter("--agents llm needs --llm-cmd", param_hint="--llm-cmd")
     show_progress = sys.stderr.isatty() and not quiet
+    options = AnalyzeOptions(
+        platform=platform, mode=mode.value, out_dir=out, jobs=jobs or default_jobs(), xlsx=xlsx,
+        capture_folder=capture_folder, agents=agents.value, llm_cmd=llm_cmd,
+    )
     with ProgressBar(enabled=show_progress) as progress:
-        result = analyze_trace(
-            trace, _warehouse(warehouse), platform=platform, out_dir=out,
-            jobs=jobs or default_jobs(), xlsx=xlsx, progress=progress,
-        )
-    note = "" if platform or result.platform_detected else " (no platform matched the device name: default)"
-    print(f"{result.trace_id}  {trace.name}  platform {result.platform}{note}")
-    print(f"wrote {len(result.files)} tables to {result.out_dir / 'perf_report_csvs'}"
-          + (f" and {result.out_dir / 'perf_report.xlsx'}" if xlsx else ""))
+        outcome = run_analysis(trace, _warehouse(warehouse), options, progress, progress.stage)
+    print(f"{outcome.trace_id}  {trace.name}  platform {outcome.platform} ({outcome.platform_source})")
+    print(f"wrote {outcome.analysis_md}")
+    if not quiet:
+        for warning in outcome.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+    if outcome.report_problems:
+        for problem in outcome.report_problems:
+            print(f"tracelake: report check failed: {problem}", file=sys.stderr)
+        raise typer.Exit(EXIT_FAILED)
 
 
 @app.command()

@@ -44,5 +44,9 @@ class ProgressBar:
             self._progress.update(self._task, advance=size_bytes, description=f"{outcome.status}: {outcome.path.name}")
 
     def stage(self, description: str) -> None:
-        if self._progress is not None and self._task is not None:
+        if self._progress is None:
+            return
+        if self._task is None:
+            self._task = self._progress.add_task(description, total=None)
+        else:
             self._progress.update(self._task, description=description)

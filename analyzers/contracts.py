@@ -1,0 +1,83 @@
+"""The contracts between analyzers, agents and reports. JSON on disk is model_dump_json()."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Tier = Literal["system", "compute"]
+EstimateMethod = Literal["quantified", "heuristic", "qualitative"]
+Confidence = Literal["high", "medium", "low"]
+AgentStatus = Literal["OK", "NO_DATA", "ERROR"]
+
+
+class AnalysisContext(BaseModel):
+    """What every analyzer knows besides the warehouse: which trace, platform and scope."""
+
+    trace_id: str
+    platform: str  # op_perf / roofline_summary rows are filtered to this platform
+    mode: Literal["default", "inference"] = "default"
+    comparison_scope: Literal["standalone", "comparative"] = "standalone"
+    trace2_id: str | None = None
+    e2e_time_ms: float  # gpu_timeline.total_time_ms: the denominator of every "% of E2E"
+    computation_time_ms: float
+    quality_verdicts: dict[str, str] = Field(default_factory=dict)  # trace_quality check -> verdict
+    fusion_flagged_ops: dict[str, str] = Field(default_factory=dict)  # op name -> fusion candidate
+
+
+class Finding(BaseModel):
+    """One recommendation: what is slow, why, what to do, and how much it would save."""
+
+    finding_id: str  # "<agent>:<short slug>", unique within a report
+    agent: str
+    tier: Tier
+    category: str  # the agent's category (gemm, sdpa, cpu_idle, ...)
+    title: str
+    insight: str  # what the data shows, with numbers
+    action: str  # what to do, one mechanism
+    impact_low: float | None = None  # % of E2E recoverable (low / mid / high); None when qualitative
+    impact_score: float | None = None  # mid estimate, % of E2E: the ranking key
+    impact_high: float | None = None
+    recoverable_ms: float | None = None  # impact_score x E2E / 100
+    estimate_method: EstimateMethod
+    confidence: Confidence
+    evidence: dict[str, Any] = Field(default_factory=dict)  # the numbers the finding used
+    evidence_sql: str  # a query over the warehouse that reproduces those numbers
+    operations: list[str] = Field(default_factory=list)  # op names / signatures covered
+    details: str = ""  # longer reasoning for the Detailed Analysis section (markdown)
+
+
+class AgentResult(BaseModel):
+    agent: str
+    tier: Tier
+    category: str
+    status: AgentStatus
+    error: str | None = None
+    metrics: dict[str, Any] = Field(default_factory=dict)  # the analyzer's pydantic metrics, dumped
+    findings: list[Finding] = Field(default_factory=list)
+    findings_markdown: str = ""  # rendered by the agent's jinja2 template (or the LLM runner)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    attempts: int = 0
+
+
+class RankedFinding(Finding):
+    global_rank: int  # 1..n over all findings with an impact score, contiguous
+
+
+class CategoryPriority(BaseModel):
+    category: str
+    tier: Tier
+    impact_score: float | None  # sum of the category's quantified findings; None = unmodeled fallback
+    finding_count: int
+    source: Literal["findings", "manifest_fallback"] = "findings"
+
+
+class PriorityData(BaseModel):
+    trace_id: str
+    comparison_scope: str
+    e2e_time_ms: float
+    findings: list[RankedFinding]
+    priorities: list[CategoryPriority]

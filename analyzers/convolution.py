@@ -1,0 +1,174 @@
+"""Convolution agent: forward and backward convolutions. Beyond the roofline gap it measures the
+layout-transpose kernels the convolution library runs inside each conv op (channels-first
+tensors fed to channels-last kernels), which TraceLens approximated by op names."""
+
+from __future__ import annotations
+
+import duckdb
+from pydantic import BaseModel
+
+from analyzers import compute
+from analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
+from analyzers.contracts import AgentResult, AnalysisContext
+
+AGENT_NAME = "convolution"
+TIER = "compute"
+DISPLAY_NAME = "Convolution"
+OP_CATEGORIES: tuple[str, ...] | None = ("CONV_fwd", "CONV_bwd")
+
+# ---- thresholds this agent adds (candidates for analyzers/settings.py) -------------------------
+TRANSPOSE_OVERHEAD_HIGH_PERCENT = 20.0  # TraceLens convolution spec: > 20 % transpose overhead -> strongly recommend channels-last
+TRANSPOSE_OVERHEAD_MODERATE_PERCENT = 10.0  # ... 10-20 % moderate, < 10 % acceptable
+# TraceLens convolution spec: expected % of peak by kernel shape (prose bands)
+EXPECTED_EFFICIENCY_PERCENT = {"kxk": 70.0, "3x3": 70.0, "1x1": 60.0, "depthwise": 50.0}
+
+
+class ConvolutionFacts(BaseModel):
+    kind_counts: dict[str, int]
+    forward_time_ms: float
+    backward_time_ms: float
+    channels_last_count: int
+    channels_first_count: int
+    layout_transform_time_ms: float  # transpose / layout-conversion kernels inside the conv ops
+    transpose_overhead_percent: float  # layout_transform_time_ms / conv kernel time x 100
+    depthwise_count: int
+    transposed_conv_count: int  # deconvolutions (conv_transpose)
+    peak_matrix_bf16_tflops: float | None
+
+
+class ConvolutionMetrics(ComputeMetrics):
+    category_specific: ConvolutionFacts
+
+
+def _filter_shape(op: OpRecord) -> list[int] | None:
+    params = op.perf_params or {}
+    shape = params.get("filter_shape")
+    if isinstance(shape, list) and all(isinstance(d, int) for d in shape):
+        return shape
+    dims = compute.parse_json_list(op.input_dims)
+    index = 2 if op.op_category == "CONV_bwd" else 1
+    if len(dims) > index and isinstance(dims[index], list) and all(isinstance(d, int) for d in dims[index]):
+        return dims[index]
+    return None
+
+
+def _input_channels(op: OpRecord) -> int | None:
+    params = op.perf_params or {}
+    shape = params.get("input_shape")
+    if isinstance(shape, list) and len(shape) >= 2 and isinstance(shape[1], int):
+        return shape[1]
+    return None
+
+
+def classify(op: OpRecord) -> str:
+    params = op.perf_params or {}
+    if params.get("transposed") is True or "transpose" in op.name.lower():
+        return "transposed"
+    filt = _filter_shape(op)
+    if not filt or len(filt) < 3:
+        return "other"
+    channels = _input_channels(op)
+    if len(filt) >= 4 and filt[1] == 1 and channels and channels > 1:
+        return "depthwise"
+    spatial = filt[2:]
+    if len(spatial) == 1:
+        return "1d"
+    if len(spatial) == 3:
+        return "3d"
+    if all(s == 1 for s in spatial):
+        return "1x1"
+    if all(s == 3 for s in spatial):
+        return "3x3"
+    return "kxk"
+
+
+def layout(op: OpRecord) -> str | None:
+    strides = compute.parse_json_list(op.input_strides)
+    dims = compute.parse_json_list(op.input_dims)
+    if not strides or not dims or not isinstance(dims[0], list) or len(dims[0]) != 4:
+        return None
+    first = strides[0]
+    if not isinstance(first, list) or len(first) != 4:
+        return None
+    return "channels_last" if first[1] == 1 and dims[0][1] > 1 else "channels_first"
+
+
+def transpose_percent(ops: list[OpRecord]) -> float:
+    kernel_us = sum(op.time_ms for op in ops) * 1000.0
+    layout_us = sum(op.layout_kernel_time_us for op in ops)
+    return 100.0 * layout_us / kernel_us if kernel_us > 0 else 0.0
+
+
+def advise(group: OpGroup, data: AgentData) -> Advice:
+    dominant = group.dominant
+    kind = dominant.kind
+    overhead = transpose_percent(group.members)
+    nchw = sum(1 for op in group.members if layout(op) == "channels_first")
+    layout_text = (
+        f" Layout-transpose kernels take {overhead:.1f} % of these ops' kernel time"
+        + (f" and {nchw} of the {len(group.members)} inputs are NCHW." if nchw else ".")
+    ) if overhead > 0 else ""
+    if kind == "depthwise":
+        return Advice(
+            insight=f"Depthwise convolutions have little work per channel, so their efficiency is naturally low.{layout_text}",
+            action="Keep depthwise convolutions in channels-last format and fuse them with the following pointwise (1x1) convolution or activation where the library supports it.",
+            reasoning="A depthwise filter does k x k multiply-adds per output, too little to keep the matrix units busy.",
+            resolution="Channels-last keeps the per-channel accesses contiguous; fusion removes the intermediate tensor between depthwise and pointwise.",
+        )
+    if group.estimate_method == "heuristic":
+        advice = compute.generic_advice(group, "these convolutions")
+        return Advice(insight=layout_text.strip(), action=advice.action, reasoning=advice.reasoning, resolution=advice.resolution)
+    expected = EXPECTED_EFFICIENCY_PERCENT.get(kind)
+    eff = group.weighted_efficiency or 0.0
+    expected_text = f" {kind} convolutions typically reach {expected:.0f} % or more; this group averages {eff:.1f} %." if expected else ""
+    channels_last = overhead >= TRANSPOSE_OVERHEAD_MODERATE_PERCENT or nchw > 0
+    strength = "strongly " if overhead >= TRANSPOSE_OVERHEAD_HIGH_PERCENT else ""
+    action = (
+        (f"Switch the model and inputs to channels-last (NHWC) memory format ({strength}recommended: the library converts "
+         "layouts around every call), and enable convolution autotuning (cudnn.benchmark / the MIOpen find mode) so the "
+         "fastest algorithm is picked per shape.")
+        if channels_last else
+        "Enable convolution autotuning (cudnn.benchmark / the MIOpen find mode) so the fastest algorithm is picked per shape, "
+        "and keep the input shapes static so the tuned choice is reused."
+    )
+    return Advice(
+        insight=f"{kind} convolutions, {group.bound}-bound.{expected_text}{layout_text}",
+        action=action,
+        reasoning=(
+            "Convolution libraries run their fastest kernels on channels-last data; channels-first tensors are transposed "
+            "before and after each call, and an untuned algorithm choice can be far from the best for a given shape."
+        ),
+        resolution=(
+            "Channels-last removes the transpose kernels (their time is recovered directly) and lets the library use "
+            "implicit-GEMM kernels without layout conversion; autotuning benchmarks the candidate algorithms once per shape."
+        ),
+    )
+
+
+def facts(data: AgentData) -> ConvolutionFacts:
+    ops = data.ops
+    counts: dict[str, int] = {}
+    for op in ops:
+        counts[op.kind] = counts.get(op.kind, 0) + 1
+    return ConvolutionFacts(
+        kind_counts=counts,
+        forward_time_ms=sum(op.time_ms for op in ops if op.op_category != "CONV_bwd"),
+        backward_time_ms=sum(op.time_ms for op in ops if op.op_category == "CONV_bwd"),
+        channels_last_count=sum(1 for op in ops if layout(op) == "channels_last"),
+        channels_first_count=sum(1 for op in ops if layout(op) == "channels_first"),
+        layout_transform_time_ms=sum(op.layout_kernel_time_us for op in ops) / 1000.0,
+        transpose_overhead_percent=transpose_percent(ops),
+        depthwise_count=counts.get("depthwise", 0),
+        transposed_conv_count=counts.get("transposed", 0),
+        peak_matrix_bf16_tflops=data.platform_peaks.get("matrix_bf16"),
+    )
+
+
+AGENT = compute.ComputeAgent(
+    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="convolution", op_categories=OP_CATEGORIES, classify=classify, advise=advise,
+)
+
+
+def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
+    """Convolution findings: roofline gap, layout-transpose overhead, channels-last and autotuning."""
+    return compute.run_agent(db, ctx, AGENT, ConvolutionMetrics, facts)

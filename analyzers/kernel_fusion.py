@@ -1,0 +1,885 @@
+"""Kernel-fusion analyzer (system tier, experimental): groups of kernels that one fused kernel
+could replace, with a projected fused time and the share of E2E it would save.
+
+Candidates come from the op tree and the nn.Module call tree, in this order, each kernel in at
+most one candidate:
+
+1. eager attention: a batched matmul, a softmax and a second batched matmul issued in the same
+   module (or under the same parent op) -> fused scaled-dot-product attention;
+2. module instances: the innermost nn.Module call whose kernels number 2..FUSION_MAX_KERNELS
+   (a module with more kernels contributes its runs of consecutive non-GEMM ops instead);
+3. op subtrees: for kernels outside any module (backward, traces without module events), the
+   outermost cpu op whose subtree launches 2..FUSION_MAX_KERNELS kernels.
+
+Instances with the same signature (label + kernel-type sequence) are grouped into one candidate.
+Each instance is split at its GEMM/convolution kernels; a GEMM followed by at most two
+elementwise ops is a GEMM epilogue (those ops disappear into the GEMM); any other run of
+non-GEMM ops is a fusion chain whose fused time is projected from op_perf_instances bytes and
+FLOPs: intermediate tensors no longer round-trip memory.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import duckdb
+from pydantic import BaseModel
+
+from analyzers import settings
+from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
+
+AGENT_NAME = "kernel_fusion"
+TIER = "system"
+
+# ---- thresholds of this analyzer (candidates for analyzers/settings.py) ------------------------
+# At most this many elementwise ops after a GEMM are an epilogue (TraceLens kernel-fusion spec:
+# "GEMM + 1-2 elementwise kernels").
+EPILOGUE_MAX_OPS = 2
+# Eager attention: at most this many ops between the first batched matmul and the softmax (scale,
+# mask, dtype cast) and between the softmax and the second batched matmul (dropout, cast).
+ATTENTION_MAX_OPS_BEFORE_SOFTMAX = 4
+ATTENTION_MAX_OPS_AFTER_SOFTMAX = 3
+# Share of a chain's kernel time that must have a perf model (bytes) for a "high" confidence
+# roofline projection (TraceLens kernel_fusion uses 0.75 for chains of 5+ kernels).
+FUSION_MODELED_SHARE_HIGH = 0.75
+# An op name is handed to the compute tier as fusion-covered only when high-confidence candidates
+# hold at least this share of that op name's kernel time (otherwise other instances still deserve
+# kernel tuning findings).
+FUSION_FLAG_OP_TIME_SHARE_MIN = 0.5
+# At most this many fusion findings per trace (the rest stay in the candidate list).
+MAX_FUSION_FINDINGS = 8
+# A chain whose intermediates are under 5 % of its bytes (e.g. a scalar counter update next to a
+# norm) gains nothing from fusion that kernel tuning would not give: rejected.
+FUSION_MIN_BYTES_SAVED_SHARE = 0.05
+FUSION_MAX_EXAMPLE_OPS = 20  # op ids of the first instance kept in a candidate (for lookups)
+
+# Kernel durations are what the estimate rests on: overlapping same-stream kernels mean they are off.
+FUSION_QUALITY_CHECKS = ("same_stream_overlaps",)
+BMM_OPS = {"aten::bmm", "aten::matmul", "aten::baddbmm", "aten::einsum"}
+SOFTMAX_OPS = {"aten::_softmax", "aten::softmax", "aten::_safe_softmax", "aten::log_softmax", "aten::_log_softmax"}
+MATRIX_KERNEL_TYPES = {"gemm", "conv"}
+# Kernels that are already the fused form: never eligible, and a barrier between chains.
+FUSED_KERNEL_TYPES = {"attention", "triton_fused", "moe", "collective"}
+EPILOGUE_KERNEL_TYPES = {"elementwise"}
+REDUCTION_OP_WORDS = ("mean", "sum", "var", "std", "amax", "amin", "max", "min", "norm", "softmax", "argmax", "all", "any")
+NAME_HINTS = {
+    "attention": ("attention", "attn", "sdpa"),
+    "norm": ("rmsnorm", "rms_norm", "layernorm", "layer_norm", "batchnorm", "batch_norm", "groupnorm", "norm"),
+    "activation": ("mlp", "silu", "swiglu", "gelu", "intermediate", "feedforward", "ffn", "act"),
+    "rope": ("rotary", "rope"),
+}
+
+
+class FusionCandidate(BaseModel):
+    candidate_id: str
+    name: str  # what the report calls it, e.g. "Unfused RMSNorm in Qwen2RMSNorm"
+    pattern: str  # eager_attention | gemm_epilogue | rms_norm | layer_norm | rope | gated_activation | elementwise_chain | mixed
+    source: str  # eager_attention | module | module_chain | op_subtree
+    scope: str  # module class or op name the instances belong to
+    module_chain: list[str]
+    instance_count: int
+    kernel_count: int  # kernels of one instance
+    kernel_types: list[str]
+    kernel_names: list[str]  # of the first instance, in launch order
+    kernel_ops: list[str]  # the op of each of those kernels
+    op_names: list[str]  # ops of the first instance, in launch order
+    covered_ops: list[str]  # ops whose kernels a fused kernel removes (not the GEMMs it keeps)
+    current_time_ms: float
+    fused_time_ms: float  # current - mid savings
+    savings_low_ms: float
+    savings_mid_ms: float
+    savings_high_ms: float
+    percent_of_e2e: float
+    impact_low: float
+    impact_mid: float
+    impact_high: float
+    estimation: str  # measured | roofline | partial
+    modeled_share: float  # share of chain time whose ops have bytes / FLOPs
+    confidence: Confidence
+    confidence_reason: str
+    status: str  # estimated | rejected
+    reject_reason: str | None = None
+    example_op_ids: list[int]
+
+
+class KernelFusionMetrics(BaseModel):
+    platform: str
+    peak_hbm_bw_gbps: float | None
+    total_time_ms: float
+    kernels_considered: int
+    instance_count: int
+    candidate_count: int  # candidates above the E2E threshold
+    estimated_count: int
+    min_percent_of_e2e: float
+    max_kernels: int
+    total_impact_mid: float
+    candidates: list[FusionCandidate]
+    high_confidence_ops: dict[str, str]
+
+
+# ---- SQL --------------------------------------------------------------------------------------
+
+KERNELS_SQL = """
+with recursive params as (select ?::varchar as trace_id),
+ops as (
+    select cpu_ops.op_id, cpu_ops.parent_id
+    from cpu_ops, params where cpu_ops.trace_id = params.trace_id
+),
+ancestry as (
+    select op_id, op_id as ancestor_id, 0 as distance from ops
+    union all
+    select ancestry.op_id, ops.parent_id, ancestry.distance + 1
+    from ancestry join ops on ops.op_id = ancestry.ancestor_id
+    where ops.parent_id is not null
+),
+modeled_ops as (
+    select op_perf_instances.op_id from op_perf_instances, params
+    where op_perf_instances.trace_id = params.trace_id and not op_perf_instances.is_synthetic
+      and op_perf_instances.op_id is not null
+),
+gpu_kernels as (
+    select kernels.event_idx, kernels.name, kernels.ts_us, kernels.dur_us, kernels.kernel_type,
+        kernels.cpu_op_id, kernels.launch_event_idx
+    from kernels, params
+    where kernels.trace_id = params.trace_id and kernels.is_linked and kernels.category = 'kernel'
+      and kernels.gpu_bucket = 'computation'
+),
+kernel_units as (
+    select gpu_kernels.event_idx, arg_min(ancestry.ancestor_id, ancestry.distance) as unit_op_id
+    from gpu_kernels
+    join ancestry on ancestry.op_id = gpu_kernels.cpu_op_id
+    join modeled_ops on modeled_ops.op_id = ancestry.ancestor_id
+    group by gpu_kernels.event_idx
+),
+modules as (
+    select events.event_idx as module_id, events.pid, events.tid, events.ts_us, events.end_us
+    from events, params
+    where events.trace_id = params.trace_id and events.category = 'python_function'
+      and events.name like 'nn.Module: %'
+),
+launches as (
+    select gpu_kernels.event_idx, events.pid, events.tid, events.ts_us
+    from gpu_kernels
+    cross join params
+    join events on events.trace_id = params.trace_id and events.event_idx = gpu_kernels.launch_event_idx
+),
+kernel_modules as (
+    select launches.event_idx, arg_max(modules.module_id, [modules.ts_us, -modules.end_us]) as module_id
+    from launches
+    join modules on modules.pid = launches.pid and modules.tid = launches.tid
+      and modules.ts_us <= launches.ts_us and modules.end_us >= launches.ts_us
+    group by launches.event_idx
+)
+select
+    coalesce(kernel_units.unit_op_id, gpu_kernels.cpu_op_id) as unit_op_id,
+    gpu_kernels.event_idx, gpu_kernels.name, gpu_kernels.ts_us, gpu_kernels.dur_us, gpu_kernels.kernel_type,
+    kernel_modules.module_id
+from gpu_kernels
+left join kernel_units on kernel_units.event_idx = gpu_kernels.event_idx
+left join kernel_modules on kernel_modules.event_idx = gpu_kernels.event_idx
+order by gpu_kernels.ts_us, gpu_kernels.event_idx"""
+
+OPS_SQL = """
+with params as (select ?::varchar as trace_id)
+select cpu_ops.op_id, cpu_ops.name, cpu_ops.parent_id, cpu_ops.module_chain, cpu_ops.pass,
+    op_perf_instances.flops, op_perf_instances.bytes, op_perf_instances.compute_spec,
+    op_perf_instances.input_dims
+from cpu_ops
+cross join params
+left join op_perf_instances
+  on op_perf_instances.trace_id = cpu_ops.trace_id and op_perf_instances.op_id = cpu_ops.op_id
+ and not op_perf_instances.is_synthetic
+where cpu_ops.trace_id = params.trace_id"""
+
+MODULES_SQL = """
+with params as (select ?::varchar as trace_id),
+modules as (
+    select events.event_idx as module_id, events.name, events.pid, events.tid, events.ts_us, events.end_us
+    from events, params
+    where events.trace_id = params.trace_id and events.category = 'python_function'
+      and events.name like 'nn.Module: %'
+),
+enclosing as (
+    select module.module_id,
+        arg_max(outer_module.module_id, [outer_module.ts_us, -outer_module.end_us, outer_module.module_id])
+            as parent_module_id
+    from modules as module
+    join modules as outer_module
+      on outer_module.pid = module.pid and outer_module.tid = module.tid
+     and outer_module.ts_us <= module.ts_us and outer_module.end_us >= module.end_us
+     and (outer_module.ts_us < module.ts_us or outer_module.end_us > module.end_us
+          or outer_module.module_id < module.module_id)
+    group by module.module_id
+)
+select modules.module_id,
+    regexp_replace(modules.name, '^nn\\.Module: (.*?)(_[0-9]+)?$', '\\1') as module_class,
+    enclosing.parent_module_id
+from modules
+left join enclosing on enclosing.module_id = modules.module_id"""
+
+PLATFORM_SQL = """
+select platforms.mem_bw_gbps, platform_peaks.compute_spec, platform_peaks.peak_tflops
+from platforms left join platform_peaks on platform_peaks.platform = platforms.platform
+where platforms.platform = ?"""
+
+# Evidence: kernel time of the candidate's ops (an op counts a kernel launched anywhere in its
+# subtree) within the candidate's scope; trace id, op names and scope inlined.
+EVIDENCE_SQL = """
+with recursive ancestry as (
+    select op_id, op_id as ancestor_id from cpu_ops where trace_id = {trace}
+    union all
+    select ancestry.op_id, cpu_ops.parent_id
+    from ancestry join cpu_ops on cpu_ops.trace_id = {trace} and cpu_ops.op_id = ancestry.ancestor_id
+    where cpu_ops.parent_id is not null
+),
+kernel_ops as (
+    select distinct kernels.event_idx, kernels.dur_us, ancestor.name as op_name
+    from kernels
+    join ancestry on ancestry.op_id = kernels.cpu_op_id
+    join cpu_ops as ancestor on ancestor.trace_id = kernels.trace_id and ancestor.op_id = ancestry.ancestor_id
+    where kernels.trace_id = {trace} and kernels.is_linked and kernels.category = 'kernel'
+      and ancestor.name in ({names})
+      and {scope_filter}
+)
+select op_name, count(*) as kernel_count, sum(dur_us) / 1000 as kernel_time_ms
+from kernel_ops
+group by op_name
+order by kernel_time_ms desc"""
+MODULE_SCOPE_FILTER = "list_contains(ancestor.module_chain, {scope})"
+OP_SCOPE_FILTER = """kernels.event_idx in (
+          select scoped.event_idx from kernels as scoped
+          join ancestry as scoped_ancestry on scoped_ancestry.op_id = scoped.cpu_op_id
+          join cpu_ops as scope_op on scope_op.trace_id = scoped.trace_id and scope_op.op_id = scoped_ancestry.ancestor_id
+          where scoped.trace_id = {trace} and scope_op.name = {scope})"""
+
+
+# ---- working structures -----------------------------------------------------------------------
+
+
+@dataclass
+class Unit:
+    """The ops whose kernels a fused kernel would replace: one op_perf instance (or launching op)."""
+
+    key: str
+    op_id: int | None
+    name: str
+    module_id: int | None
+    kernels: list[tuple] = field(default_factory=list)  # (event_idx, name, ts_us, dur_us, kernel_type)
+    flops: float | None = None
+    bytes: float | None = None
+    compute_spec: str | None = None
+    input_dims: str | None = None
+
+    @property
+    def ts(self) -> float:
+        return self.kernels[0][2]
+
+    @property
+    def time_us(self) -> float:
+        return sum(k[3] for k in self.kernels)
+
+    @property
+    def types(self) -> set[str]:
+        return {k[4] for k in self.kernels}
+
+    @property
+    def is_matrix(self) -> bool:
+        return bool(self.types & MATRIX_KERNEL_TYPES) or (self.compute_spec or "").startswith("matrix")
+
+    @property
+    def is_fused(self) -> bool:
+        return bool(self.types & FUSED_KERNEL_TYPES)
+
+
+@dataclass
+class Instance:
+    source: str
+    scope: str
+    units: list[Unit]
+    module_chain: list[str]
+
+
+def _inline(value: str | None) -> str:
+    return "null" if value is None else "'" + value.replace("'", "''") + "'"
+
+
+def _rows(db: duckdb.DuckDBPyConnection, sql: str, params: list) -> list[dict]:
+    cursor = db.execute(sql, params)
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row)) for row in cursor.fetchall()]
+
+
+def _elements(dims) -> int:
+    """Elements of one `Input Dims` slot: a shape, a list of shapes, or a scalar slot."""
+    if not isinstance(dims, list) or not dims:
+        return 0
+    if all(isinstance(d, int) for d in dims):
+        return math.prod(dims)
+    return sum(_elements(d) for d in dims)
+
+
+def _output_bytes(unit: Unit) -> float:
+    """Bytes a unit writes, from its perf-model bytes: reductions write ~nothing worth counting;
+    elementwise ops write a tensor the size of their largest input."""
+    if not unit.bytes:
+        return 0.0
+    lowered = unit.name.lower()
+    if "reduce" in unit.types or any(re.search(rf"\b{w}\b|_{w}\b|::{w}", lowered) for w in REDUCTION_OP_WORDS):
+        return 0.0
+    try:
+        slots = [_elements(d) for d in json.loads(unit.input_dims or "[]")]
+    except (json.JSONDecodeError, TypeError):
+        slots = []
+    slots = [s for s in slots if s > 0]
+    if not slots:
+        return unit.bytes / 2.0
+    if unit.name in ("aten::copy_", "aten::to", "aten::_to_copy", "aten::contiguous", "aten::clone"):
+        return unit.bytes / 2.0
+    largest = max(slots)
+    return unit.bytes * largest / (sum(slots) + largest)
+
+
+# ---- candidate formation ------------------------------------------------------------------------
+
+
+def _load_units(db: duckdb.DuckDBPyConnection, trace_id: str) -> tuple[list[Unit], dict[int, dict]]:
+    ops = {r["op_id"]: r for r in _rows(db, OPS_SQL, [trace_id])}
+    units: dict[str, Unit] = {}
+    for op_id, event_idx, name, ts, dur, kernel_type, module_id in db.execute(KERNELS_SQL, [trace_id]).fetchall():
+        key = f"op{op_id}" if op_id is not None else f"k{event_idx}"
+        unit = units.get(key)
+        if unit is None:
+            op = ops.get(op_id, {})
+            unit = units[key] = Unit(
+                key=key, op_id=op_id, name=op.get("name") or name, module_id=module_id,
+                flops=op.get("flops"), bytes=op.get("bytes"), compute_spec=op.get("compute_spec"),
+                input_dims=op.get("input_dims"))
+        unit.kernels.append((event_idx, name, ts, dur, kernel_type or "unknown"))
+    return sorted(units.values(), key=lambda u: (u.ts, u.key)), ops
+
+
+def _module_chain(op: dict | None) -> list[str]:
+    chain = list((op or {}).get("module_chain") or [])
+    return [] if chain == ["root"] else chain
+
+
+def _eager_attention(units: list[Unit], ops: dict[int, dict], covered: set[str]) -> list[Instance]:
+    """bmm -> (scale / mask) -> softmax -> (dropout) -> bmm issued in one module / under one parent."""
+
+    def container(u: Unit):
+        if u.module_id is not None:
+            return ("module", u.module_id)
+        return ("parent", (ops.get(u.op_id) or {}).get("parent_id"))
+
+    sequences: dict = defaultdict(list)
+    for u in units:
+        sequences[container(u)].append(u)
+    found: list[Instance] = []
+    for seq in sequences.values():
+        i = 0
+        while i < len(seq):
+            first = seq[i]
+            if not (first.name in BMM_OPS and first.is_matrix) or first.key in covered:
+                i += 1
+                continue
+            softmax_at = next((j for j in range(i + 1, min(len(seq), i + 2 + ATTENTION_MAX_OPS_BEFORE_SOFTMAX))
+                               if seq[j].name in SOFTMAX_OPS or "softmax" in seq[j].types), None)
+            second_at = None if softmax_at is None else next(
+                (j for j in range(softmax_at + 1, min(len(seq), softmax_at + 2 + ATTENTION_MAX_OPS_AFTER_SOFTMAX))
+                 if seq[j].name in BMM_OPS and seq[j].is_matrix), None)
+            if second_at is None:
+                i += 1
+                continue
+            window = seq[i:second_at + 1]
+            if any(u.key in covered or u.is_fused for u in window):
+                i += 1
+                continue
+            chain = _module_chain(ops.get(first.op_id))
+            scope = chain[-1] if chain else (ops.get((ops.get(first.op_id) or {}).get("parent_id")) or {}).get("name", "top level")
+            found.append(Instance("eager_attention", scope, window, chain))
+            covered.update(u.key for u in window)
+            i = second_at + 1
+    return found
+
+
+def _chains(pool: list[Unit]) -> list[list[Unit]]:
+    """Runs of consecutive non-GEMM, not-yet-fused ops of at least two kernels."""
+    runs, run = [], []
+    for u in pool:
+        if u.is_matrix or u.is_fused:
+            if run:
+                runs.append(run)
+            run = []
+        else:
+            run.append(u)
+    if run:
+        runs.append(run)
+    return [r for r in runs if 2 <= sum(len(u.kernels) for u in r) <= settings.FUSION_MAX_KERNELS]
+
+
+def _module_instances(units: list[Unit], modules: dict[int, dict], covered: set[str]) -> list[Instance]:
+    """Innermost module call whose uncovered kernels form one contiguous run of 2..FUSION_MAX_KERNELS;
+    a module with a longer run contributes that run's chains of non-GEMM ops instead. Kernels of a
+    module that stay alone move up to the parent module, where they may join a run."""
+
+    def parent_of(m: int) -> int | None:
+        parent = modules.get(m, {}).get("parent_module_id")
+        return parent if parent in modules else None
+
+    def chain_of(m: int) -> list[str]:
+        chain, seen = [], set()
+        while m is not None and m not in seen:
+            seen.add(m)
+            chain.append(modules[m]["module_class"])
+            m = parent_of(m)
+        return chain[::-1]
+
+    direct: dict[int, list[Unit]] = defaultdict(list)
+    subtree: dict[int, list[Unit]] = defaultdict(list)  # every unit under the module, covered or not
+    for u in units:
+        if u.module_id is None or u.module_id not in modules:
+            continue
+        if u.key not in covered:
+            direct[u.module_id].append(u)
+        m, seen = u.module_id, set()
+        while m is not None and m not in seen:
+            seen.add(m)
+            subtree[m].append(u)
+            m = parent_of(m)
+    depth: dict[int, int] = {}
+
+    def depth_of(m: int) -> int:
+        if m not in depth:
+            parent = parent_of(m)
+            depth[m] = 0 if parent is None else depth_of(parent) + 1
+        return depth[m]
+
+    children: dict[int, list[int]] = defaultdict(list)
+    for m in subtree:
+        parent = parent_of(m)
+        if parent is not None:
+            children[parent].append(m)
+    leftover: dict[int, list[Unit]] = {}
+    found: list[Instance] = []
+    for m in sorted(subtree, key=lambda x: (-depth_of(x), x)):
+        pool = list(direct.get(m, []))
+        for child in children.get(m, []):
+            pool.extend(leftover.pop(child, []))
+        in_pool = {u.key for u in pool}
+        segments: list[list[Unit]] = []
+        previous_in_pool = False
+        for u in sorted(subtree[m], key=lambda x: (x.ts, x.key)):
+            if u.key in in_pool:
+                if not previous_in_pool:
+                    segments.append([])
+                segments[-1].append(u)
+            previous_in_pool = u.key in in_pool
+        module_class, chain = modules[m]["module_class"], chain_of(m)
+        kept: list[Unit] = []
+        for segment in segments:
+            kernels = sum(len(u.kernels) for u in segment)
+            if kernels < 2:
+                kept.extend(segment)
+            elif kernels <= settings.FUSION_MAX_KERNELS:
+                found.append(Instance("module", module_class, segment, chain))
+                covered.update(u.key for u in segment)
+            else:
+                for run in _chains(segment):
+                    found.append(Instance("module_chain", module_class, run, chain))
+                    covered.update(u.key for u in run)
+        leftover[m] = kept
+    return found
+
+
+def _op_subtree_instances(units: list[Unit], ops: dict[int, dict], covered: set[str]) -> list[Instance]:
+    """Outermost cpu op whose subtree (over the remaining kernels) has 2..FUSION_MAX_KERNELS kernels."""
+    remaining = [u for u in units if u.key not in covered and u.op_id is not None]
+    ancestors: dict[str, list[int]] = {}
+    counts: dict[int, int] = defaultdict(int)
+    for u in remaining:
+        chain, op_id, seen = [], u.op_id, set()
+        while op_id is not None and op_id in ops and op_id not in seen:
+            seen.add(op_id)
+            chain.append(op_id)
+            op_id = ops[op_id]["parent_id"]
+        ancestors[u.key] = chain
+        for a in chain:
+            counts[a] += len(u.kernels)
+    groups: dict[int, list[Unit]] = defaultdict(list)
+    for u in remaining:
+        fitting = [a for a in ancestors[u.key] if 2 <= counts[a] <= settings.FUSION_MAX_KERNELS]
+        if fitting:
+            groups[fitting[-1]].append(u)
+    found = []
+    for root, members in groups.items():
+        op = ops[root]
+        chain = _module_chain(op)
+        found.append(Instance("op_subtree", op["name"], sorted(members, key=lambda u: (u.ts, u.key)), chain))
+        covered.update(u.key for u in members)
+    return found
+
+
+# ---- estimation ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Estimate:
+    pattern: str
+    low_us: float = 0.0
+    mid_us: float = 0.0
+    high_us: float = 0.0
+    removed: list[Unit] = field(default_factory=list)
+    modeled_us: float = 0.0
+    chain_us: float = 0.0
+    measured: bool = True
+    reject_reason: str | None = None
+
+
+class _Platform:
+    def __init__(self, bw_gbps: float | None, peaks: dict[str, float]):
+        self.bw_gbps = bw_gbps
+        self.peaks = peaks
+
+    def compute_us(self, flops: float | None, spec: str | None) -> float:
+        peak = self.peaks.get(spec or "") or self.peaks.get("vector_fp32")
+        return (flops or 0.0) / (peak * 1e6) if peak else 0.0
+
+    def memory_us(self, nbytes: float) -> float:
+        return nbytes / (self.bw_gbps * 1e3) if self.bw_gbps else 0.0
+
+
+def _chain_savings(run: list[Unit], platform: _Platform) -> tuple[float, float, float, float]:
+    """(low, high, modeled_us, run_us) for fusing a run of non-GEMM ops into one kernel.
+
+    high: the fused kernel at its roofline (intermediates never leave the chip, compute and memory
+    overlapping at FUSION_OVERLAP_FACTOR); low: the fused kernel at today's achieved bandwidth,
+    i.e. the time scaled by the bytes it no longer moves. Ops without bytes keep their time."""
+    run_us = sum(u.time_us for u in run)
+    modeled = [u for u in run if u.bytes]
+    modeled_us = sum(u.time_us for u in modeled)
+    if len(modeled) < 2 or not platform.bw_gbps:
+        return 0.0, 0.0, modeled_us, run_us
+    total_bytes = sum(u.bytes for u in modeled)
+    intermediate = 2.0 * sum(_output_bytes(u) for u in modeled[:-1])
+    fused_bytes = max(total_bytes - intermediate, max(u.bytes for u in modeled))
+    if 1.0 - fused_bytes / total_bytes < FUSION_MIN_BYTES_SAVED_SHARE:
+        return 0.0, 0.0, modeled_us, run_us  # no intermediate tensor worth keeping on chip
+    t_mem = platform.memory_us(fused_bytes)
+    t_compute = sum(platform.compute_us(u.flops, u.compute_spec) for u in modeled)
+    fused_roofline = max(t_mem, t_compute) + (1.0 - settings.FUSION_OVERLAP_FACTOR) * min(t_mem, t_compute)
+    high = max(0.0, modeled_us - fused_roofline)
+    low = max(0.0, modeled_us * (1.0 - fused_bytes / total_bytes))
+    return min(low, high), high, modeled_us, run_us
+
+
+def _composition(instance: Instance) -> str:
+    names = " ".join(u.name for u in instance.units).lower()
+    if instance.source == "eager_attention":
+        return "eager_attention"
+    has_matrix = any(u.is_matrix for u in instance.units)
+    if "rsqrt" in names and ("mean" in names or "pow" in names or "var" in names):
+        return "layer_norm" if "sub" in names else "rms_norm"
+    if "neg" in names and "cat" in names:
+        return "rope"
+    if ("silu" in names or "gelu" in names or "sigmoid" in names) and "mul" in names:
+        return "gated_activation"
+    if has_matrix:
+        return "gemm_epilogue"
+    return "elementwise_chain"
+
+
+def _estimate(instance: Instance, platform: _Platform) -> Estimate:
+    units = instance.units
+    if instance.source == "eager_attention":
+        # Fused attention replaces the whole window; the batched matmuls' FLOPs remain, so only the
+        # other ops' time (scale, mask, softmax, dropout, casts) is credited.
+        high = sum(u.time_us for u in units if not u.is_matrix)
+        return Estimate("eager_attention", settings.TARGET_LOW * high, settings.TARGET_MID * high, high, list(units))
+    eligible = [u for u in units if not u.is_fused]
+    if not any(not u.is_matrix for u in eligible):
+        return Estimate(_composition(instance), reject_reason="only GEMM / already-fused kernels: nothing to fuse")
+    matrix = [u for u in eligible if u.is_matrix]
+    if matrix and all("norm" in u.types for u in eligible if not u.is_matrix):
+        return Estimate(_composition(instance), reject_reason="GEMM followed by normalization only: no epilogue fusion")
+    est = Estimate(_composition(instance))
+    segments: list[tuple[Unit | None, list[Unit]]] = []
+    head: Unit | None = None
+    run: list[Unit] = []
+    for u in units:
+        if u.is_matrix or u.is_fused:
+            segments.append((head, run))
+            head, run = (u if u.is_matrix else None), []
+        else:
+            run.append(u)
+    segments.append((head, run))
+    epilogue_parts = chain_parts = False
+    for head, run in segments:
+        if not run:
+            continue
+        if head is not None and len(run) <= EPILOGUE_MAX_OPS and all(u.types <= EPILOGUE_KERNEL_TYPES for u in run):
+            high = sum(u.time_us for u in run)
+            est.low_us += settings.TARGET_LOW * high
+            est.mid_us += settings.TARGET_MID * high
+            est.high_us += high
+            est.removed.extend(run)
+            epilogue_parts = True
+            continue
+        low, high, modeled_us, run_us = _chain_savings(run, platform)
+        est.modeled_us += modeled_us
+        est.chain_us += run_us
+        if high > 0:
+            est.low_us += low
+            est.mid_us += (low + high) / 2.0
+            est.high_us += high
+            est.removed.extend(u for u in run if u.bytes)
+            chain_parts = True
+    if chain_parts:
+        est.measured = False
+    if est.pattern == "gemm_epilogue" and chain_parts and not epilogue_parts:
+        est.pattern = "elementwise_chain"
+    if est.high_us <= 0:
+        est.reject_reason = ("no modeled saving: the ops lack bytes / FLOPs or pass no intermediate tensor "
+                             "between them")
+    return est
+
+
+PATTERN_TITLES = {
+    "eager_attention": "Unfused attention (batched matmul + softmax + batched matmul)",
+    "gemm_epilogue": "GEMM epilogue (elementwise ops after a GEMM)",
+    "rms_norm": "Unfused RMSNorm",
+    "layer_norm": "Unfused LayerNorm",
+    "rope": "Unfused rotary embedding",
+    "gated_activation": "Unfused gated activation",
+    "elementwise_chain": "Elementwise chain",
+}
+PATTERN_ACTIONS = {
+    "eager_attention": ("Replace the explicit matmul-softmax-matmul with the framework's fused scaled-dot-product "
+                        "attention, so the score matrix is never written to memory."),
+    "gemm_epilogue": ("Fuse the elementwise ops into the GEMM epilogue (a vendor GEMM library call with a "
+                      "bias/activation epilogue) so the GEMM output is written once."),
+    "rms_norm": "Use a single fused RMSNorm kernel instead of the separate power, mean, rsqrt and scale ops.",
+    "layer_norm": "Use a single fused LayerNorm kernel instead of the separate statistics and scale ops.",
+    "rope": "Apply the rotary embedding with one fused kernel instead of separate slice, negate, concatenate and multiply ops.",
+    "gated_activation": "Compute the activation and the gating multiply in one fused kernel (or in the GEMM epilogue).",
+    "elementwise_chain": ("Fuse the chain of elementwise ops into one kernel with graph-level compilation, so "
+                          "intermediate tensors stay on chip."),
+}
+
+
+PATTERN_FAMILIES = {"eager_attention": {"attention"}, "rms_norm": {"norm"}, "layer_norm": {"norm"},
+                   "rope": {"rope", "attention"}, "gated_activation": {"activation"},
+                   "gemm_epilogue": {"activation", "attention", None}}
+
+
+def _confidence(instance: Instance, est: Estimate, verdicts: dict[str, str]) -> tuple[Confidence, str]:
+    """high needs an explicit op pattern, a module name that does not contradict it and (for
+    roofline projections) perf models for most of the chain; trace timing problems lower it."""
+    scope = instance.scope.lower()
+    hint = next((k for k, words in NAME_HINTS.items() if any(w in scope for w in words)), None)
+    pattern = est.pattern
+    modeled_share = est.modeled_us / est.chain_us if est.chain_us else 1.0
+    reasons = []
+    families = PATTERN_FAMILIES.get(pattern)
+    if families is not None:
+        agree = hint is None or hint in families
+        level: Confidence = "high" if agree and modeled_share >= FUSION_MODELED_SHARE_HIGH else "medium"
+        reasons.append(f"op composition matches {pattern.replace('_', ' ')}"
+                       + ("" if hint is None else f"; module name suggests {hint}" + ("" if agree else " (disagrees)")))
+        if est.measured:
+            reasons.append("saving is measured kernel time")
+    else:
+        level = "medium" if modeled_share >= FUSION_MODELED_SHARE_HIGH else "low"
+        reasons.append("generic chain of elementwise ops, no named pattern")
+    if est.chain_us:
+        reasons.append(f"{100 * modeled_share:.0f} % of chain time has a perf model")
+    warned = [c for c in FUSION_QUALITY_CHECKS if verdicts.get(c) in ("warn", "fail")]
+    for _ in warned:
+        level = {"high": "medium", "medium": "low", "low": "low"}[level]
+    if warned:
+        reasons.append("lowered by trace-quality warnings: " + ", ".join(warned))
+    return level, "; ".join(reasons)
+
+
+def _signature(instance: Instance) -> tuple:
+    return (instance.source, instance.scope, tuple(k[4] for u in instance.units for k in u.kernels))
+
+
+def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
+    """Fusion candidates of one trace, their projected fused time and the findings worth acting on."""
+    if ctx.e2e_time_ms <= 0:
+        return AgentResult(agent=AGENT_NAME, tier="system", category=AGENT_NAME, status="NO_DATA",
+                           error="the trace has no linked GPU time")
+    units, ops = _load_units(db, ctx.trace_id)
+    platform_rows = _rows(db, PLATFORM_SQL, [ctx.platform])
+    platform = _Platform(
+        float(platform_rows[0]["mem_bw_gbps"]) if platform_rows and platform_rows[0]["mem_bw_gbps"] else None,
+        {r["compute_spec"]: float(r["peak_tflops"]) for r in platform_rows if r["compute_spec"] and r["peak_tflops"]})
+    modules = {r["module_id"]: r for r in _rows(db, MODULES_SQL, [ctx.trace_id])}
+
+    covered: set[str] = set()
+    instances = _eager_attention(units, ops, covered)
+    instances += _module_instances(units, modules, covered)
+    instances += _op_subtree_instances(units, ops, covered)
+    instances = [i for i in instances if 2 <= sum(len(u.kernels) for u in i.units) <= settings.FUSION_MAX_KERNELS]
+
+    groups: dict[tuple, list[Instance]] = defaultdict(list)
+    for instance in instances:
+        groups[_signature(instance)].append(instance)
+
+    op_time: dict[str, float] = defaultdict(float)
+    for u in units:
+        op_time[u.name] += u.time_us
+
+    candidates: list[FusionCandidate] = []
+    removed_by_candidate: dict[str, dict[str, float]] = {}
+    for (source, scope, types), members in groups.items():
+        current_us = sum(u.time_us for i in members for u in i.units)
+        percent = 100.0 * current_us / 1000.0 / ctx.e2e_time_ms
+        if percent < settings.FUSION_MIN_PERCENT_OF_E2E:
+            continue
+        estimates = [_estimate(i, platform) for i in members]
+        first, est0 = members[0], estimates[0]
+        low = sum(e.low_us for e in estimates)
+        mid = sum(e.mid_us for e in estimates)
+        high = sum(e.high_us for e in estimates)
+        modeled = sum(e.modeled_us for e in estimates)
+        chain = sum(e.chain_us for e in estimates)
+        pattern = est0.pattern
+        merged = Estimate(pattern, low, mid, high, modeled_us=modeled, chain_us=chain,
+                          measured=all(e.measured for e in estimates),
+                          reject_reason=est0.reject_reason if high <= 0 else None)
+        confidence, reason = _confidence(first, merged, ctx.quality_verdicts)
+        removed_names: dict[str, float] = defaultdict(float)
+        for e in estimates:
+            for u in e.removed:
+                removed_names[u.name] += u.time_us
+        candidate_id = f"{len(candidates) + 1:02d}"
+        if merged.reject_reason:
+            label = f"Kernel group ({len(types)} kernels)"
+        elif pattern == "elementwise_chain":
+            label = f"Elementwise chain ({len(types)} kernels)"
+        else:
+            label = PATTERN_TITLES[pattern]
+        candidates.append(FusionCandidate(
+            candidate_id=candidate_id,
+            name=f"{label} in {scope}",
+            pattern=pattern, source=source, scope=scope, module_chain=first.module_chain,
+            instance_count=len(members), kernel_count=len(types), kernel_types=list(types),
+            kernel_names=[k[1] for u in first.units for k in u.kernels],
+            kernel_ops=[u.name for u in first.units for _ in u.kernels],
+            op_names=[u.name for u in first.units],
+            covered_ops=sorted(removed_names),
+            current_time_ms=round(current_us / 1000.0, 4),
+            fused_time_ms=round((current_us - mid) / 1000.0, 4),
+            savings_low_ms=round(low / 1000.0, 4), savings_mid_ms=round(mid / 1000.0, 4),
+            savings_high_ms=round(high / 1000.0, 4),
+            percent_of_e2e=round(percent, 3),
+            impact_low=round(100.0 * low / 1000.0 / ctx.e2e_time_ms, 3),
+            impact_mid=round(100.0 * mid / 1000.0 / ctx.e2e_time_ms, 3),
+            impact_high=round(100.0 * high / 1000.0 / ctx.e2e_time_ms, 3),
+            estimation="measured" if merged.measured else ("roofline" if chain and modeled >= chain * 0.999 else "partial"),
+            modeled_share=round(modeled / chain, 3) if chain else 1.0,
+            confidence=confidence, confidence_reason=reason,
+            status="rejected" if merged.reject_reason else "estimated",
+            reject_reason=merged.reject_reason,
+            example_op_ids=[u.op_id for u in first.units if u.op_id is not None][:FUSION_MAX_EXAMPLE_OPS],
+        ))
+        removed_by_candidate[candidate_id] = removed_names
+    order = sorted(range(len(candidates)), key=lambda i: (-candidates[i].impact_mid, -candidates[i].current_time_ms,
+                                                           candidates[i].name))
+    removed_by_candidate = {f"{rank:02d}": removed_by_candidate[candidates[i].candidate_id]
+                            for rank, i in enumerate(order, start=1)}
+    candidates = [candidates[i].model_copy(update={"candidate_id": f"{rank:02d}"}) for rank, i in enumerate(order, start=1)]
+
+    high_confidence_ops: dict[str, str] = {}
+    covered_time: dict[str, float] = defaultdict(float)
+    owner: dict[str, tuple[float, str]] = {}
+    for c in candidates:
+        if c.confidence != "high" or c.status != "estimated":
+            continue
+        for name, t in removed_by_candidate[c.candidate_id].items():
+            covered_time[name] += t
+            if t > owner.get(name, (0.0, ""))[0]:
+                owner[name] = (t, c.name)
+    for name, t in covered_time.items():
+        if op_time[name] > 0 and t / op_time[name] >= FUSION_FLAG_OP_TIME_SHARE_MIN:
+            high_confidence_ops[name] = owner[name][1]
+
+    reported = [c for c in candidates if c.status == "estimated" and c.impact_mid >= settings.MIN_PITEM_IMPACT_SCORE]
+    findings: list[Finding] = []
+    for c in reported[:MAX_FUSION_FINDINGS]:
+        finding = _finding(c, ctx)
+        if any(f.finding_id == finding.finding_id for f in findings):
+            finding = finding.model_copy(update={"finding_id": f"{finding.finding_id}-{c.candidate_id}"})
+        findings.append(finding)
+    metrics = KernelFusionMetrics(
+        platform=ctx.platform, peak_hbm_bw_gbps=platform.bw_gbps, total_time_ms=round(ctx.e2e_time_ms, 4),
+        kernels_considered=sum(len(u.kernels) for u in units), instance_count=len(instances),
+        candidate_count=len(candidates), estimated_count=sum(c.status == "estimated" for c in candidates),
+        min_percent_of_e2e=settings.FUSION_MIN_PERCENT_OF_E2E, max_kernels=settings.FUSION_MAX_KERNELS,
+        total_impact_mid=round(sum(f.impact_score or 0.0 for f in findings), 3),
+        candidates=candidates, high_confidence_ops=high_confidence_ops)
+    status = "OK" if units else "NO_DATA"
+    return AgentResult(agent=AGENT_NAME, tier="system", category=AGENT_NAME, status=status,
+                       error=None if units else "no computation kernels linked to host ops",
+                       metrics=metrics.model_dump(mode="json"), findings=findings)
+
+
+def _finding(c: FusionCandidate, ctx: AnalysisContext) -> Finding:
+    slug = re.sub(r"[^a-z0-9]+", "-", f"{c.pattern}-{c.scope}".lower()).strip("-")
+    names = ", ".join(_inline(n) for n in sorted(set(c.op_names)))
+    if c.source == "op_subtree":
+        scope_filter = OP_SCOPE_FILTER.format(trace=_inline(ctx.trace_id), scope=_inline(c.scope))
+    elif c.module_chain:
+        scope_filter = MODULE_SCOPE_FILTER.format(scope=_inline(c.scope))
+    else:
+        scope_filter = "true"
+    evidence_sql = EVIDENCE_SQL.format(trace=_inline(ctx.trace_id), names=names, scope_filter=scope_filter).strip()
+    kernel_table = "\n".join(
+        ["| # | Op | Kernel | Type |", "|---|---|---|---|"]
+        + [f"| {i} | `{op}` | `{(k[:60] + '...') if len(k) > 60 else k}` | {t} |"
+           for i, (op, k, t) in enumerate(zip(c.kernel_ops, c.kernel_names, c.kernel_types), start=1)])
+    method = {
+        "measured": (f"the removed ops' measured kernel time x {settings.TARGET_LOW}/{settings.TARGET_MID}/"
+                     f"{settings.TARGET_HIGH} (low/mid/high)"),
+        "roofline": ("low = time x share of bytes no longer moved (fused kernel at today's bandwidth); high = time - "
+                     "fused roofline time (bytes after removing intermediates / HBM bandwidth, overlapped with FLOPs at "
+                     f"{settings.FUSION_OVERLAP_FACTOR}); mid = their mean"),
+        "partial": ("as the roofline method, over the ops with a perf model only; ops without bytes keep their "
+                    "measured time"),
+    }[c.estimation]
+    estimate_method = "quantified" if c.estimation in ("measured", "roofline") else "heuristic"
+    action = PATTERN_ACTIONS[c.pattern]
+    return Finding(
+        finding_id=f"{AGENT_NAME}:{slug}", agent=AGENT_NAME, tier="system", category=AGENT_NAME,
+        title=c.name,
+        insight=(f"{c.instance_count} instances of {c.kernel_count} kernels in {c.scope} take {c.current_time_ms:.3f} ms "
+                 f"({c.percent_of_e2e:.1f} % of E2E); one fused kernel would take about {c.fused_time_ms:.3f} ms."),
+        action=action,
+        impact_low=c.impact_low, impact_score=c.impact_mid, impact_high=c.impact_high,
+        recoverable_ms=round(c.impact_mid * ctx.e2e_time_ms / 100.0, 4),
+        estimate_method=estimate_method, confidence=c.confidence,
+        evidence={"candidate_id": c.candidate_id, "instance_count": c.instance_count, "kernel_count": c.kernel_count,
+                  "current_time_ms": c.current_time_ms, "fused_time_ms": c.fused_time_ms,
+                  "savings_ms": [c.savings_low_ms, c.savings_mid_ms, c.savings_high_ms],
+                  "covered_ops": c.covered_ops, "estimation": c.estimation, "modeled_share": c.modeled_share},
+        evidence_sql=evidence_sql,
+        operations=c.covered_ops,
+        details=(
+            f"**Identification:** {c.instance_count} calls of `{c.scope}`"
+            + (f" (module chain {' > '.join(c.module_chain[-3:])})" if c.module_chain else "")
+            + f" each launch {c.kernel_count} kernels: {', '.join(f'`{o}`' for o in c.op_names[:8])}"
+            + ("..." if len(c.op_names) > 8 else "")
+            + f" (source: `kernel_fusion_metrics.json` -> `candidates`, candidate_id `{c.candidate_id}`).\n\n"
+            f"**Data:**\n\n{kernel_table}\n\n"
+            f"**Reasoning for Slowdown:** each separate kernel writes its result to memory and the next one reads it "
+            f"back; for short memory-bound kernels that round trip and the per-kernel launch dominate. "
+            f"Confidence {c.confidence}: {c.confidence_reason}.\n\n"
+            f"**Resolution:** {action}\n\n"
+            f"**Impact estimate:** {method}: saves {c.savings_low_ms:.3f}-{c.savings_high_ms:.3f} ms = "
+            f"{c.impact_low:.2f}-{c.impact_high:.2f} % of E2E (mid {c.impact_mid:.2f} %)."),
+    )

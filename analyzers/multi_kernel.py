@@ -1,0 +1,455 @@
+"""Multi-kernel analyzer (system tier): memory copies by direction, collectives, and how well
+communication hides under computation.
+
+Rules follow TraceLens' multi-kernel analyzer (host<->device copy directions flagged above 5 % of
+E2E or 10 transfers; exposed communication above 5 % of E2E; communication/computation overlap
+below 70 % when there is at least 100 us of communication). Unlike TraceLens, the findings are
+quantified: the exposed time that could hide under idle computation (communication) or that is
+not overlapped at all (copies), times a low / mid / high recovery fraction.
+
+Every time here is over GPU events linked to a host launch, the scope of `gpu_timeline`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import duckdb
+from pydantic import BaseModel
+
+from analyzers import settings
+from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
+
+AGENT_NAME = "multi_kernel"
+TIER = "system"
+
+# ---- thresholds of this analyzer (candidates for analyzers/settings.py) ------------------------
+# Share of the hideable exposed time (communication, or exposed host<->device copies) that
+# overlapping recovers, low / mid / high: overlap is never perfect (bucket boundaries, the last
+# collective of a step, stream dependencies), so even the high end leaves 10 %.
+OVERLAP_RECOVERY_FRACTIONS = (0.5, 0.7, 0.9)
+# Collectives shorter than this on average (and more than MEMCPY_DIRECTION_COUNT_MAX of them) are
+# latency-bound: fusing them into fewer, larger ones is the mechanism (NCCL / RCCL latency is
+# several us per call, so 100 us messages are still dominated by per-call cost at small sizes).
+SMALL_COLLECTIVE_US = 100.0
+TOP_COLLECTIVES = 10
+
+MemcpyDirection = Literal["D2H", "H2D", "D2D", "other"]
+FLAGGED_DIRECTIONS: tuple[MemcpyDirection, ...] = ("D2H", "H2D")
+
+
+class TransferStats(BaseModel):
+    count: int = 0
+    total_time_ms: float = 0.0
+    exposed_time_ms: float = 0.0  # time not under any computation or communication kernel
+    avg_time_us: float | None = None
+    max_time_us: float | None = None
+    total_bytes: int | None = None
+    avg_bytes: float | None = None
+    percent_of_total: float = 0.0  # total_time_ms as % of E2E (TraceLens rule input)
+    flagged: bool = False
+    flag_reasons: list[str] = []
+
+
+class CollectiveOp(BaseModel):
+    name: str
+    count: int
+    total_time_ms: float
+    avg_time_us: float
+    library: str | None
+
+
+class MultiKernelMetrics(BaseModel):
+    total_time_ms: float
+    computation_time_ms: float
+    memcpy_by_direction: dict[str, TransferStats]
+    memcpy_total_count: int
+    memcpy_total_time_ms: float
+    unlinked_memcpy_count: int
+    memcpy_flagged: bool
+    collective_count: int
+    collective_time_ms: float  # sum of collective kernel durations (not a union)
+    collective_avg_us: float | None
+    top_collectives: list[CollectiveOp]
+    unlinked_collective_count: int
+    unlinked_collective_time_ms: float
+    total_comm_time_ms: float  # union of communication intervals (gpu_timeline)
+    exposed_comm_time_ms: float
+    exposed_comm_percent: float
+    exposed_comm_flagged: bool
+    comm_overlap_ratio: float | None  # 1 - exposed / total communication; None without collectives
+    overlap_flagged: bool
+    hideable_comm_time_ms: float  # min(exposed comm, computation not already hiding communication)
+    total_memcpy_time_ms: float
+    exposed_memcpy_time_ms: float
+    exposed_memcpy_percent: float
+    memcpy_overlap_ratio: float | None
+    patterns_detected: list[str]
+
+
+# ---- SQL --------------------------------------------------------------------------------------
+
+TIMELINE_SQL = """
+with params as (select ?::varchar as trace_id)
+select total_time_ms, computation_time_ms, total_comm_time_ms, exposed_comm_time_ms, exposed_comm_time_percent,
+    total_memcpy_time_ms, exposed_memcpy_time_ms, exposed_memcpy_time_percent
+from gpu_timeline, params
+where gpu_timeline.trace_id = params.trace_id"""
+
+# Per copy: its direction from the event name (TraceLens' rules, plus the `kind` arg), and how much
+# of it no computation or communication kernel covers (overlap against their merged intervals).
+MEMCPY_SQL = """
+with params as (select ?::varchar as trace_id),
+gpu_events as (
+    select kernels.* from kernels, params where kernels.trace_id = params.trace_id
+),
+cover_events as (
+    select ts_us, end_us from gpu_events where is_linked and gpu_bucket in ('computation', 'communication')
+),
+flagged as (
+    select *, case when max(end_us) over (order by ts_us, end_us rows between unbounded preceding and 1 preceding) >= ts_us
+                   then 0 else 1 end as starts_interval
+    from cover_events
+),
+numbered as (
+    select *, sum(starts_interval) over (order by ts_us, end_us rows between unbounded preceding and current row) as interval_id
+    from flagged
+),
+covered_intervals as (
+    select min(ts_us) as start_us, max(end_us) as end_us from numbered group by interval_id
+),
+copies as (
+    select event_idx, ts_us, end_us, dur_us, bytes, is_linked,
+        case
+            when lower(name) similar to '.*(dtoh|device -> host|device -> pinned|devicetohost).*' then 'D2H'
+            when lower(name) similar to '.*(htod|host -> device|pinned -> device|pageable -> device|hosttodevice).*' then 'H2D'
+            when lower(name) similar to '.*(dtod|device -> device|devicetodevice).*' then 'D2D'
+            else 'other'
+        end as direction
+    from gpu_events
+    where category = 'gpu_memcpy'
+),
+copy_cover as (
+    select copies.event_idx,
+        sum(least(copies.end_us, covered_intervals.end_us) - greatest(copies.ts_us, covered_intervals.start_us)) as covered_us
+    from copies
+    join covered_intervals
+      on covered_intervals.start_us < copies.end_us and covered_intervals.end_us > copies.ts_us
+    where copies.is_linked
+    group by copies.event_idx
+)
+select
+    copies.direction,
+    count(*) filter (where copies.is_linked) as count,
+    coalesce(sum(copies.dur_us) filter (where copies.is_linked), 0) / 1000 as total_time_ms,
+    coalesce(sum(greatest(copies.dur_us - coalesce(copy_cover.covered_us, 0), 0)) filter (where copies.is_linked), 0) / 1000
+        as exposed_time_ms,
+    avg(copies.dur_us) filter (where copies.is_linked) as avg_time_us,
+    max(copies.dur_us) filter (where copies.is_linked) as max_time_us,
+    sum(copies.bytes) filter (where copies.is_linked) as total_bytes,
+    avg(copies.bytes) filter (where copies.is_linked) as avg_bytes,
+    count(*) filter (where not copies.is_linked) as unlinked_count
+from copies
+left join copy_cover on copy_cover.event_idx = copies.event_idx
+group by copies.direction
+order by copies.direction"""
+
+COLLECTIVES_SQL = """
+with params as (select ?::varchar as trace_id)
+select kernels.name, kernels.is_linked, any_value(kernels.library) as library, count(*) as count,
+    sum(kernels.dur_us) / 1000 as total_time_ms, avg(kernels.dur_us) as avg_time_us
+from kernels, params
+where kernels.trace_id = params.trace_id and kernels.is_comm
+group by kernels.name, kernels.is_linked
+order by total_time_ms desc, kernels.name"""
+
+
+def _inline(sql: str, trace_id: str) -> str:
+    """The query with its single `?` replaced by the trace id literal (evidence_sql)."""
+    return sql.replace("?", "'" + trace_id.replace("'", "''") + "'", 1).strip()
+
+
+def _rows(db: duckdb.DuckDBPyConnection, sql: str, trace_id: str) -> list[dict]:
+    cursor = db.execute(sql, [trace_id])
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row)) for row in cursor.fetchall()]
+
+
+def _confidence(base: Confidence, verdicts: dict[str, str], checks: tuple[str, ...]) -> Confidence:
+    """One level lower per relevant quality check that warns; low when one fails."""
+    order: list[Confidence] = ["high", "medium", "low"]
+    if any(verdicts.get(c) == "fail" for c in checks):
+        return "low"
+    steps = sum(verdicts.get(c) == "warn" for c in checks)
+    return order[min(order.index(base) + steps, 2)]
+
+
+def _round(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(float(value), digits)
+
+
+def _no_data(reason: str) -> AgentResult:
+    return AgentResult(agent=AGENT_NAME, tier="system", category=AGENT_NAME, status="NO_DATA", error=reason)
+
+
+def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
+    """Memcpy, collective and overlap issues for one trace."""
+    timeline = _rows(db, TIMELINE_SQL, ctx.trace_id)
+    if not timeline or not timeline[0]["total_time_ms"]:
+        return _no_data("the trace has no linked GPU time (no gpu_timeline row)")
+    tl = timeline[0]
+    e2e_ms = float(tl["total_time_ms"])
+
+    directions: dict[str, TransferStats] = {d: TransferStats() for d in ("D2H", "H2D", "D2D", "other")}
+    unlinked_memcpy = 0
+    for row in _rows(db, MEMCPY_SQL, ctx.trace_id):
+        unlinked_memcpy += int(row["unlinked_count"])
+        if not row["count"]:
+            continue
+        stats = TransferStats(
+            count=int(row["count"]), total_time_ms=_round(row["total_time_ms"]),
+            exposed_time_ms=_round(row["exposed_time_ms"]), avg_time_us=_round(row["avg_time_us"], 3),
+            max_time_us=_round(row["max_time_us"], 3),
+            total_bytes=None if row["total_bytes"] is None else int(row["total_bytes"]),
+            avg_bytes=_round(row["avg_bytes"], 1),
+            percent_of_total=_round(100.0 * row["total_time_ms"] / e2e_ms, 3),
+        )
+        if row["direction"] in FLAGGED_DIRECTIONS:
+            if stats.percent_of_total > settings.MEMCPY_DIRECTION_PERCENT_MAX:
+                stats.flag_reasons.append(f"time > {settings.MEMCPY_DIRECTION_PERCENT_MAX:g} % of E2E")
+            if stats.count > settings.MEMCPY_DIRECTION_COUNT_MAX:
+                stats.flag_reasons.append(f"count > {settings.MEMCPY_DIRECTION_COUNT_MAX}")
+            stats.flagged = bool(stats.flag_reasons)
+        directions[row["direction"]] = stats
+
+    collectives = _rows(db, COLLECTIVES_SQL, ctx.trace_id)
+    linked = [r for r in collectives if r["is_linked"]]
+    collective_count = sum(int(r["count"]) for r in linked)
+    collective_time_ms = sum(float(r["total_time_ms"]) for r in linked)
+
+    total_comm = float(tl["total_comm_time_ms"] or 0.0)
+    exposed_comm = float(tl["exposed_comm_time_ms"] or 0.0)
+    computation = float(tl["computation_time_ms"] or 0.0)
+    overlap_ratio = 1.0 - exposed_comm / total_comm if total_comm > 0 else None
+    total_memcpy = float(tl["total_memcpy_time_ms"] or 0.0)
+    exposed_memcpy = float(tl["exposed_memcpy_time_ms"] or 0.0)
+    # Computation already hiding communication cannot hide more of it.
+    hideable = max(0.0, min(exposed_comm, computation - (total_comm - exposed_comm)))
+
+    metrics = MultiKernelMetrics(
+        total_time_ms=_round(e2e_ms),
+        computation_time_ms=_round(computation),
+        memcpy_by_direction=directions,
+        memcpy_total_count=sum(s.count for s in directions.values()),
+        memcpy_total_time_ms=_round(sum(s.total_time_ms for s in directions.values())),
+        unlinked_memcpy_count=unlinked_memcpy,
+        memcpy_flagged=any(s.flagged for s in directions.values()),
+        collective_count=collective_count,
+        collective_time_ms=_round(collective_time_ms),
+        collective_avg_us=_round(1000.0 * collective_time_ms / collective_count, 3) if collective_count else None,
+        top_collectives=[CollectiveOp(name=r["name"], count=int(r["count"]), total_time_ms=_round(r["total_time_ms"]),
+                                      avg_time_us=_round(r["avg_time_us"], 3), library=r["library"])
+                         for r in linked[:TOP_COLLECTIVES]],
+        unlinked_collective_count=sum(int(r["count"]) for r in collectives if not r["is_linked"]),
+        unlinked_collective_time_ms=_round(sum(float(r["total_time_ms"]) for r in collectives if not r["is_linked"])),
+        total_comm_time_ms=_round(total_comm),
+        exposed_comm_time_ms=_round(exposed_comm),
+        exposed_comm_percent=_round(tl["exposed_comm_time_percent"] or 0.0, 3),
+        exposed_comm_flagged=total_comm > 0 and float(tl["exposed_comm_time_percent"] or 0.0) > settings.EXPOSED_COMM_PERCENT_MAX,
+        comm_overlap_ratio=_round(overlap_ratio),
+        overlap_flagged=(overlap_ratio is not None and 1000.0 * total_comm >= settings.COMM_OVERLAP_MIN_TOTAL_US
+                         and overlap_ratio < settings.COMM_OVERLAP_RATIO_MIN),
+        hideable_comm_time_ms=_round(hideable),
+        total_memcpy_time_ms=_round(total_memcpy),
+        exposed_memcpy_time_ms=_round(exposed_memcpy),
+        exposed_memcpy_percent=_round(tl["exposed_memcpy_time_percent"] or 0.0, 3),
+        memcpy_overlap_ratio=_round(1.0 - exposed_memcpy / total_memcpy) if total_memcpy > 0 else None,
+        patterns_detected=[],
+    )
+    findings = _findings(metrics, ctx)
+    metrics.patterns_detected = [f.finding_id.split(":", 1)[1] for f in findings]
+    return AgentResult(agent=AGENT_NAME, tier="system", category=AGENT_NAME, status="OK",
+                       metrics=metrics.model_dump(mode="json"), findings=findings)
+
+
+# ---- decisions ------------------------------------------------------------------------------
+
+
+def _ladder(recoverable_ms: float, e2e_ms: float) -> dict:
+    share = 100.0 * recoverable_ms / e2e_ms if e2e_ms > 0 else 0.0
+    low, mid, high = (round(share * f, 3) for f in OVERLAP_RECOVERY_FRACTIONS)
+    return {"impact_low": low, "impact_score": mid, "impact_high": high,
+            "recoverable_ms": round(mid * e2e_ms / 100.0, 4), "estimate_method": "heuristic"}
+
+
+def _finding(slug: str, **fields) -> Finding:
+    return Finding(finding_id=f"{AGENT_NAME}:{slug}", agent=AGENT_NAME, tier="system", category=AGENT_NAME, **fields)
+
+
+def _summary_table(m: MultiKernelMetrics) -> str:
+    ratio = "n/a" if m.comm_overlap_ratio is None else f"{100 * m.comm_overlap_ratio:.1f}%"
+    rows = [
+        "| Metric | Value | Flagged |", "|---|---|---|",
+        f"| Total communication (union) | {m.total_comm_time_ms:.3f} ms | false |",
+        f"| Exposed communication | {m.exposed_comm_time_ms:.3f} ms ({m.exposed_comm_percent:.1f}%) | "
+        f"{str(m.exposed_comm_flagged).lower()} |",
+        f"| Compute/communication overlap | {ratio} | {str(m.overlap_flagged).lower()} |",
+        f"| Computation | {m.computation_time_ms:.3f} ms | false |",
+    ]
+    for direction, stats in m.memcpy_by_direction.items():
+        if stats.count:
+            rows.append(f"| {direction} copies | {stats.count} x, {stats.total_time_ms:.3f} ms "
+                        f"({stats.percent_of_total:.2f}%), exposed {stats.exposed_time_ms:.3f} ms | "
+                        f"{str(stats.flagged).lower()} |")
+    return "\n".join(rows)
+
+
+def _findings(m: MultiKernelMetrics, ctx: AnalysisContext) -> list[Finding]:
+    findings: list[Finding] = []
+    table = _summary_table(m)
+    fractions = "/".join(f"{f:.1f}" for f in OVERLAP_RECOVERY_FRACTIONS)
+    comm_checks = ("linked_gpu_time_share", "same_stream_overlaps", "distributed_info")
+    top = m.top_collectives[0].name if m.top_collectives else "collective kernels"
+    comm_evidence = {
+        "total_time_ms": m.total_time_ms, "computation_time_ms": m.computation_time_ms,
+        "total_comm_time_ms": m.total_comm_time_ms, "exposed_comm_time_ms": m.exposed_comm_time_ms,
+        "exposed_comm_percent": m.exposed_comm_percent, "comm_overlap_ratio": m.comm_overlap_ratio,
+        "hideable_comm_time_ms": m.hideable_comm_time_ms, "collective_count": m.collective_count,
+        "unlinked_collective_count": m.unlinked_collective_count,
+        "unlinked_collective_time_ms": m.unlinked_collective_time_ms,
+    }
+    timeline_sql = _inline(TIMELINE_SQL, ctx.trace_id)
+    unlinked_note = (f" {m.unlinked_collective_count} further collective kernels ({m.unlinked_collective_time_ms:.2f} ms) "
+                     f"have no host launch in the trace and are outside these numbers."
+                     if m.unlinked_collective_count else "")
+
+    if m.overlap_flagged:
+        impact = _ladder(m.hideable_comm_time_ms, ctx.e2e_time_ms)
+        confidence = _confidence("high", ctx.quality_verdicts, comm_checks)
+        if m.hideable_comm_time_ms <= 0:
+            impact = {"estimate_method": "qualitative"}
+            confidence = "low"
+        findings.append(_finding(
+            "comm-overlap",
+            title="Collective communication runs exposed instead of overlapping computation",
+            insight=(f"Only {100 * (m.comm_overlap_ratio or 0):.1f} % of the {m.total_comm_time_ms:.2f} ms of collective "
+                     f"communication overlaps computation (target {100 * settings.COMM_OVERLAP_RATIO_MIN:.0f} %), so "
+                     f"{m.exposed_comm_time_ms:.2f} ms ({m.exposed_comm_percent:.1f} % of E2E) is exposed; "
+                     f"{m.hideable_comm_time_ms:.2f} ms of computation is free to hide it."),
+            action=("Overlap the collectives with computation: issue them asynchronously as soon as each bucket of "
+                    "results is ready (bucketed gradient all-reduce during the backward pass) instead of after it."),
+            confidence=confidence,
+            evidence=comm_evidence,
+            evidence_sql=timeline_sql,
+            details=(
+                f"**Identification:** {m.collective_count} collective kernels (largest: `{top}`) take "
+                f"{m.collective_time_ms:.2f} ms; the GPU runs nothing else during {m.exposed_comm_time_ms:.2f} ms of "
+                f"them (source: `multi_kernel_metrics.json` -> `comm_overlap_ratio`, `exposed_comm_time_ms`, "
+                f"`hideable_comm_time_ms`).{unlinked_note}\n\n"
+                f"**Data:**\n\n{table}\n\n"
+                f"**Reasoning for Slowdown:** while a collective is exposed the compute units wait on the network. "
+                f"The overlap ratio of {100 * (m.comm_overlap_ratio or 0):.1f} % is below the "
+                f"{100 * settings.COMM_OVERLAP_RATIO_MIN:.0f} % target, and {m.hideable_comm_time_ms:.2f} ms of "
+                f"computation does not yet run under any communication.\n\n"
+                f"**Resolution:** start each collective on its own stream as soon as its input is produced "
+                f"(gradient bucketing, asynchronous collectives, prefetching the next layer's parameters), so the "
+                f"transfer runs under the remaining computation.\n\n"
+                f"**Impact estimate:** hideable = min(exposed communication {m.exposed_comm_time_ms:.3f} ms, "
+                f"computation {m.computation_time_ms:.3f} ms - communication already overlapped "
+                f"{m.total_comm_time_ms - m.exposed_comm_time_ms:.3f} ms) = {m.hideable_comm_time_ms:.3f} ms; "
+                f"recoverable = {fractions} (low/mid/high) x hideable"
+                + (f" = {impact['impact_low']:.1f}-{impact['impact_high']:.1f} % of E2E." if impact.get("impact_score")
+                   is not None else ": not quantifiable from trace data (no free computation to hide under).")),
+            **impact))
+    # Exposed communication that overlap cannot hide (no computation left to hide it under) must get
+    # cheaper instead: a second mechanism, so a second finding.
+    unhideable_ms = m.exposed_comm_time_ms - (m.hideable_comm_time_ms if m.overlap_flagged else 0.0)
+    unhideable_percent = 100.0 * unhideable_ms / ctx.e2e_time_ms if ctx.e2e_time_ms > 0 else 0.0
+    if m.exposed_comm_flagged and unhideable_percent > settings.EXPOSED_COMM_PERCENT_MAX:
+        latency_bound = (m.collective_count > settings.MEMCPY_DIRECTION_COUNT_MAX
+                         and (m.collective_avg_us or 0) < SMALL_COLLECTIVE_US)
+        impact = {"impact_low": round(unhideable_percent * settings.HEURISTIC_FRACTION_LOW, 3),
+                  "impact_score": round(unhideable_percent * settings.HEURISTIC_FRACTION_MID, 3),
+                  "impact_high": round(unhideable_percent * settings.HEURISTIC_FRACTION_HIGH, 3),
+                  "recoverable_ms": round(unhideable_ms * settings.HEURISTIC_FRACTION_MID, 4),
+                  "estimate_method": "heuristic"}
+        action = ("Fuse the many small collectives into fewer, larger ones (larger communication buckets)."
+                  if latency_bound else
+                  "Reduce the bytes each collective moves: communicate in a narrower data type (compressed collective "
+                  "communication).")
+        context = (f"after hiding {m.hideable_comm_time_ms:.2f} ms under the free computation, "
+                   if m.overlap_flagged else
+                   f"although {100 * (m.comm_overlap_ratio or 0):.1f} % of communication already overlaps, ")
+        findings.append(_finding(
+            "exposed-comm",
+            title="Collective communication too slow to hide under computation",
+            insight=(f"{unhideable_ms:.2f} ms of exposed collective communication ({unhideable_percent:.1f} % of E2E) "
+                     f"remains {context.rstrip(', ')}; {m.collective_count} collectives average "
+                     f"{m.collective_avg_us or 0:.1f} us."),
+            action=action,
+            confidence=_confidence("medium", ctx.quality_verdicts, comm_checks),
+            evidence={**comm_evidence, "unhideable_comm_time_ms": round(unhideable_ms, 4)},
+            evidence_sql=timeline_sql,
+            details=(
+                f"**Identification:** exposed communication is {m.exposed_comm_percent:.1f} % of E2E, above the "
+                f"{settings.EXPOSED_COMM_PERCENT_MAX:g} % threshold, and {unhideable_ms:.2f} ms of it cannot be "
+                f"hidden by overlap alone (source: `multi_kernel_metrics.json` -> `exposed_comm_time_ms`, "
+                f"`hideable_comm_time_ms`).{unlinked_note}\n\n"
+                f"**Data:**\n\n{table}\n\n"
+                f"**Reasoning for Slowdown:** there is not enough computation to hide this communication, so the "
+                f"collectives themselves must get cheaper "
+                f"({'per-call latency dominates many small collectives' if latency_bound else 'the transferred volume dominates: few long collectives'}).\n\n"
+                f"**Resolution:** {action}\n\n"
+                f"**Impact estimate:** {settings.HEURISTIC_FRACTION_LOW:.2f}/{settings.HEURISTIC_FRACTION_MID:.2f}/"
+                f"{settings.HEURISTIC_FRACTION_HIGH:.2f} (low/mid/high, the heuristic ladder for unmodeled time) x the "
+                f"unhideable exposed communication {unhideable_percent:.2f} % = "
+                f"{impact['impact_low']:.1f}-{impact['impact_high']:.1f} % of E2E."),
+            **impact))
+
+    memcpy_sql = _inline(MEMCPY_SQL, ctx.trace_id)
+    for direction in FLAGGED_DIRECTIONS:
+        stats = m.memcpy_by_direction[direction]
+        if not stats.flagged:
+            continue
+        impact = _ladder(stats.exposed_time_ms, ctx.e2e_time_ms)
+        confidence = _confidence("medium", ctx.quality_verdicts, ("linked_gpu_time_share",))
+        if impact["impact_score"] < settings.MIN_PITEM_IMPACT_SCORE:
+            # Flagged by count only (or fully overlapped): real per-transfer host cost, negligible GPU time.
+            impact = {"estimate_method": "qualitative"}
+            confidence = "low"
+        if direction == "D2H":
+            title = "Device-to-host copies in the step"
+            action = ("Keep the values on the device and copy them to the host once per step (batched, "
+                      "non-blocking) instead of reading them back one at a time.")
+            reason = ("each device-to-host read (a scalar read, `.cpu()`, logging) usually forces the host to wait "
+                      "for the GPU before it can continue launching")
+        else:
+            title = "Host-to-device copies in the step"
+            action = ("Stage inputs in pinned host memory and copy them asynchronously ahead of use, batching small "
+                      "transfers into one.")
+            reason = ("copies from pageable memory are staged and serialized, and many small transfers pay a fixed "
+                      "per-copy cost each")
+        quantified = impact.get("impact_score") is not None
+        findings.append(_finding(
+            f"memcpy-{direction.lower()}",
+            title=title,
+            insight=(f"{stats.count} {direction} copies take {stats.total_time_ms:.3f} ms ({stats.percent_of_total:.2f} % "
+                     f"of E2E), {stats.exposed_time_ms:.3f} ms of it exposed; flagged because "
+                     f"{' and '.join(stats.flag_reasons)}."),
+            action=action, confidence=confidence,
+            evidence={"direction": direction, **stats.model_dump(), "total_time_ms_e2e": m.total_time_ms},
+            evidence_sql=memcpy_sql,
+            details=(
+                f"**Identification:** {stats.count} {direction} transfers (average {stats.avg_time_us or 0:.1f} us, "
+                f"{stats.avg_bytes or 0:.0f} bytes) (source: `multi_kernel_metrics.json` -> "
+                f"`memcpy_by_direction.{direction}`).\n\n"
+                f"**Data:**\n\n{table}\n\n"
+                f"**Reasoning for Slowdown:** {reason}.\n\n"
+                f"**Resolution:** {action}\n\n"
+                f"**Impact estimate:** "
+                + (f"{fractions} (low/mid/high) x the exposed copy time {stats.exposed_time_ms:.3f} ms = "
+                   f"{impact['impact_low']:.2f}-{impact['impact_high']:.2f} % of E2E." if quantified else
+                   "not quantifiable from trace data: the copies' exposed GPU time is negligible; their cost is "
+                   "host-side.")),
+            **impact))
+    return findings

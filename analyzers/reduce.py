@@ -1,0 +1,123 @@
+"""Reduce agent: sums, means, max/min, arg-reductions, scans and softmax. Isolated reductions
+should stream their input near HBM bandwidth; reductions inside a norm or attention block are
+usually pieces of an unfused kernel."""
+
+from __future__ import annotations
+
+import duckdb
+from pydantic import BaseModel
+
+from analyzers import compute
+from analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
+from analyzers.contracts import AgentResult, AnalysisContext
+
+AGENT_NAME = "reduce"
+TIER = "compute"
+DISPLAY_NAME = "Reduce"
+OP_CATEGORIES: tuple[str, ...] | None = ("reduce",)
+
+# ---- thresholds this agent adds (candidates for analyzers/settings.py) -------------------------
+KIND_NAMES: dict[str, tuple[str, ...]] = {  # TraceLens reduce spec member classes, by op name
+    "softmax": ("softmax", "log_softmax", "_softmax", "_log_softmax", "softmax_backward_data", "_softmax_backward_data"),
+    "sum": ("sum", "nansum"),
+    "mean": ("mean", "avg", "var", "std", "var_mean", "std_mean"),
+    "max": ("max", "amax", "argmax", "maximum"),
+    "min": ("min", "amin", "argmin", "minimum"),
+    "scan": ("cumsum", "cumprod", "logcumsumexp"),
+    "logical": ("all", "any"),
+    "norm": ("norm", "linalg_norm", "linalg_vector_norm"),
+}
+NORM_MODULE_MARKERS = ("norm",)  # TraceLens reduce spec: norm + reduce + scale chains -> fusion
+ATTENTION_MODULE_MARKERS = ("attention", "attn")  # TraceLens reduce spec: softmax in an attention parent -> unfused attention
+
+
+class ReduceFacts(BaseModel):
+    softmax_count: int
+    kind_counts: dict[str, int]
+    in_norm_module_count: int  # reductions inside normalization modules (unfused norm)
+    in_attention_module_count: int
+    eager_attention_softmax_count: int  # softmax ops left to the sdpa agent
+    peak_hbm_tb_per_s: float | None
+
+
+class ReduceMetrics(ComputeMetrics):
+    category_specific: ReduceFacts
+
+
+def classify(op: OpRecord) -> str:
+    base = compute.base_op_name(op.name)
+    for kind, names in KIND_NAMES.items():
+        if base in names or base.lstrip("_") in names:
+            return kind
+    if compute.SOFTMAX_PATTERN.search(op.name):
+        return "softmax"
+    return "other"
+
+
+def _in_modules(op: OpRecord, markers: tuple[str, ...]) -> bool:
+    return any(compute.name_matches(module, markers) for module in op.module_chain)
+
+
+def advise(group: OpGroup, data: AgentData) -> Advice:
+    dominant = group.dominant
+    module = compute.module_hint(group)
+    if any(_in_modules(op, NORM_MODULE_MARKERS) for op in group.members):
+        return Advice(
+            insight=(
+                f"The reduction runs inside a normalization module (`{module}`): it is the statistics step of a norm that "
+                "is composed of separate kernels (reduce, add epsilon, reciprocal square root, scale)."
+            ),
+            action="Use a fused normalization kernel (fused RMSNorm / LayerNorm) or compile the norm module, so the statistics and the scaling run in one pass.",
+            reasoning="An unfused norm reads the activation once for the statistics and again for every following pointwise step.",
+            resolution="A fused norm reads the row once, keeps the statistics on chip and writes the normalised row once.",
+        )
+    if dominant.kind == "softmax" and any(_in_modules(op, ATTENTION_MODULE_MARKERS) for op in group.members):
+        return Advice(
+            insight=f"A softmax inside an attention module (`{module}`) points to attention computed step by step.",
+            action="Use fused scaled-dot-product attention for this block; the softmax then runs inside the attention kernel.",
+            reasoning="A separate softmax reads and writes the whole score matrix between two matmuls.",
+            resolution="Fused attention computes the softmax on score tiles kept on chip.",
+        )
+    if group.estimate_method == "heuristic":
+        return compute.generic_advice(group, f"`{dominant.name}`")
+    eff = group.weighted_efficiency or 0.0
+    return Advice(
+        insight=f"An isolated {dominant.kind} reduction at {eff:.1f} % of the bandwidth roofline; a plain reduction should stream its input near HBM peak.",
+        action=(
+            "Reduce over the contiguous (last) dimension or make the input contiguous first, and fuse the reduction "
+            "with the op that produces its input."
+        ),
+        reasoning="Reductions over strided dimensions or tiny outputs leave most compute units idle and read memory inefficiently.",
+        resolution="A contiguous reduction reads full cache lines per thread; fusing with the producer removes one full pass over the input.",
+    )
+
+
+def exclude(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, ops: list[OpRecord]) -> dict[str, str]:
+    eager = compute.eager_attention_ops(db, ctx)
+    return {op.signature_key: compute.EAGER_ATTENTION_NOTE for op in ops if op.signature_key in eager}
+
+
+def facts(data: AgentData) -> ReduceFacts:
+    ops = data.ops
+    counts: dict[str, int] = {}
+    for op in ops:
+        counts[op.kind] = counts.get(op.kind, 0) + 1
+    return ReduceFacts(
+        softmax_count=sum(1 for op in ops if compute.SOFTMAX_PATTERN.search(op.name)),
+        kind_counts=counts,
+        in_norm_module_count=sum(1 for op in ops if _in_modules(op, NORM_MODULE_MARKERS)),
+        in_attention_module_count=sum(1 for op in ops if _in_modules(op, ATTENTION_MODULE_MARKERS)),
+        eager_attention_softmax_count=sum(1 for op in ops if op.excluded == compute.EAGER_ATTENTION_NOTE),
+        peak_hbm_tb_per_s=data.peak_hbm_tb_per_s,
+    )
+
+
+AGENT = compute.ComputeAgent(
+    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="reduce", op_categories=OP_CATEGORIES,
+    classify=classify, advise=advise, exclude=exclude,
+)
+
+
+def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
+    """Reduce findings: bandwidth gap of reductions, with unfused-norm and attention patterns."""
+    return compute.run_agent(db, ctx, AGENT, ReduceMetrics, facts)

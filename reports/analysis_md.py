@@ -1,0 +1,583 @@
+"""Step 11: analysis.md from ReportInputs (jinja2, StrictUndefined), and its validation.
+
+The renderer only arranges what the pipeline gathered: numbers are formatted here, never computed
+from a trace. ``validate_analysis`` checks a rendered (or hand-edited) report against the priority
+data: the ``##`` sections and their order, the title, leftover template placeholders, the P-item
+cards (one per ranked finding, numbered by global rank) and the Executive Summary metric table.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from analyzers.contracts import PriorityData, RankedFinding
+from reports.model_id import UNKNOWN
+from reports.report_inputs import ReportInputs
+
+TEMPLATES = Path(__file__).parent / "templates"
+TEMPLATE = "analysis.md.j2"
+
+SECTIONS = (
+    "Executive Summary",
+    "Warnings",
+    "Compute Kernel Optimizations",
+    "Kernel Fusion Opportunities (Experimental)",
+    "System-Level Optimizations",
+    "Detailed Analysis",
+    "Appendix",
+)
+OPTIONAL_SECTIONS = frozenset({"Warnings"})
+METRIC_ROWS = ("Total Time", "Compute %", "Idle %", "Exposed Communication %", "Top Bottleneck Category")
+DASH = "—"
+TOP_OP_NAME_CHARS = 90  # longer op names (synthetic kernel ops) are cut in the table; SQL shows them whole
+HEURISTIC_NOTE = ("Heuristic estimate: a fixed share of the measured time is credited as recoverable; "
+                  "it is not a gap to a performance model.")
+
+_environment = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(TEMPLATES),
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+    autoescape=False,
+)
+
+
+# ---- number and text formatting ------------------------------------------------------------------
+
+def _finite(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def fmt_ms(value: Any) -> str:
+    """Milliseconds with 3 decimals; a dash when missing."""
+    number = _finite(value)
+    return DASH if number is None else f"{number:,.3f}"
+
+
+def fmt_pct(value: Any) -> str:
+    """A percentage with 1 decimal (no % sign); tiny non-zero values as <0.1."""
+    number = _finite(value)
+    if number is None:
+        return DASH
+    if 0 < abs(number) < 0.05:
+        return "<0.1" if number > 0 else ">-0.1"
+    return f"{number:.1f}"
+
+
+def fmt_signed_ms(value: Any) -> str:
+    number = _finite(value)
+    return DASH if number is None else f"{number:+,.3f}"
+
+
+def fmt_signed_pct(value: Any) -> str:
+    number = _finite(value)
+    return DASH if number is None else f"{number:+.1f}"
+
+
+def fmt_value(key: str, value: Any) -> str:
+    """An evidence value for a Data table: units by key suffix, compact JSON for structures."""
+    if value is None:
+        return DASH
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}" if abs(value) >= 10000 else str(value)
+    if isinstance(value, float):
+        number = _finite(value)
+        if number is None:
+            return DASH
+        if key.endswith(("_ms", "_time_ms")):
+            return f"{number:,.3f} ms"
+        if key.endswith("_us"):
+            return f"{number:,.1f} us"
+        if "percent" in key or key.endswith("_pct") or key.startswith("pct_"):
+            return f"{fmt_pct(number)}%"
+        return f"{number:.4g}"
+    if isinstance(value, dict):
+        items = [f"{k}: {_scalar(v)}" for k, v in list(value.items())[:8]]
+        return cell(", ".join(items) + (f", ... ({len(value)} keys)" if len(value) > 8 else "")) if items else DASH
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return DASH
+        if any(isinstance(v, (dict, list, tuple)) for v in value):
+            return f"{len(value)} entries (see the finding's SQL in the Appendix)"
+        items = [_scalar(v) for v in value[:10]]
+        return cell(", ".join(items) + (f", ... ({len(value)} in all)" if len(value) > 10 else ""))
+    return cell(str(value))
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, float):
+        number = _finite(value)
+        return DASH if number is None else f"{number:.4g}"
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, default=str)[:40]
+    return DASH if value is None else str(value)
+
+
+def cell(text: Any) -> str:
+    """Text safe inside a markdown table cell."""
+    return str(text).replace("\r", " ").replace("\n", " ").replace("|", "\\|").strip() or DASH
+
+
+def code(text: Any) -> str:
+    """An identifier (op or kernel name) as inline code."""
+    return f"`{str(text).replace('`', '')}`"
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+_environment.filters.update(ms=fmt_ms, pct=fmt_pct, signed_ms=fmt_signed_ms, signed_pct=fmt_signed_pct,
+                            cell=cell, code=code, one_line=one_line)
+
+
+# ---- view models ----------------------------------------------------------------------------------
+
+def finding_kind(finding: RankedFinding) -> str:
+    """compute | fusion | system: the report section a finding belongs to."""
+    if finding.agent == "kernel_fusion" or finding.category == "kernel_fusion":
+        return "fusion"
+    return "compute" if finding.tier == "compute" else "system"
+
+
+def _impact(finding: RankedFinding, e2e_ms: float) -> dict[str, Any]:
+    mid = _finite(finding.impact_score)
+    if mid is None:
+        return {"quantified": False, "text": f"not quantifiable from trace data (estimate: {finding.estimate_method}, "
+                                             f"confidence: {finding.confidence})", "low_ms": None, "mid_ms": None,
+                "high_ms": None}
+    low = _finite(finding.impact_low)
+    high = _finite(finding.impact_high)
+    low = mid if low is None else low
+    high = mid if high is None else high
+    mid_ms = _finite(finding.recoverable_ms)
+    mid_ms = mid * e2e_ms / 100.0 if mid_ms is None else mid_ms
+    low_ms, high_ms = low * e2e_ms / 100.0, high * e2e_ms / 100.0
+    text = (f"{fmt_pct(low)}–{fmt_pct(high)}% of E2E ({fmt_ms(low_ms)}–{fmt_ms(high_ms)} ms; "
+            f"mid {fmt_pct(mid)}% ≈ {fmt_ms(mid_ms)} ms); estimate: {finding.estimate_method}; "
+            f"confidence: {finding.confidence}")
+    return {"quantified": True, "text": text, "low_ms": low_ms, "mid_ms": mid_ms, "high_ms": high_ms}
+
+
+def _evidence_rows(finding: RankedFinding) -> list[tuple[str, str]]:
+    return [(cell(key.replace("_", " ")), fmt_value(key, value)) for key, value in finding.evidence.items()]
+
+
+_DETAIL_LABELS = ("identification", "data", "reasoning", "resolution", "impact estimate")
+
+
+def _details(text: str) -> tuple[str, bool]:
+    """The agent's detailed analysis with headings demoted to bold text (so it cannot open a report
+    section or a P card); True when it already carries the Identification/Data/Reasoning/Resolution/
+    Impact estimate structure."""
+    lines = [re.sub(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$", r"**\1**", line) for line in text.strip().splitlines()]
+    demoted = "\n".join(lines).strip()
+    labels = {label for label in _DETAIL_LABELS if re.search(rf"\*\*{label}[^*]*\*\*", demoted, re.IGNORECASE)}
+    return demoted, len(labels) >= 3
+
+
+def _card(finding: RankedFinding, e2e_ms: float) -> dict[str, Any]:
+    kind = finding_kind(finding)
+    details, structured = _details(finding.details)
+    return {
+        "rank": finding.global_rank,
+        "title": one_line(finding.title),
+        "insight": one_line(finding.insight),
+        "action": one_line(finding.action),
+        "impact": _impact(finding, e2e_ms),
+        "heuristic": finding.estimate_method == "heuristic",
+        "kind": kind,
+        "agent": finding.agent,
+        "tier": finding.tier,
+        "category": finding.category,
+        "confidence": finding.confidence,
+        "estimate_method": finding.estimate_method,
+        "operations": [code(op) for op in finding.operations[:10]],
+        "more_operations": max(0, len(finding.operations) - 10),
+        "evidence": _evidence_rows(finding),
+        "details": details,
+        "structured_details": structured,
+        "sql": finding.evidence_sql.strip(),
+        "anchor": f"detail-p{finding.global_rank}",
+    }
+
+
+def _title(inputs: ReportInputs) -> str:
+    model = one_line(inputs.title_model or "")
+    if not model or model in (UNKNOWN, "Unknown model", "None"):
+        model = inputs.model_info.display_name
+    if inputs.comparison_scope == "comparative":
+        return f"# {model} - Comparative Analysis: {inputs.platform} vs {inputs.platform2 or inputs.platform}"
+    return f"# {model} - {inputs.platform} Standalone Analysis"
+
+
+def _gpu(values: dict[str, float] | None) -> dict[str, float | None]:
+    values = values or {}
+    total = _finite(values.get("total_time_ms"))
+    out: dict[str, float | None] = {"total_time_ms": total}
+    for key in ("computation", "idle", "exposed_comm", "exposed_memcpy", "busy"):
+        pct = _finite(values.get(f"{key}_time_percent"))
+        ms = _finite(values.get(f"{key}_time_ms"))
+        if pct is None and ms is not None and total:
+            pct = 100.0 * ms / total
+        if ms is None and pct is not None and total is not None:
+            ms = pct * total / 100.0
+        out[f"{key}_percent"], out[f"{key}_ms"] = pct, ms
+    return out
+
+
+def _metric_rows(inputs: ReportInputs, gpu1: dict, gpu2: dict | None) -> list[dict[str, str]]:
+    def diff(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None else b - a
+
+    def ms(value: float | None) -> str:
+        return DASH if value is None else f"{fmt_ms(value)} ms"
+
+    def pct(value: float | None) -> str:
+        return DASH if value is None else f"{fmt_pct(value)}%"
+
+    rows = [
+        ("Total Time", ms(gpu1["total_time_ms"]), gpu2 and ms(gpu2["total_time_ms"]), "total_time_ms"),
+        ("Compute %", pct(gpu1["computation_percent"]), gpu2 and pct(gpu2["computation_percent"]),
+         "computation_percent"),
+        ("Idle %", pct(gpu1["idle_percent"]), gpu2 and pct(gpu2["idle_percent"]), "idle_percent"),
+        ("Exposed Communication %", pct(gpu1["exposed_comm_percent"]), gpu2 and pct(gpu2["exposed_comm_percent"]),
+         "exposed_comm_percent"),
+    ]
+    result = []
+    for label, value1, value2, key in rows:
+        row = {"label": label, "value1": value1, "value2": value2 or DASH, "difference": DASH}
+        if gpu2 is not None:
+            delta = diff(gpu1[key], gpu2[key])
+            if key == "total_time_ms":
+                relative = 100.0 * delta / gpu1[key] if delta is not None and gpu1[key] else None
+                row["difference"] = DASH if delta is None else \
+                    f"{fmt_signed_ms(delta)} ms ({fmt_signed_pct(relative)}%)"
+            else:
+                row["difference"] = DASH if delta is None else f"{fmt_signed_pct(delta)} pp"
+        result.append(row)
+    result.append({"label": "Top Bottleneck Category", "value1": cell(inputs.top_bottleneck_category or DASH),
+                   "value2": cell(inputs.top_bottleneck_category2 or DASH), "difference": DASH})
+    return result
+
+
+def _warnings(inputs: ReportInputs) -> list[str]:
+    warnings = [one_line(w) for w in inputs.warnings if w and w.strip()]
+    for result in inputs.agent_results:
+        if result.status == "ERROR" and not any(result.agent in w for w in warnings):
+            warnings.append(f"agent {result.agent} ({result.tier} tier) failed: {one_line(result.error or 'no error text')}; "
+                            "its category is missing from the findings")
+    return warnings
+
+
+def _platform_view(spec: dict[str, Any] | None, platform: str) -> dict[str, Any] | None:
+    if spec is None:
+        return None
+    peaks = spec.get("peaks_tflops") or spec.get("peak_tflops") or {
+        k: v for k, v in spec.items() if re.match(r"^(matrix|vector)_", str(k))}
+    kind = str(spec.get("kind") or "")
+    kind_text = {"measured_max_achievable": "measured max-achievable throughput",
+                 "vendor_peak": "vendor datasheet peak (dense)"}.get(kind, kind or DASH)
+    bandwidth = _finite(spec.get("mem_bw_gbps"))
+    return {
+        "platform": platform,
+        "display_name": spec.get("display_name") or platform,
+        "kind": kind_text,
+        "source": one_line(spec.get("source") or DASH),
+        "mem_bw_tbs": DASH if bandwidth is None else f"{bandwidth / 1000:.2f}",
+        "memory_gb": fmt_value("memory_gb", spec.get("memory_gb")) if spec.get("memory_gb") is not None else DASH,
+        "peaks": [(cell(name), f"{_finite(value):g}" if _finite(value) is not None else DASH)
+                  for name, value in sorted(dict(peaks).items())],
+    }
+
+
+def _top_operations(inputs: ReportInputs) -> list[dict[str, str]]:
+    rows = []
+    for rank, row in enumerate(inputs.top_operations, start=1):
+        pct_roofline = _finite(row.get("pct_roofline"))
+        bound = row.get("bound")
+        rows.append({
+            "rank": str(rank),
+            "name": code(cell(_shorten(str(row.get("name") or DASH), TOP_OP_NAME_CHARS))),
+            "category": cell(row.get("category") or DASH),
+            "count": fmt_value("count", row.get("count")),
+            "time_ms": fmt_ms(row.get("time_ms")),
+            "percent_of_e2e": fmt_pct(row.get("percent_of_e2e")),
+            "pct_roofline": DASH if pct_roofline is None else f"{fmt_pct(pct_roofline)}%",
+            "bound": cell(str(bound).lower().replace("_", "-")) if bound else DASH,
+        })
+    return rows
+
+
+def _summary(inputs: ReportInputs, gpu1: dict, gpu2: dict | None, cards: list[dict[str, Any]]) -> str:
+    parts = []
+    if gpu2 is not None and gpu1["total_time_ms"] and gpu2["total_time_ms"]:
+        t1, t2 = gpu1["total_time_ms"], gpu2["total_time_ms"]
+        if t2 < t1:
+            speed = f"Trace 2 ({inputs.platform2 or inputs.platform}) is {fmt_pct(100.0 * (t1 - t2) / t1)}% faster"
+        elif t2 > t1:
+            speed = f"Trace 2 ({inputs.platform2 or inputs.platform}) is {fmt_pct(100.0 * (t2 - t1) / t1)}% slower"
+        else:
+            speed = "Both traces take the same time"
+        parts.append(f"{speed} than trace 1 ({inputs.platform}): {fmt_ms(t2)} ms vs {fmt_ms(t1)} ms of GPU time.")
+    else:
+        parts.append(
+            f"The trace `{cell(inputs.trace_name)}` spans {fmt_ms(gpu1['total_time_ms'])} ms of GPU time: "
+            f"{fmt_pct(gpu1['computation_percent'])}% computation, {fmt_pct(gpu1['idle_percent'])}% idle, "
+            f"{fmt_pct(gpu1['exposed_comm_percent'])}% exposed communication and "
+            f"{fmt_pct(gpu1['exposed_memcpy_percent'])}% exposed memory copies.")
+    quantified = [c for c in cards if c["impact"]["quantified"]]
+    if quantified:
+        best = quantified[0]
+        parts.append(f"{len(cards)} finding(s) are ranked below; the largest, P{best['rank']} "
+                     f"({best['title']}), could recover {best['impact']['text'].split(' (')[0]}.")
+    elif cards:
+        parts.append(f"{len(cards)} finding(s) are listed below; none carries a time estimate.")
+    else:
+        parts.append("No optimization opportunity was found.")
+    parts.append(f"Analysis mode: {inputs.mode} ({one_line(inputs.mode_reason)}).")
+    return " ".join(parts)
+
+
+def _context(inputs: ReportInputs) -> dict[str, Any]:
+    e2e_ms = _finite(inputs.gpu_utilization.get("total_time_ms")) or _finite(inputs.priority.e2e_time_ms) or 0.0
+    gpu1 = _gpu(inputs.gpu_utilization)
+    gpu2 = _gpu(inputs.gpu_utilization2) if inputs.comparison_scope == "comparative" and inputs.gpu_utilization2 else None
+    ranked = sorted(inputs.priority.findings, key=lambda f: f.global_rank)
+    cards = [_card(f, e2e_ms) for f in ranked]
+    by_kind = {kind: [c for c in cards if c["kind"] == kind] for kind in ("compute", "fusion", "system")}
+    ranked_ids = {f.finding_id for f in ranked}
+    unranked = [f for r in inputs.agent_results for f in r.findings if f.finding_id not in ranked_ids]
+    model = inputs.model_info
+    reproduce = [(cell(label), sql.strip()) for label, sql in inputs.reproduce_sql if sql and sql.strip()]
+    reproduce += [(f"Model identification query {i}", sql) for i, sql in enumerate(model.evidence_sql, start=1)]
+    return {
+        "title": _title(inputs),
+        "heuristic_note": HEURISTIC_NOTE,
+        "comparative": gpu2 is not None,
+        "platform": inputs.platform,
+        "platform2": inputs.platform2 or inputs.platform,
+        "skipped_steps": [one_line(s) for s in inputs.skipped_steps if s and s.strip()],
+        "warnings": _warnings(inputs),
+        "summary": _summary(inputs, gpu1, gpu2, cards),
+        "metric_rows": _metric_rows(inputs, gpu1, gpu2),
+        "plot": inputs.plot_png_base64,
+        "gpu": gpu1,
+        "top_operations": _top_operations(inputs),
+        "relabelled_ops_note": one_line(inputs.relabelled_ops_note) if inputs.relabelled_ops_note else None,
+        "compute_cards": by_kind["compute"],
+        "fusion_cards": by_kind["fusion"],
+        "system_cards": by_kind["system"],
+        "detail_cards": by_kind["compute"] + by_kind["fusion"] + by_kind["system"],
+        "unranked": [{"title": one_line(f.title), "agent": f.agent, "insight": one_line(f.insight)} for f in unranked],
+        "model": {
+            "name": cell(model.display_name if model.display_name != "Workload" else UNKNOWN),
+            "family": cell(model.model_family),
+            "architecture": cell(model.architecture),
+            "scale": cell(model.scale),
+            "precision": cell(model.precision),
+            "confidence": model.confidence,
+            "evidence": [one_line(e) for e in model.evidence],
+        },
+        "platforms": [p for p in (_platform_view(inputs.platform_spec, inputs.platform),
+                                  _platform_view(inputs.platform_spec2, inputs.platform2 or inputs.platform)
+                                  if inputs.comparison_scope == "comparative" else None) if p],
+        "quality_checks": [{
+            "name": cell(c.get("check_name", DASH)),
+            "value": fmt_value("value", c.get("value")),
+            "threshold": fmt_value("threshold", c.get("threshold")),
+            "verdict": cell(c.get("verdict", DASH)),
+            "detail": cell(c.get("detail", "")),
+        } for c in inputs.quality_checks],
+        "agents": [{"agent": r.agent, "tier": r.tier, "status": r.status, "findings": len(r.findings),
+                    "attempts": r.attempts} for r in inputs.agent_results],
+        "trace_name": cell(inputs.trace_name),
+        "trace_id": inputs.trace_id,
+        "trace2_name": cell(inputs.trace2_name) if inputs.trace2_name else None,
+        "trace2_id": inputs.trace2_id,
+        "mode": inputs.mode,
+        "mode_reason": one_line(inputs.mode_reason),
+        "scope": inputs.comparison_scope,
+        "reproduce": reproduce,
+    }
+
+
+def render_analysis(inputs: ReportInputs) -> str:
+    """analysis.md for one trace (or a trace pair)."""
+    text = _environment.get_template(TEMPLATE).render(**_context(inputs))
+    text = re.sub(r"\n{3,}", "\n\n", text)
+    return text.rstrip("\n") + "\n"
+
+
+# ---- validation ---------------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"^```.*?^```[ \t]*$", re.MULTILINE | re.DOTALL)
+_DATA_URI = re.compile(r"\(data:image/[a-z]+;base64,[A-Za-z0-9+/=\s]*\)")
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+_CARD = re.compile(r"^### P(\d+): (.*?)\s*$", re.MULTILINE)
+_P_REFERENCE = re.compile(r"(?<![\w/.-])P(\d+)(?![\w])")
+_TITLE_STANDALONE = re.compile(r"^# (?P<model>.+?) - (?P<platform>\S.*?) Standalone Analysis$")
+_TITLE_COMPARATIVE = re.compile(r"^# (?P<model>.+?) - Comparative Analysis: (?P<p1>\S.*?) vs (?P<p2>\S.*?)$")
+_PLACEHOLDERS = (
+    (re.compile(r"\{\{"), "template expression '{{'"),
+    (re.compile(r"\{%"), "template statement '{%'"),
+    (re.compile(r"\bTODO\b"), "TODO"),
+    (re.compile(r"<placeholder>", re.IGNORECASE), "<placeholder>"),
+    (re.compile(r"\bNone\s*(%|ms\b)"), "'None %' / 'None ms' (a missing number)"),
+    (re.compile(r"\bnan\b", re.IGNORECASE), "'nan' (a missing number)"),
+    (re.compile(r"\b(?:inf|Infinity)\b"), "'inf' (a broken number)"),
+)
+# <Model>, <platform>, <Brief Title>, ...: angle-bracket words that are not HTML tags the report uses
+_ANGLE_PLACEHOLDER = re.compile(r"<(?!/?(?:a|br|sub|sup|b|i|em|strong|details|summary|code|span)\b)[A-Za-z][A-Za-z _-]*>")
+
+
+def _strip_images(markdown: str) -> str:
+    return _DATA_URI.sub("(data:image)", markdown)
+
+
+def _prose(markdown: str) -> str:
+    """The text without code blocks, inline code and embedded images (for marker scans)."""
+    return _INLINE_CODE.sub("``", _FENCE.sub("", _strip_images(markdown)))
+
+
+def _sections(markdown: str) -> list[tuple[str, int, int]]:
+    """(name, start, end) of every ``##`` section outside code blocks."""
+    text = _FENCE.sub(lambda m: " " * len(m.group(0)), markdown)
+    heads = [(m.group(1).strip(), m.start()) for m in re.finditer(r"^## (?!#)(.+)$", text, re.MULTILINE)]
+    return [(name, start, heads[i + 1][1] if i + 1 < len(heads) else len(markdown))
+            for i, (name, start) in enumerate(heads)]
+
+
+def _check_sections(sections: list[tuple[str, int, int]]) -> list[str]:
+    problems = []
+    names = [name for name, _, _ in sections]
+    for name in SECTIONS:
+        if name not in OPTIONAL_SECTIONS and name not in names:
+            problems.append(f"section '## {name}' is missing")
+        if names.count(name) > 1:
+            problems.append(f"section '## {name}' appears {names.count(name)} times")
+    for name in names:
+        if name not in SECTIONS:
+            problems.append(f"unexpected section '## {name}'")
+    known = [n for n in dict.fromkeys(names) if n in SECTIONS]
+    if known != sorted(known, key=SECTIONS.index):
+        problems.append("sections are out of order: " + ", ".join(known) + " (expected "
+                        + ", ".join(n for n in SECTIONS if n in known) + ")")
+    return problems
+
+
+def _check_title(markdown: str, priority: PriorityData) -> list[str]:
+    first = next((line for line in markdown.splitlines() if line.strip()), "")
+    standalone = _TITLE_STANDALONE.match(first)
+    comparative = _TITLE_COMPARATIVE.match(first)
+    if not first.startswith("# "):
+        return ["the report does not start with a '# ' title line"]
+    if not (standalone or comparative):
+        return [f"title {first!r} is neither '# <Model> - <Platform> Standalone Analysis' nor "
+                "'# <Model> - Comparative Analysis: <Platform1> vs <Platform2>'"]
+    if priority.comparison_scope == "comparative" and not comparative:
+        return ["the priority data is comparative but the title is a standalone one"]
+    if priority.comparison_scope == "standalone" and not standalone:
+        return ["the priority data is standalone but the title is a comparative one"]
+    return []
+
+
+def _check_placeholders(markdown: str) -> list[str]:
+    text = _strip_images(markdown)
+    problems = []
+    for pattern, label in _PLACEHOLDERS:
+        hits = [m for m in pattern.finditer(text)]
+        if hits:
+            line = text.count("\n", 0, hits[0].start()) + 1
+            problems.append(f"leftover placeholder {label}: {len(hits)} occurrence(s), first on line {line}")
+    hits = list(_ANGLE_PLACEHOLDER.finditer(_INLINE_CODE.sub("``", _FENCE.sub("", text))))
+    if hits:
+        problems.append("leftover placeholder(s) " + ", ".join(sorted({m.group(0) for m in hits})[:5]))
+    return problems
+
+
+def _check_markers(markdown: str, sections: list[tuple[str, int, int]], priority: PriorityData) -> list[str]:
+    problems = []
+    by_rank = {f.global_rank: f for f in priority.findings}
+    prose = _FENCE.sub(lambda m: " " * len(m.group(0)), markdown)
+    cards = [(int(m.group(1)), m.group(2), m.start()) for m in _CARD.finditer(prose)]
+    seen: dict[int, int] = {}
+    section_of_kind = {"compute": "Compute Kernel Optimizations", "fusion": "Kernel Fusion Opportunities (Experimental)",
+                       "system": "System-Level Optimizations"}
+    for rank, title, position in cards:
+        seen[rank] = seen.get(rank, 0) + 1
+        finding = by_rank.get(rank)
+        if finding is None:
+            problems.append(f"card P{rank} ({title!r}) matches no finding with global rank {rank}")
+            continue
+        if one_line(finding.title) != title:
+            problems.append(f"card P{rank} is titled {title!r} but the finding ranked {rank} is {one_line(finding.title)!r}")
+        section = next((name for name, start, end in sections if start <= position < end), None)
+        expected = section_of_kind[finding_kind(finding)]
+        if section != expected:
+            problems.append(f"card P{rank} is under '{section}' but belongs under '{expected}'")
+    for rank, count in sorted(seen.items()):
+        if count > 1 and rank in by_rank:
+            problems.append(f"finding P{rank} has {count} cards (expected exactly one)")
+    for rank, finding in sorted(by_rank.items()):
+        if rank not in seen:
+            problems.append(f"ranked finding P{rank} ({one_line(finding.title)!r}) has no card")
+    for section in section_of_kind.values():
+        ranks = [r for r, _, p in cards if any(n == section and s <= p < e for n, s, e in sections)]
+        if ranks != sorted(ranks):
+            problems.append(f"cards under '{section}' are not in rank order: " + ", ".join(f"P{r}" for r in ranks))
+    unknown = sorted({int(m.group(1)) for m in _P_REFERENCE.finditer(_prose(markdown))} - set(by_rank))
+    if unknown:
+        problems.append("references to P-items that do not exist: " + ", ".join(f"P{r}" for r in unknown))
+    ranks = sorted(by_rank)
+    if ranks != list(range(1, len(ranks) + 1)):
+        problems.append("the priority data's global ranks are not contiguous from 1")
+    return problems
+
+
+def _check_metric_table(markdown: str, sections: list[tuple[str, int, int]]) -> list[str]:
+    summary = next(((s, e) for name, s, e in sections if name == "Executive Summary"), None)
+    if summary is None:
+        return ["no Executive Summary metric table (section missing)"]
+    block = markdown[summary[0]:summary[1]]
+    if not re.search(r"^\|.*\|\s*$", block, re.MULTILINE):
+        return ["the Executive Summary has no metric table"]
+    problems = []
+    for label in METRIC_ROWS:
+        rows = re.findall(rf"^\|\s*{re.escape(label)}\s*\|(.*)\|\s*$", block, re.MULTILINE)
+        if not rows:
+            problems.append(f"metric table row '{label}' is missing")
+        elif len(rows) > 1:
+            problems.append(f"metric table row '{label}' appears {len(rows)} times")
+        elif not rows[0].strip(" |") or re.search(r"\|\s*(X ms|Y%|Z%|W%)\s*(\||$)", "|" + rows[0]):
+            problems.append(f"metric table row '{label}' has no value")
+    return problems
+
+
+def validate_analysis(markdown: str, priority: PriorityData) -> list[str]:
+    """Problems in a rendered analysis.md; an empty list means the report is valid."""
+    if len(markdown.strip()) < 100:
+        return ["the report is empty or shorter than 100 characters"]
+    text = _strip_images(markdown)  # section offsets below refer to this text
+    sections = _sections(text)
+    return (_check_title(text, priority) + _check_sections(sections) + _check_placeholders(text)
+            + _check_metric_table(text, sections) + _check_markers(text, sections, priority))

@@ -1,0 +1,745 @@
+"""Deterministic model identification from the warehouse (no LLM).
+
+What the trace tells about the model, read with SQL and decided by rules:
+
+- family: nn.Module class names (``events`` python_function frames ``nn.Module: <Class>_<n>``, or
+  ``cpu_ops.module_chain``) against a table of well-known classes (``Qwen2DecoderLayer`` -> Qwen);
+- layer count: distinct instances of the repeated layer class (``BertLayer_0`` .. ``BertLayer_3``);
+- weights: the weight operand of ``aten::linear`` / ``aten::convolution`` / ``aten::embedding``,
+  one per module instance (the innermost ``nn.Module`` frame around the op), so repeated passes
+  and activation-checkpoint recomputes count once; without module frames, the GEMMs of ``op_perf``;
+- hidden size = most common input width of the linear weights, FFN width = input width of the
+  down projection, vocabulary = rows of the largest embedding table (or columns of the output head);
+- attention: heads and head dim from the SDPA ``perf_params`` (or the q/k tensors of an inference
+  attention op);
+- precision: the dtypes of the matrix kernels (``kernels.kernel_precision``) weighted by GPU time,
+  else the input dtypes of the modelled ops.
+
+Whatever the trace does not show is ``Cannot be inferred from trace`` (the seed's wording).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Literal
+
+import duckdb
+from pydantic import BaseModel, Field
+
+UNKNOWN = "Cannot be inferred from trace"
+
+# ---- module class -> family ------------------------------------------------------------------
+# Ordered: the first rule whose pattern matches any module class of the trace wins, so the more
+# specific names come first (Qwen3Moe before Qwen3, DistilBert before Bert).
+_FAMILY_RULES: tuple[tuple[str, str, str], ...] = (
+    (r"^GptOss", "GPT-OSS", "decoder"),
+    (r"^Qwen3Moe", "Qwen3-MoE", "decoder"),
+    (r"^Qwen3", "Qwen3", "decoder"),
+    (r"^Qwen2Moe", "Qwen2-MoE", "decoder"),
+    (r"^Qwen2", "Qwen", "decoder"),  # Qwen1.5 and Qwen2 both run on the Qwen2 modelling code
+    (r"^Mixtral", "Mixtral", "decoder"),
+    (r"^Mistral", "Mistral", "decoder"),
+    (r"^Llama", "Llama", "decoder"),
+    (r"^Deepseek", "DeepSeek", "decoder"),
+    (r"^Gemma", "Gemma", "decoder"),
+    (r"^Phi", "Phi", "decoder"),
+    (r"^GPTNeoX", "GPT-NeoX", "decoder"),
+    (r"^GPTJ", "GPT-J", "decoder"),
+    (r"^GPT2", "GPT-2", "decoder"),
+    (r"^Falcon", "Falcon", "decoder"),
+    (r"^OPT", "OPT", "decoder"),
+    (r"^Bloom", "BLOOM", "decoder"),
+    (r"^T5", "T5", "encoder-decoder"),
+    (r"^Bart", "BART", "encoder-decoder"),
+    (r"^Whisper", "Whisper", "encoder-decoder"),
+    (r"^(XLM)?Roberta", "RoBERTa", "encoder"),
+    (r"^DistilBert", "DistilBERT", "encoder"),
+    (r"^Bert", "BERT", "encoder"),
+    (r"^ViT|^VisionTransformer$", "ViT", "encoder"),
+    (r"^CLIP", "CLIP", "encoder"),
+    (r"^UNet2DConditionModel$", "Stable Diffusion UNet", "unet"),
+    (r"^DLRM", "DLRM", "recommendation"),
+    (r"^Mamba", "Mamba", "ssm"),
+    (r"^ResNet$|^Bottleneck$|^BasicBlock$", "ResNet", "cnn"),
+    (r"^EfficientNet", "EfficientNet", "cnn"),
+    (r"^MobileNet", "MobileNet", "cnn"),
+)
+
+_ARCHITECTURE_OF_KIND = {
+    "decoder": "Decoder-only Transformer",
+    "encoder": "Encoder-only Transformer",
+    "encoder-decoder": "Encoder-decoder Transformer",
+    "unet": "Diffusion UNet (convolution + attention)",
+    "recommendation": "Recommendation model (embedding tables + MLP)",
+    "ssm": "State-space model",
+    "cnn": "Convolutional neural network",
+}
+
+# A repeated layer: decoder/encoder layers and blocks, not their sub-modules or containers.
+_LAYER_CLASS = re.compile(r"(DecoderLayer|EncoderLayer|Layer|Block|Bottleneck|BasicBlock)$")
+_NOT_A_LAYER = re.compile(r"(?i)(mlp|attention|attn|feedforward|ffn|norm|embedding|^sequential$|^modulelist$|^linear$)")
+_TENSOR_PARALLEL_CLASS = re.compile(r"(ColumnParallelLinear|RowParallelLinear|QKVParallelLinear|VocabParallelEmbedding|ParallelLMHead)")
+_MOE_CLASS = re.compile(r"(?i)(moe|experts?$|sparse.*block)")
+
+
+@dataclass(frozen=True)
+class KnownConfig:
+    family: str
+    name: str
+    hidden: int
+    layers: int
+    ffn: int | None = None
+    vocab: int | None = None
+
+
+# Published configurations (config.json of each checkpoint) a trace can be matched against. Used
+# only to name the checkpoint; every number the report prints is the one read from the trace.
+KNOWN_CONFIGS: tuple[KnownConfig, ...] = (
+    KnownConfig("BERT", "BERT-tiny", 128, 2, 512, 30522),
+    KnownConfig("BERT", "BERT-mini", 256, 4, 1024, 30522),
+    KnownConfig("BERT", "BERT-small", 512, 4, 2048, 30522),
+    KnownConfig("BERT", "BERT-medium", 512, 8, 2048, 30522),
+    KnownConfig("BERT", "BERT-base", 768, 12, 3072),
+    KnownConfig("BERT", "BERT-large", 1024, 24, 4096),
+    KnownConfig("Qwen", "Qwen1.5-0.5B", 1024, 24, 2816, 151936),
+    KnownConfig("Qwen", "Qwen1.5-1.8B", 2048, 24, 5504, 151936),
+    KnownConfig("Qwen", "Qwen1.5-4B", 2560, 40, 6912, 151936),
+    KnownConfig("Qwen", "Qwen1.5-7B", 4096, 32, 11008, 151936),
+    KnownConfig("Qwen", "Qwen2-0.5B", 896, 24, 4864, 151936),
+    KnownConfig("Qwen", "Qwen2-1.5B", 1536, 28, 8960, 151936),
+    KnownConfig("Qwen", "Qwen2-7B", 3584, 28, 18944, 152064),
+    KnownConfig("Qwen3", "Qwen3-0.6B", 1024, 28, 3072, 151936),
+    KnownConfig("Qwen3", "Qwen3-8B", 4096, 36, 12288, 151936),
+    KnownConfig("GPT-OSS", "gpt-oss-20b", 2880, 24, None, 201088),
+    KnownConfig("GPT-OSS", "gpt-oss-120b", 2880, 36, None, 201088),
+    KnownConfig("Llama", "Llama-3.2-1B", 2048, 16, 8192, 128256),
+    KnownConfig("Llama", "Llama-3.2-3B", 3072, 28, 8192, 128256),
+    KnownConfig("Llama", "Llama-3-8B", 4096, 32, 14336, 128256),
+    KnownConfig("Llama", "Llama-2-7B", 4096, 32, 11008, 32000),
+    KnownConfig("Llama", "Llama-2-13B", 5120, 40, 13824, 32000),
+    KnownConfig("Llama", "Llama-3-70B", 8192, 80, 28672, 128256),
+    KnownConfig("GPT-2", "GPT-2 (124M)", 768, 12, 3072, 50257),
+    KnownConfig("GPT-2", "GPT-2 Medium", 1024, 24, 4096, 50257),
+)
+
+_MATRIX_KERNEL_LABEL = {"gemm": "GEMM", "moe": "MoE expert GEMMs", "attention": "attention", "conv": "convolution"}
+
+
+class ModelInfo(BaseModel):
+    """What the trace says about the model; unknowns are spelled ``Cannot be inferred from trace``."""
+
+    model_family: str = UNKNOWN
+    model_name: str | None = None  # a published checkpoint whose configuration the trace matches
+    architecture: str = UNKNOWN
+    scale: str = UNKNOWN
+    precision: str = UNKNOWN
+    evidence: list[str] = Field(default_factory=list)
+    confidence: Literal["high", "medium", "low"] = "low"
+    # the structured numbers behind scale (None = not visible in the trace)
+    hidden_size: int | None = None
+    num_layers: int | None = None
+    ffn_size: int | None = None
+    vocab_size: int | None = None
+    num_heads: int | None = None
+    num_kv_heads: int | None = None
+    head_dim: int | None = None
+    num_experts: int | None = None
+    tensor_parallel: int | None = None
+    parameter_estimate: int | None = None
+    evidence_sql: list[str] = Field(default_factory=list)  # queries (trace id inlined) behind the evidence
+
+    @property
+    def display_name(self) -> str:
+        """The name the report title uses: checkpoint, else family, else ``Workload``."""
+        if self.model_name:
+            return self.model_name
+        if self.model_family and self.model_family != UNKNOWN:
+            return self.model_family
+        return "Workload"
+
+    def seed_json(self) -> dict[str, str]:
+        """The seed's four-key ``model_info.json``."""
+        return {"model": self.model_name or self.model_family, "architecture": self.architecture,
+                "scale": self.scale, "precision": self.precision}
+
+
+# ---- SQL ---------------------------------------------------------------------------------------
+
+_MODULE_INSTANCES_SQL = r"""
+select regexp_extract(name, '^nn\.Module: (.+?)(_[0-9]+)?$', 1) as module_class,
+       count(distinct name) as instances,
+       count(*) as calls
+from events
+where trace_id = $trace_id and category = 'python_function' and name like 'nn.Module: %'
+group by 1
+order by 1
+"""
+
+_MODULE_CHAIN_SQL = """
+select module_class, count(*) as calls
+from (select unnest(module_chain) as module_class from cpu_ops where trace_id = $trace_id)
+where module_class <> 'root'
+group by 1
+order by 1
+"""
+
+# Weight operands, one row per op call, with the innermost nn.Module frame around the call.
+_WEIGHT_OPS_SQL = """
+with modules as (
+    select name as module_instance, tid, ts_us, end_us
+    from events
+    where trace_id = $trace_id and category = 'python_function' and name like 'nn.Module: %'
+),
+weight_ops as (
+    select op_id, name, tid, ts_us, input_dims
+    from cpu_ops
+    where trace_id = $trace_id and name in ('aten::linear', 'aten::convolution', 'aten::embedding', 'aten::embedding_bag')
+)
+select w.op_id, any_value(w.name) as op_name, any_value(w.input_dims) as input_dims,
+       arg_max(m.module_instance, m.ts_us) as module_instance
+from weight_ops w
+left join modules m on m.tid = w.tid and w.ts_us >= m.ts_us and w.ts_us <= m.end_us
+group by w.op_id
+order by w.op_id
+"""
+
+_GEMM_SHAPES_SQL = """
+select perf_params, operation_count
+from op_perf
+where trace_id = $trace_id and is_trace_platform and op_category = 'GEMM' and name in ('aten::mm', 'aten::addmm')
+  and perf_params is not null
+order by kernel_time_sum_us desc
+"""
+
+_ATTENTION_SQL = """
+select name, op_category, perf_params, input_dims, kernel_time_sum_us
+from op_perf
+where trace_id = $trace_id and is_trace_platform and (op_category like 'SDPA%' or op_category = 'InferenceAttention')
+order by kernel_time_sum_us desc
+"""
+
+_MATRIX_PRECISION_SQL = """
+select kernel_type, kernel_precision, count(*) as kernels, sum(dur_us) as time_us
+from kernels
+where trace_id = $trace_id and kernel_type in ('gemm', 'moe', 'attention', 'conv') and kernel_precision is not null
+group by all
+order by time_us desc
+"""
+
+_OP_DTYPE_SQL = """
+select input_type, sum(kernel_time_sum_us) as time_us
+from op_perf
+where trace_id = $trace_id and is_trace_platform and op_category in ('GEMM', 'CONV_fwd', 'CONV_bwd', 'SDPA_fwd', 'SDPA_bwd')
+group by 1
+order by time_us desc
+"""
+
+_KERNEL_MIX_SQL = """
+select kernel_type, count(*) as kernels, sum(dur_us) as time_us,
+       bool_or(regexp_matches(lower(name), 'rms_?norm|rsqrt')) as rms_norm,
+       bool_or(regexp_matches(lower(name), 'layer_?norm')) as layer_norm,
+       bool_or(regexp_matches(lower(name), 'batch_?norm')) as batch_norm,
+       bool_or(regexp_matches(lower(name), 'silu|swiglu')) as silu,
+       bool_or(regexp_matches(lower(name), 'gelu')) as gelu,
+       bool_or(regexp_matches(lower(name), 'rotary|rope')) as rotary,
+       bool_or(regexp_matches(name, '^triton_')) as triton
+from kernels
+where trace_id = $trace_id
+group by 1
+order by time_us desc
+"""
+
+_OP_NAMES_SQL = """
+select
+    count(*) as cpu_ops,
+    count(*) filter (where name in ('aten::convolution', 'aten::conv2d', 'aten::conv1d', 'aten::conv3d')) as conv_ops,
+    count(*) filter (where name like '%scaled_dot_product%' or name like '%flash_attention%' or name like '%attention%') as attention_ops,
+    count(*) filter (where name in ('aten::bmm', 'aten::baddbmm')) as bmm_ops,
+    count(*) filter (where name in ('aten::softmax', 'aten::_softmax', 'aten::_safe_softmax')) as softmax_ops,
+    count(*) filter (where name in ('aten::lstm', 'aten::gru', 'aten::rnn_tanh', 'aten::_cudnn_rnn', 'aten::miopen_rnn')) as rnn_ops,
+    count(*) filter (where name = 'aten::embedding_bag' or name like 'fbgemm::%') as sparse_embedding_ops,
+    count(*) filter (where lower(name) like '%moe%' or lower(name) like '%expert%') as moe_ops,
+    count(*) filter (where name like 'Torch-Compiled Region%') as compiled_regions
+from cpu_ops
+where trace_id = $trace_id
+"""
+
+
+def _inline(sql: str, trace_id: str) -> str:
+    """The query with the trace id written in, so a reader can paste it into `tracelake sql`."""
+    return " ".join(sql.replace("$trace_id", f"'{trace_id}'").split())
+
+
+def _rows(db: duckdb.DuckDBPyConnection, sql: str, trace_id: str) -> list[tuple]:
+    return db.execute(sql, {"trace_id": trace_id}).fetchall()
+
+
+def _dims(text: str | None) -> list:
+    try:
+        value = json.loads(text) if text else []
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
+
+
+def _table_exists(db: duckdb.DuckDBPyConnection, name: str) -> bool:
+    return bool(db.execute(
+        "select count(*) from information_schema.tables where table_name = ?", [name]).fetchone()[0])
+
+
+# ---- evidence gathering ------------------------------------------------------------------------
+
+@dataclass
+class _Weight:
+    kind: Literal["linear", "conv", "embedding"]
+    shape: tuple[int, ...]  # linear: (out, in); conv: (c_out, c_in/g, kh, kw...); embedding: (rows, dim)
+    bias: bool = False
+
+    @property
+    def params(self) -> int:
+        count = 1
+        for d in self.shape:
+            count *= d
+        return count + (self.shape[0] if self.bias else 0)
+
+
+@dataclass
+class _Facts:
+    module_instances: dict[str, int] = field(default_factory=dict)  # class -> distinct instances
+    module_calls: dict[str, int] = field(default_factory=dict)
+    weights: list[_Weight] = field(default_factory=list)
+    weights_per_instance: bool = False  # weights de-duplicated by module instance
+    gemm_fallback: bool = False  # weights taken from op_perf GEMMs (no aten::linear in the trace)
+
+
+def _module_facts(db: duckdb.DuckDBPyConnection, trace_id: str, facts: _Facts, sql: list[str]) -> None:
+    rows = _rows(db, _MODULE_INSTANCES_SQL, trace_id)
+    if rows:
+        sql.append(_inline(_MODULE_INSTANCES_SQL, trace_id))
+        for module_class, instances, calls in rows:
+            if module_class:
+                facts.module_instances[module_class] = int(instances)
+                facts.module_calls[module_class] = int(calls)
+        return
+    rows = _rows(db, _MODULE_CHAIN_SQL, trace_id)
+    if rows:
+        sql.append(_inline(_MODULE_CHAIN_SQL, trace_id))
+        for module_class, calls in rows:
+            facts.module_calls[module_class] = int(calls)
+
+
+def _weight_facts(db: duckdb.DuckDBPyConnection, trace_id: str, facts: _Facts, sql: list[str]) -> None:
+    rows = _rows(db, _WEIGHT_OPS_SQL, trace_id)
+    seen: set[tuple] = set()
+    with_instance = 0
+    for op_id, op_name, input_dims, module_instance in rows:
+        dims = _dims(input_dims)
+        weight: _Weight | None = None
+        if op_name == "aten::linear" and len(dims) >= 2 and len(dims[1]) == 2:
+            weight = _Weight("linear", tuple(dims[1]), bias=len(dims) > 2 and bool(dims[2]))
+        elif op_name == "aten::convolution" and len(dims) >= 2 and len(dims[1]) >= 3:
+            weight = _Weight("conv", tuple(dims[1]), bias=len(dims) > 2 and bool(dims[2]))
+        elif op_name in ("aten::embedding", "aten::embedding_bag") and dims and len(dims[0]) == 2:
+            weight = _Weight("embedding", tuple(dims[0]))
+        if weight is None:
+            continue
+        key = (module_instance, weight.kind, weight.shape) if module_instance else ("op", op_id)
+        with_instance += module_instance is not None
+        if key in seen:
+            continue
+        seen.add(key)
+        facts.weights.append(weight)
+    if rows:
+        sql.append(_inline(_WEIGHT_OPS_SQL, trace_id))
+    facts.weights_per_instance = bool(facts.weights) and with_instance == len(rows)
+    if any(w.kind == "linear" for w in facts.weights):
+        return
+    # No aten::linear (compiled graphs, custom runtimes): the weight operand of each plain GEMM.
+    gemm_rows = _rows(db, _GEMM_SHAPES_SQL, trace_id)
+    for perf_params, count in gemm_rows:
+        try:
+            params = json.loads(perf_params)
+        except ValueError:
+            continue
+        if int(params.get("B") or 1) != 1 or not params.get("K") or not params.get("N"):
+            continue
+        weight = _Weight("linear", (int(params["N"]), int(params["K"])), bias=bool(params.get("bias")))
+        facts.weights.extend(_Weight(weight.kind, weight.shape, weight.bias) for _ in range(int(count or 1)))
+        facts.gemm_fallback = True
+    if gemm_rows:
+        sql.append(_inline(_GEMM_SHAPES_SQL, trace_id))
+
+
+def _attention_facts(db: duckdb.DuckDBPyConnection, trace_id: str, sql: list[str]) -> dict:
+    rows = _rows(db, _ATTENTION_SQL, trace_id)
+    if not rows:
+        return {}
+    sql.append(_inline(_ATTENTION_SQL, trace_id))
+    for name, _category, perf_params, input_dims, _time in rows:
+        try:
+            params = json.loads(perf_params) if perf_params else {}
+        except ValueError:
+            params = {}
+        if params.get("H_Q"):
+            return {"op": name, "heads": int(params["H_Q"]), "kv_heads": int(params.get("H_KV") or params["H_Q"]),
+                    "head_dim": int(params.get("d_h_qk") or 0) or None, "causal": params.get("causal")}
+        dims = _dims(input_dims)
+        # inference attention ops take q, k, v as (tokens, heads, head_dim)
+        if len(dims) >= 2 and len(dims[0]) == 3 and len(dims[1]) == 3:
+            return {"op": name, "heads": int(dims[0][1]), "kv_heads": int(dims[1][1]),
+                    "head_dim": int(dims[0][2]), "causal": None}
+    return {}
+
+
+# ---- decisions ---------------------------------------------------------------------------------
+
+def _family(facts: _Facts, classes: list[str]) -> tuple[str, str, str] | None:
+    """The first family rule that matches a module class; cites the outermost matching class."""
+    for pattern, family, kind in _FAMILY_RULES:
+        matcher = re.compile(pattern)
+        matched = [c for c in classes if matcher.search(c)]
+        if matched:
+            matched.sort(key=lambda c: (not re.search(r"(Model|For[A-Z]\w*)$", c),
+                                        facts.module_instances.get(c, 1), -len(c)))
+            return family, kind, matched[0]
+    return None
+
+
+def _layer_class(instances: dict[str, int]) -> tuple[str, int] | None:
+    candidates = [(n, c) for c, n in instances.items()
+                  if n >= 2 and _LAYER_CLASS.search(c) and not _NOT_A_LAYER.search(c)]
+    if not candidates:
+        return None
+    count, module_class = max(candidates)
+    return module_class, count
+
+
+def _most_common(values: list[int]) -> int | None:
+    if not values:
+        return None
+    counts = Counter(values)
+    best = max(counts.values())
+    return max(v for v, c in counts.items() if c == best)  # ties: the wider one
+
+
+def _precision_name(dtype: str | None, dtype_map: dict[str, str]) -> str | None:
+    if not dtype:
+        return None
+    return dtype_map.get(dtype.strip().lower())
+
+
+def _precision(db: duckdb.DuckDBPyConnection, trace_id: str, sql: list[str], evidence: list[str]) -> str:
+    dtype_map = {name.lower(): precision for name, precision in db.execute(
+        "select dtype_name, precision from dtypes").fetchall()} if _table_exists(db, "dtypes") else {}
+    activation = None
+    op_rows = _rows(db, _OP_DTYPE_SQL, trace_id)
+    op_time: Counter[str] = Counter()
+    for input_type, time_us in op_rows:
+        types = _dims(input_type)
+        first = next((_precision_name(t, dtype_map) for t in types if _precision_name(t, dtype_map)), None)
+        if first and first not in ("int64", "int32"):
+            op_time[first] += float(time_us or 0.0)
+    if op_time:
+        sql.append(_inline(_OP_DTYPE_SQL, trace_id))
+        activation = op_time.most_common(1)[0][0]
+        evidence.append(f"inputs of the modelled GEMM/attention/convolution ops are {activation.upper()} "
+                        f"(by kernel time)")
+    rows = _rows(db, _MATRIX_PRECISION_SQL, trace_id)
+    if rows:
+        sql.append(_inline(_MATRIX_PRECISION_SQL, trace_id))
+        total = sum(float(r[3]) for r in rows) or 1.0
+        by_precision: Counter[str] = Counter()
+        for _, precision, _, time_us in rows:
+            by_precision[precision] += float(time_us)
+        parts = []
+        for kernel_type, precision, kernels, time_us in rows:
+            share = 100.0 * float(time_us) / total
+            if share >= 1.0:
+                parts.append(f"{precision.upper()} {_MATRIX_KERNEL_LABEL.get(kernel_type, kernel_type)} ({share:.0f}%)")
+        evidence.append("matrix-kernel time by precision: " + ", ".join(
+            f"{p.upper()} {100.0 * t / total:.1f}%" for p, t in by_precision.most_common() if t / total >= 0.0005))
+        top, top_time = by_precision.most_common(1)[0]
+        if top_time / total >= 0.95:
+            result = top.upper()
+            if activation and activation != top:
+                result += f" matrix kernels; {activation.upper()} op inputs"
+            return result
+        text = "Mixed: " + ", ".join(parts) + " of matrix-kernel time"
+        if activation:
+            text += f"; activations {activation.upper()}"
+        return text
+    if activation:
+        return activation.upper()
+    return UNKNOWN
+
+
+def _param_text(count: int) -> str:
+    if count >= 1e8:  # 0.46B rather than 463.9M, as checkpoints are named
+        return f"~{count / 1e9:.2f}B parameters"
+    if count >= 1e6:
+        return f"~{count / 1e6:.1f}M parameters"
+    return f"~{count / 1e3:.0f}K parameters"
+
+
+def identify_model(db: duckdb.DuckDBPyConnection, trace_id: str) -> ModelInfo:
+    """Model family, architecture, scale and precision of one trace, from the warehouse alone."""
+    evidence: list[str] = []
+    sql: list[str] = []
+    facts = _Facts()
+    _module_facts(db, trace_id, facts, sql)
+    _weight_facts(db, trace_id, facts, sql)
+    attention = _attention_facts(db, trace_id, sql)
+    op_counts = dict(zip(
+        ("cpu_ops", "conv_ops", "attention_ops", "bmm_ops", "softmax_ops", "rnn_ops", "sparse_embedding_ops",
+         "moe_ops", "compiled_regions"),
+        _rows(db, _OP_NAMES_SQL, trace_id)[0], strict=True))
+    kernel_rows = _rows(db, _KERNEL_MIX_SQL, trace_id)
+    if kernel_rows:
+        sql.append(_inline(_KERNEL_MIX_SQL, trace_id))
+    kernel_time = {r[0]: float(r[2] or 0.0) for r in kernel_rows}
+    total_kernel_time = sum(kernel_time.values()) or 1.0
+    kernel_flags = {flag: any(r[3 + i] for r in kernel_rows)
+                    for i, flag in enumerate(("rms_norm", "layer_norm", "batch_norm", "silu", "gelu", "rotary"))}
+    world_size_row = db.execute("select world_size from traces where trace_id = $trace_id",
+                                {"trace_id": trace_id}).fetchone()
+    world_size = int(world_size_row[0]) if world_size_row and world_size_row[0] else None
+
+    info = ModelInfo()
+    classes = sorted(set(facts.module_instances) | set(facts.module_calls))
+    linears = [w for w in facts.weights if w.kind == "linear"]
+    embeddings = [w for w in facts.weights if w.kind == "embedding"]
+    convs = [w for w in facts.weights if w.kind == "conv"]
+
+    # -- family ---------------------------------------------------------------------------------
+    family = _family(facts, classes)
+    kind = None
+    if family:
+        info.model_family, kind, matched = family
+        evidence.append(f"nn.Module class `{matched}` identifies the {info.model_family} family")
+    elif classes:
+        evidence.append("module classes seen: " + ", ".join(f"`{c}`" for c in classes[:12])
+                        + " (none names a known model family)")
+    tensor_parallel_classes = [c for c in classes if _TENSOR_PARALLEL_CLASS.search(c)]
+    if tensor_parallel_classes and world_size and world_size > 1:
+        info.tensor_parallel = world_size
+        evidence.append(f"tensor-parallel modules ({', '.join(f'`{c}`' for c in tensor_parallel_classes[:3])}) "
+                        f"in a {world_size}-rank job: per-rank widths are multiplied by {world_size}")
+    tp = info.tensor_parallel or 1
+
+    # -- what kind of network the ops and kernels show -------------------------------------------
+    has_attention = bool(attention) or op_counts["attention_ops"] > 0 or "attention" in kernel_time or (
+        op_counts["bmm_ops"] > 0 and op_counts["softmax_ops"] > 0)
+    has_conv = bool(convs) or op_counts["conv_ops"] > 0 or "conv" in kernel_time
+    is_cnn = kind == "cnn" or (kind is None and has_conv and not has_attention)
+    moe_classes = [c for c in classes if _MOE_CLASS.search(c)]
+    is_moe = bool(moe_classes) or op_counts["moe_ops"] > 0 or "moe" in kernel_time
+
+    # -- layers ---------------------------------------------------------------------------------
+    layer = _layer_class(facts.module_instances)
+    if layer:
+        info.num_layers = layer[1]
+        evidence.append(f"{layer[1]} distinct `{layer[0]}` instances")
+
+    # -- weights: hidden, FFN, vocabulary ----------------------------------------------------------
+    largest_table = max(embeddings, key=lambda w: w.shape[0], default=None)
+    vocab_rows = largest_table.shape[0] if largest_table and largest_table.shape[0] >= 1000 else None
+    input_widths = {w.shape[1] for w in linears}
+    # an output head: much wider than its input and never the input of another linear (an FFN
+    # up-projection always has a down-projection that takes its width back)
+    head_rows = max((w.shape[0] for w in linears if w.shape[0] >= 1000 and w.shape[0] > 4 * w.shape[1]
+                     and w.shape[0] not in input_widths), default=None)
+    if linears and not is_cnn:
+        body = [w for w in linears if w.shape[0] not in (vocab_rows, head_rows)] or linears
+        info.hidden_size = _most_common([w.shape[1] for w in body])
+        downs = [w.shape[1] for w in body if w.shape[0] == info.hidden_size and w.shape[1] > info.hidden_size]
+        if downs:
+            info.ffn_size = _most_common(downs)
+        source = "GEMM weight shapes in `op_perf` (K x N)" if facts.gemm_fallback else "`aten::linear` weights"
+        evidence.append(f"hidden size {info.hidden_size}: most common input width of the {source}"
+                        + (f"; FFN width {info.ffn_size} from the down projection" if info.ffn_size else ""))
+        if largest_table and largest_table.shape[1] == info.hidden_size:
+            evidence.append(f"embedding table {largest_table.shape[0]} x {largest_table.shape[1]} has the hidden width")
+    vocab_per_rank = (vocab_rows or head_rows) if not is_cnn else None
+    if vocab_per_rank:
+        info.vocab_size = vocab_per_rank * tp
+        evidence.append(f"vocabulary {info.vocab_size}" + (f" ({vocab_per_rank} per rank x {tp})" if tp > 1 else "")
+                        + (" from the embedding table" if vocab_rows else " from the output-head GEMM"))
+    if info.num_layers is None and facts.gemm_fallback and info.hidden_size:
+        # no module frames: the rarest per-layer weight shape occurs once per layer
+        shape_counts = Counter(w.shape for w in linears if info.hidden_size in w.shape and w.shape[0] != vocab_per_rank)
+        if shape_counts:
+            info.num_layers = min(shape_counts.values())
+            evidence.append(f"{info.num_layers} layer(s) estimated from repeated GEMM weight shapes ("
+                            + ", ".join(f"{k}x{n}: {c}" for (n, k), c in sorted(shape_counts.items())) + ")")
+
+    # -- attention --------------------------------------------------------------------------------
+    if attention:
+        info.num_heads = attention["heads"] * tp
+        info.num_kv_heads = attention["kv_heads"] * tp
+        info.head_dim = attention["head_dim"]
+        evidence.append(f"`{attention['op']}`: {attention['heads']} query / {attention['kv_heads']} key-value heads"
+                        + (" per rank" if tp > 1 else "") + f", head dim {attention['head_dim']}"
+                        + ("" if attention["causal"] is None else f", causal={str(attention['causal']).lower()}"))
+
+    # -- experts ------------------------------------------------------------------------------------
+    if is_moe:
+        routers = [w.shape[0] for w in linears if info.hidden_size and w.shape[1] == info.hidden_size
+                   and 8 <= w.shape[0] < info.hidden_size and (w.shape[0] & (w.shape[0] - 1)) == 0]
+        if routers and moe_classes:
+            info.num_experts = _most_common(routers)
+            evidence.append(f"router GEMM {info.hidden_size} -> {info.num_experts} inside the MoE layer: "
+                            f"{info.num_experts} experts")
+        evidence.append("mixture-of-experts: " + ", ".join(
+            ([f"module `{moe_classes[0]}`"] if moe_classes else [])
+            + ([f"{op_counts['moe_ops']} MoE ops"] if op_counts["moe_ops"] else [])
+            + ([f"MoE kernels {kernel_time['moe'] / 1000:.3f} ms"] if "moe" in kernel_time else [])))
+
+    # -- parameter estimate -----------------------------------------------------------------------
+    if (linears or convs) and tp == 1 and not is_moe:
+        tied = next((w for w in linears if largest_table and vocab_rows and w.shape == largest_table.shape), None)
+        # a head with the embedding table's shape shares its weight (tied): only its bias is new
+        info.parameter_estimate = sum(
+            (w.shape[0] if w.bias else 0) if w is tied else w.params for w in facts.weights)
+        how = "one weight per module instance" if facts.weights_per_instance else "each weight op counted once"
+        evidence.append(f"{_param_text(info.parameter_estimate)[1:]} in {len(facts.weights)} weight tensors "
+                        f"({how}; normalization parameters not counted"
+                        + ("; output head tied to the embedding table" if tied else "") + ")")
+
+    # -- architecture -----------------------------------------------------------------------------
+    traits: list[str] = []
+    if kind:
+        base = _ARCHITECTURE_OF_KIND[kind]
+    elif has_conv and has_attention:
+        base = "Hybrid (CNN + Transformer)"
+    elif has_attention:
+        base = "Transformer block" if info.num_layers == 1 else "Transformer"
+        causal = attention.get("causal") if attention else None
+        if causal is not None:
+            traits.append("causal attention" if causal else "bidirectional attention")
+    elif has_conv:
+        base = _ARCHITECTURE_OF_KIND["cnn"]
+    elif op_counts["rnn_ops"]:
+        base = "Recurrent neural network (RNN)"
+    elif op_counts["sparse_embedding_ops"]:
+        base = _ARCHITECTURE_OF_KIND["recommendation"]
+    else:
+        base = None
+    if is_moe and "Mixture" not in (base or ""):
+        traits.append(f"Mixture-of-Experts, {info.num_experts} experts" if info.num_experts else "Mixture-of-Experts")
+    if has_attention and info.num_heads and info.num_kv_heads:
+        if info.num_kv_heads == info.num_heads:
+            traits.append("multi-head attention")
+        elif info.num_kv_heads == 1:
+            traits.append("multi-query attention")
+        else:
+            traits.append(f"grouped-query attention, {info.num_heads // info.num_kv_heads} query heads per KV head")
+    names = " ".join(classes).lower()
+    if "rmsnorm" in names or kernel_flags["rms_norm"]:
+        traits.append("RMSNorm")
+    elif "layernorm" in names or kernel_flags["layer_norm"]:
+        traits.append("LayerNorm")
+    if "batchnorm" in names or kernel_flags["batch_norm"]:
+        traits.append("batch normalization")
+    if has_attention and ("silu" in names or kernel_flags["silu"]):
+        traits.append("SiLU-gated MLP")
+    elif has_attention and ("gelu" in names or kernel_flags["gelu"]):
+        traits.append("GELU MLP")
+    if "rotary" in names or kernel_flags["rotary"]:
+        traits.append("rotary position embeddings")
+    if {"BasicBlock", "Bottleneck"} & set(classes):
+        traits.append("residual " + ("bottleneck" if "Bottleneck" in classes else "basic") + " blocks")
+    triton_share = kernel_time.get("triton_fused", 0.0) / total_kernel_time
+    if op_counts["compiled_regions"] or triton_share >= 0.01:
+        traits.append("torch.compile / Triton-generated kernels")
+    if base:
+        info.architecture = base + (f" ({', '.join(traits)})" if traits else "")
+        if not kind:
+            evidence.append("architecture from op and kernel names: " + ", ".join(
+                k for k, present in (("attention", has_attention), ("convolution", has_conv), ("MoE", is_moe))
+                if present))
+
+    # -- checkpoint name ----------------------------------------------------------------------------
+    blocks_basic = facts.module_instances.get("BasicBlock", 0)
+    blocks_bottleneck = facts.module_instances.get("Bottleneck", 0)
+    if info.model_family == "ResNet" and (blocks_basic or blocks_bottleneck):
+        depth = 2 + 2 * blocks_basic if blocks_basic else 2 + 3 * blocks_bottleneck
+        info.model_name = f"ResNet-{depth}"
+        info.num_layers = depth
+        evidence.append(f"{blocks_basic or blocks_bottleneck} `{'BasicBlock' if blocks_basic else 'Bottleneck'}` "
+                        f"instances: {depth} weight layers deep")
+    elif info.hidden_size and info.num_layers:
+        config = _matching_config(info)
+        if config:
+            info.model_name = config.name
+            evidence.append(f"hidden {config.hidden}, {config.layers} layers"
+                            + (f", FFN {config.ffn}" if config.ffn and info.ffn_size else "")
+                            + (f", vocabulary {config.vocab}" if config.vocab and info.vocab_size else "")
+                            + f" match the published {config.name} configuration")
+
+    info.scale = _scale_text(info, convs, linears, is_cnn)
+    info.precision = _precision(db, trace_id, sql, evidence)
+    if family and (info.num_layers or info.parameter_estimate):
+        info.confidence = "high"
+    elif family or (base and (linears or convs or attention)):
+        info.confidence = "medium"
+    else:
+        info.confidence = "low"
+    if not op_counts["cpu_ops"]:
+        evidence.append("no CPU ops in the trace (GPU-only): module names, shapes and parameters are not visible; "
+                        "architecture and precision come from kernel names")
+    info.evidence = evidence
+    info.evidence_sql = sql
+    return info
+
+
+def _matching_config(info: ModelInfo) -> KnownConfig | None:
+    for config in KNOWN_CONFIGS:
+        if (config.family, config.hidden, config.layers) != (info.model_family, info.hidden_size, info.num_layers):
+            continue
+        if config.ffn and info.ffn_size and config.ffn != info.ffn_size:
+            continue
+        if config.vocab and info.vocab_size and config.vocab != info.vocab_size:
+            continue
+        return config
+    return None
+
+
+def _scale_text(info: ModelInfo, convs: list[_Weight], linears: list[_Weight], is_cnn: bool) -> str:
+    parts: list[str] = []
+    if is_cnn:
+        if convs:
+            parts.append(f"{len(convs)} convolution layers")
+        if info.num_layers:
+            parts.append(f"{info.num_layers} layers deep")
+        classifier = [w.shape[0] for w in linears]
+        if classifier:
+            parts.append(f"{classifier[-1]}-way classifier head")
+    else:
+        if info.hidden_size:
+            parts.append(f"hidden {info.hidden_size}")
+        if info.num_layers:
+            parts.append(f"{info.num_layers} layers" if info.num_layers != 1 else "1 layer visible")
+        if info.num_heads:
+            heads = f"{info.num_heads} heads"
+            if info.num_kv_heads and info.num_kv_heads != info.num_heads:
+                heads = f"{info.num_heads} query / {info.num_kv_heads} KV heads"
+            parts.append(heads + (f" x {info.head_dim}" if info.head_dim else ""))
+        if info.ffn_size:
+            parts.append(f"FFN {info.ffn_size}")
+        if info.num_experts:
+            parts.append(f"{info.num_experts} experts")
+        if info.vocab_size:
+            parts.append(f"vocabulary {info.vocab_size}")
+        if info.tensor_parallel:
+            parts.append(f"tensor-parallel {info.tensor_parallel}")
+    if info.parameter_estimate:
+        return _param_text(info.parameter_estimate) + (f" ({', '.join(parts)})" if parts else "")
+    if not parts:
+        return UNKNOWN
+    text = ", ".join(parts)
+    if info.num_experts or info.tensor_parallel or (info.architecture and "Mixture" in info.architecture):
+        text += "; parameter count not estimated (expert and sharded weights are not visible as plain GEMMs)"
+    return text

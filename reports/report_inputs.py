@@ -1,0 +1,50 @@
+"""Everything analysis.md shows, gathered by the pipeline: the renderer reads nothing from disk.
+
+Every number in the report comes from one of these fields, and every field comes from the
+warehouse or from an agent's metrics (SPEC §5 "analysis.md").
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from analyzers.contracts import AgentResult, PriorityData
+from reports.model_id import ModelInfo
+
+
+class ReportInputs(BaseModel):
+    """The inputs of ``render_analysis``; trace 1 is the baseline, trace 2 the target."""
+
+    title_model: str  # model name for the title; "Workload" when unknown
+    platform: str
+    platform2: str | None = None
+    comparison_scope: Literal["standalone", "comparative"] = "standalone"
+    mode: str  # default | inference
+    mode_reason: str  # why auto mode picked it (or "given")
+    trace_name: str
+    trace_id: str
+    trace2_name: str | None = None
+    trace2_id: str | None = None
+    # gpu_timeline of trace 1: total_time_ms, computation_time_percent, idle_time_percent,
+    # exposed_comm_time_percent, exposed_memcpy_time_percent, busy_time_ms, ..._ms
+    gpu_utilization: dict[str, float]
+    gpu_utilization2: dict[str, float] | None = None
+    top_bottleneck_category: str
+    top_bottleneck_category2: str | None = None
+    priority: PriorityData
+    agent_results: list[AgentResult] = Field(default_factory=list)
+    # rows: name, category, count, time_ms, percent_of_e2e, pct_roofline (or None), bound (or None)
+    top_operations: list[dict[str, Any]] = Field(default_factory=list)
+    model_info: ModelInfo = Field(default_factory=ModelInfo)
+    # display_name, kind (measured_max_achievable | vendor_peak), source, mem_bw_gbps, and the
+    # peak TFLOPS per compute spec (nested under peaks_tflops / peak_tflops, or flat matrix_* keys)
+    platform_spec: dict[str, Any] = Field(default_factory=dict)
+    platform_spec2: dict[str, Any] | None = None
+    quality_checks: list[dict[str, Any]] = Field(default_factory=list)  # check_name, value, threshold, verdict, detail
+    warnings: list[str] = Field(default_factory=list)
+    skipped_steps: list[str] = Field(default_factory=list)  # what the quality-gate fallback skipped, and why
+    reproduce_sql: list[tuple[str, str]] = Field(default_factory=list)  # (label, sql)
+    plot_png_base64: str | None = None
+    relabelled_ops_note: str | None = None  # e.g. "ops labelled other were analyzed as GEMM: ..."

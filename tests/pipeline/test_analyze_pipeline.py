@@ -1,0 +1,205 @@
+"""`tracelake analyze` end to end: output layout, analysis.md, findings, agents, quality gate."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from analyzers.contracts import PriorityData
+from reports.analysis_md import validate_analysis
+from tests.conftest import EXPECTED, TRACES, run_cli
+from tracelake.pipeline import AnalyzeOptions, run_analysis
+from tracelake.warehouse import Warehouse
+
+SECTIONS = ["## Executive Summary", "## Compute Kernel Optimizations", "## Kernel Fusion Opportunities (Experimental)",
+            "## System-Level Optimizations", "## Detailed Analysis", "## Appendix"]
+ALL_TRACES = sorted(str(p.relative_to(TRACES)) for p in TRACES.rglob("*.json.gz"))
+REFERENCE_TIMELINES = {
+    "h100/gaunernst_bert-small-uncased__1016001.json.gz": "h100__gaunernst_bert-small-uncased__1016001",
+    "mi300/resnet_act_checkpoint.json.gz": "mi300__resnet_act_checkpoint",
+    "h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz": "h100__Qwen_Qwen1.5-0.5B-Chat__1016005",
+}
+
+
+@pytest.fixture(scope="module")
+def analysis_warehouse(warehouse, tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
+    folder = tmp_path_factory.mktemp("analysis") / "wh"
+    shutil.copytree(warehouse.root, folder)
+    return Warehouse(folder)
+
+
+@pytest.fixture(scope="module")
+def analyses(analysis_warehouse: Warehouse, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every test trace analyzed once (standalone, MI300X roofline as the references)."""
+    out_root = tmp_path_factory.mktemp("reports")
+    outs = {}
+    for relative in ALL_TRACES:
+        out = out_root / relative.replace("/", "__")
+        run_analysis(TRACES / relative, analysis_warehouse, AnalyzeOptions(platform="MI300X", out_dir=out, jobs=1))
+        outs[relative] = out
+    return outs
+
+
+def _priority(out: Path) -> PriorityData:
+    return PriorityData.model_validate_json((out / "priority_data.json").read_text())
+
+
+@pytest.mark.parametrize("relative", ALL_TRACES)
+def test_report_is_complete_and_valid(analyses, relative: str) -> None:
+    out = analyses[relative]
+    for expected in ["analysis.md", "priority_data.json", "perf_improvement.png", "metadata/run.json",
+                     "metadata/trace_quality.json", "metadata/validation.json", "metadata/model_info.json",
+                     "category_data/category_manifest.json"]:
+        assert (out / expected).is_file(), expected
+    markdown = (out / "analysis.md").read_text()
+    priority = _priority(out)
+    assert validate_analysis(markdown, priority) == []
+    positions = [markdown.index(section) for section in SECTIONS]
+    assert positions == sorted(positions)
+    assert markdown.startswith("# ") and " - MI300X Standalone Analysis" in markdown.splitlines()[0]
+    ranks = [f.global_rank for f in priority.findings]
+    assert ranks == list(range(1, len(ranks) + 1))
+    scores = [f.impact_score for f in priority.findings if f.impact_score is not None]
+    assert scores == sorted(scores, reverse=True)
+
+
+@pytest.mark.parametrize("relative", sorted(REFERENCE_TIMELINES))
+def test_manifest_and_metric_table_match_the_reference_timeline(analyses, relative: str) -> None:
+    out = analyses[relative]
+    with (EXPECTED / REFERENCE_TIMELINES[relative] / "gpu_timeline.csv").open() as handle:
+        reference = {row["type"]: float(row["time ms"]) for row in csv.DictReader(handle)}
+    manifest = json.loads((out / "category_data" / "category_manifest.json").read_text())
+    assert manifest["gpu_utilization"]["total_time_ms"] == pytest.approx(reference["total_time"], rel=1e-6)
+    assert manifest["gpu_utilization"]["idle_time_ms"] == pytest.approx(reference["idle_time"], rel=1e-6)
+    summary = (out / "analysis.md").read_text().split("## Executive Summary", 1)[1].split("##", 1)[0]
+    assert f"{reference['total_time']:.3f}" in summary or f"{reference['total_time']:.2f}" in summary
+
+
+def test_bert_h100_is_launch_bound_first(analyses) -> None:
+    top = _priority(analyses["h100/gaunernst_bert-small-uncased__1016001.json.gz"]).findings[0]
+    assert top.agent == "cpu_idle" and top.tier == "system"
+
+
+def test_resnet_gets_a_communication_overlap_finding(analyses) -> None:
+    findings = _priority(analyses["mi300/resnet_act_checkpoint.json.gz"]).findings
+    overlap = [f for f in findings if f.agent == "multi_kernel"]
+    assert overlap and overlap[0].global_rank <= 3
+
+
+def test_modelled_ops_are_ranked_by_recoverable_time(analyses) -> None:
+    findings = _priority(analyses["h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"]).findings
+    quantified = [f for f in findings if f.estimate_method == "quantified"]
+    assert quantified
+    assert [f.recoverable_ms for f in quantified] == sorted((f.recoverable_ms for f in quantified), reverse=True)
+
+
+def test_agents_of_a_tier_run_in_parallel(analyses) -> None:
+    run = json.loads((analyses["mi300/resnet_act_checkpoint.json.gz"] / "metadata" / "run.json").read_text())
+    compute = [a for a in run["agents"] if a["tier"] == "compute"]
+    assert len(compute) >= 2
+    latest_start = max(a["started_at"] for a in compute)
+    earliest_finish = min(a["finished_at"] for a in compute)
+    assert latest_start < earliest_finish  # every compute agent had started before the first finished
+    assert [s["step"] for s in run["steps"]][:2] == ["1 ingest", "1 perf report"]
+
+
+def test_findings_table_holds_the_ranked_findings(analyses, analysis_warehouse: Warehouse) -> None:
+    out = analyses["mi300/resnet_act_checkpoint.json.gz"]
+    priority = _priority(out)
+    with analysis_warehouse.connect_read_only() as con:
+        rows = con.execute("select global_rank, finding_id, evidence_sql from findings where trace_id = ? order by global_rank",
+                           [priority.trace_id]).fetchall()
+        assert [(r[0], r[1]) for r in rows] == [(f.global_rank, f.finding_id) for f in priority.findings]
+        for _, _, sql in rows:
+            assert con.execute(sql).fetchall()
+
+
+def test_gpu_only_trace_says_what_was_skipped(analyses) -> None:
+    markdown = (analyses["mi210/gpu_only_trace/gpu_only_trace.json.gz"] / "analysis.md").read_text()
+    head = markdown.split("## Compute Kernel Optimizations", 1)[0]
+    assert "## Warnings" in head and "no CPU ops" in head
+
+
+def test_graph_replay_without_capture_says_so(analyses) -> None:
+    markdown = (analyses["inference/vllm_decode_full/graph_execution.json.gz"] / "analysis.md").read_text()
+    assert "capture" in markdown.split("## Compute Kernel Optimizations", 1)[0]
+    run = json.loads((analyses["inference/vllm_decode_full/graph_execution.json.gz"] / "metadata" / "run.json").read_text())
+    assert run["mode"] == "inference" and run["mode_reason"]
+
+
+def test_cpu_only_trace_gets_a_cpu_report(analyses) -> None:
+    out = analyses["cpu_only/cpu_mlp_training.json.gz"]
+    markdown = (out / "analysis.md").read_text()
+    assert "no GPU events" in markdown and "aten::linear" in markdown
+
+
+def test_forced_agent_failure_shows_in_warnings(analysis_warehouse: Warehouse, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRACELAKE_FORCE_AGENT_FAILURE", "gemm")
+    out = tmp_path / "out"
+    outcome = run_analysis(TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", analysis_warehouse,
+                           AnalyzeOptions(platform="MI300X", out_dir=out))
+    markdown = (out / "analysis.md").read_text()
+    warnings = markdown.split("## Warnings", 1)[1].split("## Compute Kernel Optimizations", 1)[0]
+    assert "gemm" in warnings
+    assert outcome.report_problems == []
+    gemm = json.loads((out / "category_data" / "gemm_metrics.json").read_text())
+    assert gemm["status"] == "ERROR" and gemm["attempts"] == 2
+    assert any(f.agent == "sdpa" or f.agent == "elementwise" for f in _priority(out).findings)
+
+
+LLM_SCRIPT = '''
+import json, re, sys
+prompt = sys.stdin.read()
+payload = json.loads(re.search(r"```json\\n(.*)\\n```", prompt, re.S).group(1))
+print("# " + payload["agent"] + " (LLM)")
+print("**Status**: SUCCESS")
+for finding in payload["deterministic_findings"]:
+    print("### " + finding["title"])
+    print("**Insight**: " + finding["insight"])
+'''
+
+
+def test_llm_runner_uses_the_command_and_falls_back(analysis_warehouse: Warehouse, tmp_path: Path) -> None:
+    script = tmp_path / "fake_llm.py"
+    script.write_text(LLM_SCRIPT)
+    out = tmp_path / "llm"
+    run_analysis(TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz", analysis_warehouse,
+                 AnalyzeOptions(platform="MI300X", out_dir=out, agents="llm", llm_cmd=f"{sys.executable} {script}"))
+    assert "(LLM)" in (out / "system_findings" / "cpu_idle_findings.md").read_text()
+
+    broken = tmp_path / "broken"
+    outcome = run_analysis(TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz", analysis_warehouse,
+                           AnalyzeOptions(platform="MI300X", out_dir=broken, agents="llm",
+                                          llm_cmd=f"{sys.executable} -c 'import sys; sys.exit(3)'"))
+    assert "(LLM)" not in (broken / "system_findings" / "cpu_idle_findings.md").read_text()
+    assert any("deterministic findings are used" in w for w in outcome.warnings)
+
+
+def test_rerun_replaces_the_output_folder(analysis_warehouse: Warehouse, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    trace = TRACES / "torch_compile_triton" / "trace.json.gz"
+    run_analysis(trace, analysis_warehouse, AnalyzeOptions(platform="MI300X", out_dir=out))
+    (out / "stale.txt").write_text("from an older run")
+    run_analysis(trace, analysis_warehouse, AnalyzeOptions(platform="MI300X", out_dir=out))
+    assert not (out / "stale.txt").exists() and (out / "analysis.md").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_cli_analyze_end_to_end(analysis_warehouse: Warehouse, tmp_path: Path) -> None:
+    folder = tmp_path / "wh"
+    shutil.copytree(analysis_warehouse.root, folder)
+    out = tmp_path / "cli"
+    result = run_cli("analyze", str(TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"),
+                     "--warehouse", str(folder), "--out", str(out), "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert (out / "analysis.md").is_file() and "platform H100 (detected)" in result.stdout
+    bad = run_cli("analyze", str(TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"),
+                  "--warehouse", str(folder), "--agents", "llm")
+    assert bad.returncode == 2 and "--llm-cmd" in bad.stderr

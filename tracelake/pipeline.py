@@ -1,0 +1,449 @@
+"""The orchestrator behind `tracelake analyze` (SPEC §5, steps 0-11).
+
+One trace load (the ingest); everything after it reads the warehouse. The output folder is
+built in a staging folder beside it and swapped in at the end, so a re-run replaces it cleanly
+and a failed run leaves the previous report intact.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from pydantic import BaseModel
+
+from agents.llm import LlmCommand
+from agents.registry import COMPUTE_AGENTS, FUSION_AGENT, SYSTEM_AGENTS, AgentDefinition
+from agents.runner import RunnerSettings, run_tier
+from analyzers import settings
+from analyzers.contracts import AgentResult, AnalysisContext
+from ingest.errors import BadTraceError
+from reports.perf_report import perf_report_tables, write_perf_report
+from reports.priority import build_priority_data
+from reports.validation import validate
+from tracelake import __version__
+from tracelake.ingestion import IngestProgress, ingest_paths
+from tracelake.platforms import load_platforms, resolve_platform
+from tracelake.run_contracts import (
+    AgentTiming,
+    CategoryEntry,
+    CategoryManifest,
+    CategoryMetadata,
+    GpuUtilization,
+    QualityCheck,
+    QualityGate,
+    RunMetadata,
+    StepTiming,
+)
+from tracelake.warehouse import Warehouse
+
+INFERENCE_OP_PATTERNS = ("vllm::%", "sglang%", "%sglang::%", "aiter::%", "_C_cache_ops::%")
+
+
+@dataclass(frozen=True)
+class AnalyzeOptions:
+    platform: str | None = None
+    mode: str = "auto"
+    out_dir: Path | None = None
+    jobs: int = 1
+    xlsx: bool = False
+    capture_folder: Path | None = None
+    agents: str = "deterministic"
+    llm_cmd: str | None = None
+
+
+@dataclass
+class AnalysisOutcome:
+    trace_id: str
+    platform: str
+    platform_source: str
+    out_dir: Path
+    analysis_md: Path
+    warnings: list[str]
+    report_problems: list[str]
+
+
+@dataclass
+class _Run:
+    metadata: RunMetadata
+    staging: Path
+    warnings: list[str] = field(default_factory=list)
+
+    @contextmanager
+    def step(self, name: str, on_stage: Callable[[str], None]) -> Iterator[None]:
+        on_stage(name)
+        started = datetime.now(timezone.utc)
+        clock = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.metadata.steps.append(StepTiming(
+                step=name, started_at=started, finished_at=datetime.now(timezone.utc),
+                seconds=round(time.perf_counter() - clock, 4),
+            ))
+
+    def write(self, relative: str, model: BaseModel | str | bytes) -> None:
+        path = self.staging / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(model, BaseModel):
+            path.write_text(model.model_dump_json(indent=2))
+        elif isinstance(model, bytes):
+            path.write_bytes(model)
+        else:
+            path.write_text(model)
+
+
+class _JsonList(BaseModel):
+    """A list or mapping payload written as JSON through pydantic."""
+
+    items: Any
+
+
+def default_out_dir(trace: Path) -> Path:
+    return trace.resolve().parent / "analysis_output"
+
+
+def _rows(db: duckdb.DuckDBPyConnection, sql: str, params: list[object]) -> list[dict[str, Any]]:
+    result = db.execute(sql, params)
+    columns = [d[0] for d in result.description]
+    return [dict(zip(columns, row)) for row in result.fetchall()]
+
+
+def _gpu_utilization(db: duckdb.DuckDBPyConnection, trace_id: str) -> GpuUtilization:
+    rows = _rows(db, "select * from gpu_timeline where trace_id = ?", [trace_id])
+    if not rows:
+        return GpuUtilization()
+    return GpuUtilization(**{k: v for k, v in rows[0].items() if k in GpuUtilization.model_fields and v is not None})
+
+
+def _quality_gate(db: duckdb.DuckDBPyConnection, trace_id: str, capture_folder: Path | None) -> QualityGate:
+    checks = [QualityCheck(**row) for row in _rows(
+        db, "select check_name, value, threshold, verdict, detail from trace_quality where trace_id = ? order by check_name",
+        [trace_id])]
+    verdict = {c.check_name: c for c in checks}
+    gpu_present = verdict.get("gpu_events_present") is not None and verdict["gpu_events_present"].verdict == "pass"
+    cpu_present = verdict.get("cpu_ops_present") is not None and verdict["cpu_ops_present"].verdict == "pass"
+    graph_without_capture = (verdict.get("graph_replay") is not None and (verdict["graph_replay"].value or 0) > 0
+                             and capture_folder is None)
+    skipped = []
+    if not gpu_present:
+        skipped.append("GPU analyses (timeline, kernels, roofline, system and compute agents): the trace has no GPU "
+                       "events, so this report covers CPU ops only")
+    elif not cpu_present:
+        skipped.append("op-level compute analysis (roofline, per-op findings): the trace has no CPU ops, so kernels "
+                       "cannot be attributed to PyTorch ops; categories come from kernel names")
+    if graph_without_capture:
+        skipped.append("per-op attribution inside GPU graph replays: no capture traces were given (--capture-folder), "
+                       "so replayed kernels are attributed to the graph launch")
+    return QualityGate(
+        checks=checks, gpu_events_present=gpu_present, cpu_ops_present=cpu_present,
+        graph_replay_without_capture=graph_without_capture, run_system_tier=gpu_present,
+        run_compute_tier=gpu_present and cpu_present, skipped_steps=skipped,
+    )
+
+
+def _detect_mode(db: duckdb.DuckDBPyConnection, trace_id: str, requested: str) -> tuple[str, str]:
+    if requested != "auto":
+        return requested, f"--mode {requested}"
+    likes = " or ".join("name like ?" for _ in INFERENCE_OP_PATTERNS)
+    engine_ops = db.execute(
+        f"select count(*), any_value(name) from cpu_ops where trace_id = ? and ({likes})",
+        [trace_id, *INFERENCE_OP_PATTERNS]).fetchall()[0]
+    if engine_ops[0]:
+        return "inference", f"{engine_ops[0]} serving-engine ops (e.g. {engine_ops[1]})"
+    graphs = db.execute("select count(*) from kernels where trace_id = ? and is_graph_launch", [trace_id]).fetchall()[0][0]
+    if graphs:
+        return "inference", f"{graphs} GPU events replayed from GPU graphs"
+    return "default", "no serving-engine ops or GPU graph replays found"
+
+
+def _agent_category_rows(db: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> dict[str, list[str]]:
+    """Op categories present in the trace, assigned to the compute agent that owns them."""
+    present = [row[0] for row in db.execute(
+        "select distinct op_category from op_perf where trace_id = ? and platform = ?", [trace_id, platform]).fetchall()]
+    owned: dict[str, list[str]] = {}
+    claimed: set[str] = set()
+    for definition in COMPUTE_AGENTS:
+        categories = definition.op_categories()
+        if categories is None:
+            continue
+        owned[definition.name] = [c for c in present if c in categories]
+        claimed.update(categories)
+    owned["generic"] = [c for c in present if c not in claimed]
+    return owned
+
+
+def _write_category_data(run: _Run, db: duckdb.DuckDBPyConnection, ctx: AnalysisContext,
+                         owned: dict[str, list[str]], gpu: GpuUtilization, platform_spec: dict[str, Any],
+                         gate: QualityGate) -> tuple[list[CategoryEntry], dict[str, float]]:
+    entries: list[CategoryEntry] = []
+    category_time: dict[str, float] = {}
+    if gate.run_compute_tier:
+        for definition in COMPUTE_AGENTS:
+            categories = owned.get(definition.name) or []
+            if not categories:
+                continue
+            placeholders = ", ".join("?" for _ in categories)
+            table = db.sql(
+                f"select * exclude (module_chain), array_to_string(module_chain, ' > ') as module_chain from op_perf "
+                f"where trace_id = ? and platform = ? and op_category in ({placeholders}) order by kernel_time_sum_us desc",
+                params=[ctx.trace_id, ctx.platform, *categories]).to_arrow_table()
+            import pyarrow.csv as pacsv  # noqa: PLC0415
+
+            path = run.staging / "category_data" / f"{definition.name}_ops.csv"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pacsv.write_csv(table, path)
+            time_ms = float(sum(table.column("kernel_time_sum_us").to_pylist()) / 1000.0)
+            category_time[definition.name] = time_ms
+            run.write(f"metadata/{definition.name}_metadata.json", CategoryMetadata(
+                category=definition.name, display_name=definition.display_name, agent=definition.name,
+                tier="compute", op_categories=categories, platform=ctx.platform, platform_spec=platform_spec,
+                gpu_utilization=gpu, trace_id=ctx.trace_id))
+            entries.append(CategoryEntry(
+                name=definition.name, display_name=definition.display_name, tier="compute_kernel",
+                agent=definition.name, ops_count=int(sum(table.column("operation_count").to_pylist())),
+                gpu_kernel_time_ms=round(time_ms, 6),
+                files=[f"category_data/{definition.name}_ops.csv", f"metadata/{definition.name}_metadata.json"]))
+    if gate.run_system_tier:
+        for definition in SYSTEM_AGENTS:
+            run.write(f"metadata/{definition.name}_metadata.json", CategoryMetadata(
+                category=definition.name, display_name=definition.display_name, agent=definition.name,
+                tier="system", op_categories=[], platform=ctx.platform, platform_spec=platform_spec,
+                gpu_utilization=gpu, trace_id=ctx.trace_id))
+            entries.append(CategoryEntry(
+                name=definition.name, display_name=definition.display_name, tier="system", agent=definition.name,
+                ops_count=0, gpu_kernel_time_ms=0.0, files=[f"metadata/{definition.name}_metadata.json"]))
+    return entries, category_time
+
+
+def _write_agent_outputs(run: _Run, results: list[AgentResult]) -> None:
+    for result in results:
+        run.write(f"category_data/{result.agent}_metrics.json", result)
+        folder = "system_findings" if result.tier == "system" else "category_findings"
+        markdown = result.findings_markdown or (
+            f"# {result.agent}\n\n**Status**: {result.status}\n\n{result.error or 'No findings.'}\n")
+        run.write(f"{folder}/{result.agent}_findings.md", markdown)
+
+
+def _record_findings(warehouse: Warehouse, ctx: AnalysisContext, priority: Any) -> None:
+    """The `findings` table: one row per ranked finding, with the SQL that reproduces it."""
+    rows = [(ctx.trace_id, ctx.trace2_id, f.global_rank, f.tier, f.category, f.agent, f.finding_id, f.title,
+             f.impact_low, f.impact_score, f.impact_high, f.recoverable_ms, f.estimate_method, f.confidence,
+             f.evidence_sql, datetime.now(timezone.utc)) for f in priority.findings]
+    with warehouse.write_lock(), duckdb.connect(str(warehouse.db_path)) as con:
+        con.execute("""
+            create table if not exists findings (
+                trace_id varchar, trace2_id varchar, global_rank integer, tier varchar, category varchar,
+                agent varchar, finding_id varchar, title varchar, impact_low_percent double,
+                impact_mid_percent double, impact_high_percent double, recoverable_ms double,
+                estimate_method varchar, confidence varchar, evidence_sql varchar, recorded_at timestamptz)
+        """)
+        con.execute("delete from findings where trace_id = ? and trace2_id is not distinct from ?",
+                    [ctx.trace_id, ctx.trace2_id])
+        if rows:
+            con.executemany("insert into findings values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+
+def _swap_into_place(staging: Path, out_dir: Path) -> None:
+    if out_dir.exists():
+        retired = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+        os.replace(out_dir, retired)
+        os.replace(staging, out_dir)
+        shutil.rmtree(retired, ignore_errors=True)
+    else:
+        os.replace(staging, out_dir)
+
+
+def run_analysis(
+    trace: Path,
+    warehouse: Warehouse,
+    options: AnalyzeOptions,
+    progress: IngestProgress | None = None,
+    on_stage: Callable[[str], None] = lambda _: None,
+) -> AnalysisOutcome:
+    chosen_platform = resolve_platform(options.platform) if options.platform else None
+    if not trace.is_file():
+        raise BadTraceError(f"{trace}: no such trace file; check the path")
+    if options.capture_folder is not None and not options.capture_folder.is_dir():
+        raise BadTraceError(f"{options.capture_folder}: capture folder does not exist")
+    out_dir = (options.out_dir or default_out_dir(trace)).resolve()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
+    run = _Run(RunMetadata(
+        tracelake_version=__version__, trace_path=str(trace.resolve()), out_dir=str(out_dir),
+        warehouse=str(warehouse.root), started_at=datetime.now(timezone.utc),
+        agents_runner=options.agents), staging)
+    try:
+        outcome = _analyze(trace, warehouse, options, chosen_platform, out_dir, run, progress, on_stage)
+        _swap_into_place(staging, out_dir)
+        return outcome
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions, chosen_platform: str | None,
+             out_dir: Path, run: _Run, progress: IngestProgress | None,
+             on_stage: Callable[[str], None]) -> AnalysisOutcome:
+    from reports.analysis_md import render_analysis, validate_analysis  # noqa: PLC0415
+    from reports.model_id import identify_model  # noqa: PLC0415
+    from reports.plot import perf_improvement_png  # noqa: PLC0415
+    from reports.report_inputs import ReportInputs  # noqa: PLC0415
+
+    with run.step("1 ingest", on_stage):
+        report = ingest_paths([trace], warehouse, {}, options.jobs, progress)
+        if report.failed:
+            raise BadTraceError(report.failed[0].message)
+        trace_id = report.outcomes[0].trace_id
+        assert trace_id is not None
+    db = warehouse.connect_read_only()
+    try:
+        detected, is_detected, device_name = db.execute(
+            "select platform, platform_detected, device_name from traces where trace_id = ?", [trace_id]).fetchall()[0]
+        platform = chosen_platform or detected
+        source = "given" if chosen_platform else ("detected" if is_detected else "default")
+        if source == "default":
+            run.warnings.append(f"the device name {device_name!r} matches no known platform; the roofline uses "
+                                f"{platform} (pass --platform to choose)")
+        mode, mode_reason = _detect_mode(db, trace_id, options.mode)
+        run.metadata = run.metadata.model_copy(update={
+            "trace_id": trace_id, "platform": platform, "platform_source": source, "mode": mode,
+            "mode_reason": mode_reason})
+        run.write("metadata/run.json", run.metadata)
+
+        with run.step("1 perf report", on_stage):
+            tables = perf_report_tables(db, trace_id, platform)
+            write_perf_report(tables, run.staging / "perf_report_csvs",
+                              run.staging / "perf_report.xlsx" if options.xlsx else None)
+
+        with run.step("2 quality gate", on_stage):
+            gate = _quality_gate(db, trace_id, options.capture_folder)
+            run.write("metadata/trace_quality.json", gate)
+
+        gpu = _gpu_utilization(db, trace_id)
+        spec = next(p for p in load_platforms() if p.platform == platform)
+        platform_spec = spec.model_dump()
+        ctx = AnalysisContext(
+            trace_id=trace_id, platform=platform, mode=mode if mode in ("default", "inference") else "default",
+            e2e_time_ms=gpu.total_time_ms, computation_time_ms=gpu.computation_time_ms,
+            quality_verdicts={c.check_name: c.verdict for c in gate.checks})
+
+        with run.step("3-6 category data", on_stage):
+            owned = _agent_category_rows(db, trace_id, platform) if gate.run_compute_tier else {}
+            entries, category_time = _write_category_data(run, db, ctx, owned, gpu, platform_spec, gate)
+            run.write("category_data/category_manifest.json", CategoryManifest(
+                platform=platform, trace_path=str(trace.resolve()), comparison_scope="standalone",
+                gpu_utilization=gpu, categories=entries))
+
+        runner = RunnerSettings(
+            timeout_seconds=settings.AGENT_TIMEOUT_SECONDS, attempts=settings.AGENT_ATTEMPTS,
+            llm=LlmCommand(options.llm_cmd, settings.AGENT_TIMEOUT_SECONDS) if options.agents == "llm" and options.llm_cmd else None)
+        connect = warehouse.connect_read_only
+        results: list[AgentResult] = []
+        with run.step("7 system agents", on_stage):
+            system = [d for d in SYSTEM_AGENTS if gate.run_system_tier]
+            results += run_tier(system, connect, ctx, runner, run.warnings)
+            fusion = next((r for r in results if r.agent == FUSION_AGENT and r.status == "OK"), None)
+            if fusion is not None:
+                ctx = ctx.model_copy(update={"fusion_flagged_ops": fusion.metrics.get("high_confidence_ops", {})})
+                run.write("category_data/fusion_candidates.json", _JsonList(items=fusion.metrics.get("candidates", [])))
+            multi = next((r for r in results if r.agent == "multi_kernel" and r.status == "OK"), None)
+            if multi is not None:
+                run.write("category_data/multi_kernel_data.json", _JsonList(items=multi.metrics))
+        with run.step("8 compute agents", on_stage):
+            # every compute agent runs (NO_DATA when it has nothing): ops re-labelled from `other`
+            # by their kernels reach the gemm / sdpa agents even without such an op category
+            compute = list(COMPUTE_AGENTS) if gate.run_compute_tier else []
+            compute_results = run_tier(compute, connect, ctx, runner, run.warnings)
+            results += compute_results
+            category_time = {
+                r.agent: float(r.metrics.get("total_time_ms", 0.0)) for r in compute_results if r.status == "OK"
+            } or category_time
+        _write_agent_outputs(run, results)
+        run.metadata.agents = [AgentTiming(agent=r.agent, tier=r.tier, status=r.status, attempts=r.attempts,
+                                           started_at=r.started_at, finished_at=r.finished_at) for r in results]
+
+        with run.step("8.5 priorities", on_stage):
+            priority = build_priority_data(results, category_time, ctx)
+            run.write("priority_data.json", priority)
+
+        with run.step("9 validation", on_stage):
+            anomalous = [tuple(row) for row in db.execute(
+                "select name, pct_roofline_mean from op_perf where trace_id = ? and platform = ? "
+                "and pct_roofline_mean > 100 order by pct_roofline_mean desc", [trace_id, platform]).fetchall()]
+            validation = validate(results, priority, category_time, anomalous, ctx)
+            run.write("metadata/validation.json", validation)
+            run.warnings.extend(validation.problems)
+
+        with run.step("10 model identification", on_stage):
+            model_info = identify_model(db, trace_id)
+            run.write("metadata/model_info.json", model_info)
+
+        with run.step("11 report", on_stage):
+            png = perf_improvement_png(priority, gpu.model_dump())
+            run.write("perf_improvement.png", png)
+            inputs = ReportInputs(**_report_inputs(db, trace, trace_id, platform, platform_spec, mode, mode_reason,
+                                                   gpu, gate, priority, results, model_info, run.warnings, png))
+            markdown = render_analysis(inputs)
+            problems = validate_analysis(markdown, priority)
+            run.write("analysis.md", markdown)
+    finally:
+        db.close()
+
+    _record_findings(warehouse, ctx, priority)
+    run.metadata.finished_at = datetime.now(timezone.utc)
+    run.metadata.warnings = list(run.warnings)
+    run.write("metadata/run.json", run.metadata)
+    return AnalysisOutcome(trace_id, platform, source, out_dir, out_dir / "analysis.md", run.warnings, problems)
+
+
+def _report_inputs(db: duckdb.DuckDBPyConnection, trace: Path, trace_id: str, platform: str,
+                   platform_spec: dict[str, Any], mode: str, mode_reason: str, gpu: GpuUtilization,
+                   gate: QualityGate, priority: Any, results: list[AgentResult], model_info: Any,
+                   warnings: list[str], png: bytes) -> dict[str, Any]:
+    top_operations = _rows(db, """
+        select name, op_category as category, operation_count as count, kernel_time_sum_us / 1000.0 as time_ms,
+               100.0 * kernel_time_sum_us / 1000.0 / nullif(?, 0) as percent_of_e2e,
+               pct_roofline_mean as pct_roofline, roofline_bound as bound
+        from op_perf where trace_id = ? and platform = ? order by kernel_time_sum_us desc limit 10
+    """, [gpu.total_time_ms, trace_id, platform])
+    if not gate.gpu_events_present:
+        top_operations = _rows(db, """
+            select name, 'cpu' as category, count(*) as count, sum(dur_us) / 1000.0 as time_ms,
+                   null::double as percent_of_e2e, null::double as pct_roofline, null as bound
+            from cpu_ops where trace_id = ? and depth = 0 group by name order by time_ms desc limit 10
+        """, [trace_id])
+    ranked = [f for f in priority.findings if f.impact_score is not None]
+    top_category = ranked[0].category if ranked else (top_operations[0]["category"] if top_operations else "n/a")
+    failed = [r for r in results if r.status == "ERROR"]
+    report_warnings = list(warnings) + [f"agent {r.agent} did not complete: {r.error}" for r in failed
+                                        if not any(r.agent in w for w in warnings)]
+    return {
+        "title_model": model_info.display_name,
+        "platform": platform, "platform2": None, "comparison_scope": "standalone",
+        "mode": mode, "mode_reason": mode_reason, "trace_name": trace.name, "trace_id": trace_id,
+        "gpu_utilization": gpu.model_dump(), "gpu_utilization2": None, "top_bottleneck_category": top_category,
+        "priority": priority, "agent_results": results, "top_operations": top_operations,
+        "model_info": model_info, "platform_spec": platform_spec,
+        "quality_checks": [c.model_dump() for c in gate.checks], "warnings": report_warnings,
+        "skipped_steps": gate.skipped_steps,
+        "reproduce_sql": [
+            ("GPU time breakdown", f"select * from gpu_timeline where trace_id = '{trace_id}'"),
+            ("Top operations", f"select name, op_category, operation_count, kernel_time_sum_us, pct_roofline_mean "
+                               f"from op_perf where trace_id = '{trace_id}' and platform = '{platform}' "
+                               "order by kernel_time_sum_us desc limit 10"),
+            ("Trace quality", f"select check_name, value, verdict, detail from trace_quality where trace_id = '{trace_id}'"),
+            ("Findings", f"select global_rank, title, impact_mid_percent from findings where trace_id = '{trace_id}' order by global_rank"),
+        ],
+        "plot_png_base64": base64.b64encode(png).decode(),
+        "relabelled_ops_note": None,
+    }
