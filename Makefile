@@ -18,7 +18,7 @@ setup: $(BIN)/.installed
 
 demo: setup
 	rm -rf demo_output
-	$(BIN)/tracelake analyze $(SAMPLE) --warehouse $(DEMO_WAREHOUSE) --out demo_output --platform MI300X
+	$(BIN)/tracelake analyze $(SAMPLE) --warehouse $(DEMO_WAREHOUSE) --out demo_output/report --platform MI300X
 	$(BIN)/tracelake traces --warehouse $(DEMO_WAREHOUSE)
 	$(BIN)/tracelake sql "select computation_time_percent, idle_time_percent, busy_time_ms, total_time_ms from gpu_timeline" --warehouse $(DEMO_WAREHOUSE)
 	$(BIN)/tracelake sql "select name, operation_count, round(kernel_time_sum_us, 1) as kernel_us, round(pct_roofline_mean, 1) as pct_roofline from gemm_ops order by kernel_us desc" --warehouse $(DEMO_WAREHOUSE)

@@ -27,7 +27,7 @@ from agents.registry import COMPUTE_AGENTS, FUSION_AGENT, SYSTEM_AGENTS, AgentDe
 from agents.runner import RunnerSettings, run_tier
 from analyzers import settings
 from analyzers.contracts import AgentResult, AnalysisContext
-from ingest.errors import BadTraceError
+from ingest.errors import BadTraceError, WarehouseError
 from reports.perf_report import perf_report_tables, write_perf_report
 from reports.priority import build_priority_data
 from reports.validation import validate
@@ -277,6 +277,9 @@ def run_analysis(
     if options.capture_folder is not None and not options.capture_folder.is_dir():
         raise BadTraceError(f"{options.capture_folder}: capture folder does not exist")
     out_dir = (options.out_dir or default_out_dir(trace)).resolve()
+    if warehouse.root.resolve().is_relative_to(out_dir):
+        raise WarehouseError(f"the warehouse {warehouse.root} is inside the output folder {out_dir}, which each "
+                             "analysis replaces; choose another --out or --warehouse")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
     run = _Run(RunMetadata(

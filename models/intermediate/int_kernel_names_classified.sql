@@ -11,33 +11,24 @@ kernel_names as (
     select distinct name from gpu_ops
 ),
 
-matches as (
+first_match as (
     select
-        kernel_names.name,
+        name,
+        {{ kernel_rule_case('name') }} as rule_order
+    from kernel_names
+),
+
+final as (
+    select
+        first_match.name,
         rules.rule_order,
         rules.kernel_type,
         rules.category,
         rules.library,
         rules.is_comm,
         rules.precision
-    from kernel_names
-    inner join rules on {{ regex_search('kernel_names.name', 'rules.pattern') }}
-),
-
-first_match as (
-    select
-        name,
-        min(rule_order) as rule_order
-    from matches
-    group by name
-),
-
-final as (
-    select matches.*
-    from matches
-    inner join first_match
-        on matches.name = first_match.name
-        and matches.rule_order = first_match.rule_order
+    from first_match
+    inner join rules on first_match.rule_order = rules.rule_order
 )
 
 select * from final

@@ -203,3 +203,10 @@ def test_cli_analyze_end_to_end(analysis_warehouse: Warehouse, tmp_path: Path) -
     bad = run_cli("analyze", str(TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"),
                   "--warehouse", str(folder), "--agents", "llm")
     assert bad.returncode == 2 and "--llm-cmd" in bad.stderr
+
+
+def test_out_folder_holding_the_warehouse_is_refused(tmp_path: Path) -> None:
+    result = run_cli("analyze", str(TRACES / "torch_compile_triton" / "trace.json.gz"),
+                     "--warehouse", str(tmp_path / "out" / "wh"), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and "inside the output folder" in result.stderr
+    assert not (tmp_path / "out").exists()
