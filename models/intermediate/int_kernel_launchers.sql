@@ -1,13 +1,18 @@
 {#- One row per kernel launcher instance (TraceLens get_kernel_launchers): the leaf cpu op
     that launched GPU work (python frames and `execute` skipped), or the runtime call itself
     when no cpu op encloses it (e.g. a graph launch). Collective kernels are left out. -#}
+{{ config(materialized='incremental') }}
+{#- Materialized (incrementally, per new trace): ops_summary*, ops_unique_args and the unified
+    op table all read it, and recomputing it for each would triple the ingest cost. #}
+
 with kernels as (
     select * from {{ ref('kernels') }}
-    where is_linked and not is_comm
+    where is_linked and not is_comm and {{ is_new_trace() }}
 ),
 
 host_ops as (
     select * from {{ ref('stg_trace__host_ops') }}
+    where {{ is_new_trace() }}
 ),
 
 op_categories as (
@@ -16,10 +21,12 @@ op_categories as (
 
 subtree_time as (
     select * from {{ ref('int_op_subtree_kernel_time') }}
+    where {{ is_new_trace() }}
 ),
 
 thread_labels as (
     select * from {{ ref('int_thread_labels') }}
+    where {{ is_new_trace() }}
 ),
 
 launcher_intervals as (

@@ -1,12 +1,17 @@
 {#- Per cpu op: the busy time (interval union) of every linked GPU event launched anywhere in
     its subtree — TraceLens' `total_subtree_kernel_time`, and the kernel time of modelled ops. -#}
+{{ config(materialized='incremental') }}
+{#- Materialized per new trace: the launchers, the unified op table and the roofline sheets all
+    read it. #}
+
 with kernels as (
     select * from {{ ref('kernels') }}
-    where is_linked and enclosing_cpu_op_id is not null
+    where is_linked and enclosing_cpu_op_id is not null and {{ is_new_trace() }}
 ),
 
 ancestors as (
     select * from {{ ref('int_cpu_op_ancestors') }}
+    where {{ is_new_trace() }}
 ),
 
 subtree_intervals as (
