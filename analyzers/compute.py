@@ -1165,3 +1165,15 @@ def eager_attention_ops(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> 
 
 
 EAGER_ATTENTION_NOTE = "part of an eager attention pattern (batched matmul, softmax, batched matmul); the sdpa agent analyzes it"
+
+
+def tensor_layout(op: OpRecord) -> str | None:
+    """channels_last / channels_first for a 4-D first input, from its strides; None otherwise."""
+    strides = parse_json_list(op.input_strides)
+    dims = parse_json_list(op.input_dims)
+    if not strides or not dims or not isinstance(dims[0], list) or len(dims[0]) != 4:
+        return None
+    first = strides[0]
+    if not isinstance(first, list) or len(first) != 4:
+        return None
+    return "channels_last" if first[1] == 1 and dims[0][1] > 1 else "channels_first"

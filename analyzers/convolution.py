@@ -82,15 +82,6 @@ def classify(op: OpRecord) -> str:
     return "kxk"
 
 
-def layout(op: OpRecord) -> str | None:
-    strides = compute.parse_json_list(op.input_strides)
-    dims = compute.parse_json_list(op.input_dims)
-    if not strides or not dims or not isinstance(dims[0], list) or len(dims[0]) != 4:
-        return None
-    first = strides[0]
-    if not isinstance(first, list) or len(first) != 4:
-        return None
-    return "channels_last" if first[1] == 1 and dims[0][1] > 1 else "channels_first"
 
 
 def transpose_percent(ops: list[OpRecord]) -> float:
@@ -103,7 +94,7 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
     dominant = group.dominant
     kind = dominant.kind
     overhead = transpose_percent(group.members)
-    nchw = sum(1 for op in group.members if layout(op) == "channels_first")
+    nchw = sum(1 for op in group.members if compute.tensor_layout(op) == "channels_first")
     layout_text = (
         f" Layout-transpose kernels take {overhead:.1f} % of these ops' kernel time"
         + (f" and {nchw} of the {len(group.members)} inputs are NCHW." if nchw else ".")
@@ -154,8 +145,8 @@ def facts(data: AgentData) -> ConvolutionFacts:
         kind_counts=counts,
         forward_time_ms=sum(op.time_ms for op in ops if op.op_category != "CONV_bwd"),
         backward_time_ms=sum(op.time_ms for op in ops if op.op_category == "CONV_bwd"),
-        channels_last_count=sum(1 for op in ops if layout(op) == "channels_last"),
-        channels_first_count=sum(1 for op in ops if layout(op) == "channels_first"),
+        channels_last_count=sum(1 for op in ops if compute.tensor_layout(op) == "channels_last"),
+        channels_first_count=sum(1 for op in ops if compute.tensor_layout(op) == "channels_first"),
         layout_transform_time_ms=sum(op.layout_kernel_time_us for op in ops) / 1000.0,
         transpose_overhead_percent=transpose_percent(ops),
         depthwise_count=counts.get("depthwise", 0),

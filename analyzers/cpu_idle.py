@@ -21,6 +21,7 @@ import duckdb
 from pydantic import BaseModel
 
 from analyzers import settings
+from analyzers.common import confidence_from_quality, inline_trace_id, no_data_result, query_rows
 from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
 
 AGENT_NAME = "cpu_idle"
@@ -208,27 +209,8 @@ from gpu_timeline, params
 where gpu_timeline.trace_id = params.trace_id"""
 
 
-def _inline(sql: str, trace_id: str) -> str:
-    """The query with its single `?` replaced by the trace id literal (evidence_sql)."""
-    return sql.replace("?", "'" + trace_id.replace("'", "''") + "'", 1).strip()
 
 
-def _rows(db: duckdb.DuckDBPyConnection, sql: str, trace_id: str) -> list[dict]:
-    cursor = db.execute(sql, [trace_id])
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row)) for row in cursor.fetchall()]
-
-
-def _lower(confidence: Confidence, steps: int) -> Confidence:
-    order: list[Confidence] = ["high", "medium", "low"]
-    return order[min(order.index(confidence) + steps, 2)]
-
-
-def _confidence(base: Confidence, verdicts: dict[str, str], checks: tuple[str, ...]) -> Confidence:
-    """One level lower per relevant quality check that warns; low when one fails."""
-    if any(verdicts.get(c) == "fail" for c in checks):
-        return "low"
-    return _lower(base, sum(verdicts.get(c) == "warn" for c in checks))
 
 
 def _round(value: float | None, digits: int = 3) -> float | None:
@@ -252,21 +234,18 @@ def _gap_table(metrics: CpuIdleMetrics) -> str:
     return "\n".join(lines)
 
 
-def _no_data(reason: str) -> AgentResult:
-    return AgentResult(agent=AGENT_NAME, tier="system", category=AGENT_NAME, status="NO_DATA", error=reason)
-
 
 def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
     """Idle time of one trace: how much, in which kind of gaps, and what would recover it."""
-    timeline = _rows(db, TIMELINE_SQL, ctx.trace_id)
+    timeline = query_rows(db, TIMELINE_SQL, [ctx.trace_id])
     if not timeline or not timeline[0]["total_time_ms"]:
-        return _no_data("the trace has no linked GPU time (no gpu_timeline row)")
+        return no_data_result(AGENT_NAME, "system", "the trace has no linked GPU time (no gpu_timeline row)")
     tl = timeline[0]
     e2e_ms = float(tl["total_time_ms"])
-    kernel_stats = _rows(db, KERNEL_STATS_SQL, ctx.trace_id)[0]
-    summary = _rows(db, GAP_SUMMARY_SQL, ctx.trace_id)[0]
-    classes = {r["gap_class"]: r for r in _rows(db, GAP_CLASSES_SQL, ctx.trace_id)}
-    blocking = _rows(db, BLOCKING_CALLS_SQL, ctx.trace_id)
+    kernel_stats = query_rows(db, KERNEL_STATS_SQL, [ctx.trace_id])[0]
+    summary = query_rows(db, GAP_SUMMARY_SQL, [ctx.trace_id])[0]
+    classes = {r["gap_class"]: r for r in query_rows(db, GAP_CLASSES_SQL, [ctx.trace_id])}
+    blocking = query_rows(db, BLOCKING_CALLS_SQL, [ctx.trace_id])
 
     gaps_by_class = {}
     for name in GAP_CLASSES:
@@ -335,7 +314,7 @@ def _quantified(ctx: AnalysisContext, recoverable_ms: float, fractions: tuple[fl
 
 def _findings(m: CpuIdleMetrics, ctx: AnalysisContext) -> list[Finding]:
     findings: list[Finding] = []
-    evidence_sql = _inline(GAP_CLASSES_SQL, ctx.trace_id)
+    evidence_sql = inline_trace_id(GAP_CLASSES_SQL, ctx.trace_id)
     common = {
         "idle_time_ms": m.idle_time_ms, "idle_time_percent": m.idle_time_percent,
         "total_time_ms": m.total_time_ms, "kernel_count": m.kernel_count,
@@ -354,7 +333,7 @@ def _findings(m: CpuIdleMetrics, ctx: AnalysisContext) -> list[Finding]:
         slug = "launch-bound" if launch_bound else "host-overhead"
         title = ("Launch-bound: many short kernels separated by host launch gaps" if launch_bound
                  else "Host overhead between kernel launches leaves the GPU idle")
-        confidence = _confidence("high" if launch_bound else "medium", ctx.quality_verdicts,
+        confidence = confidence_from_quality("high" if launch_bound else "medium", ctx.quality_verdicts,
                                  ("linked_gpu_time_share", "same_stream_overlaps", "graph_replay"))
         insight = (
             f"The GPU is idle {m.idle_time_percent:.1f} % of the {m.total_time_ms:.2f} ms timeline; "
@@ -394,7 +373,7 @@ def _findings(m: CpuIdleMetrics, ctx: AnalysisContext) -> list[Finding]:
     impact = _quantified(ctx, sync.recoverable_time_ms, IDLE_RECOVERY_FRACTIONS)
     if sync.gap_count and impact["impact_score"] >= settings.MIN_PITEM_IMPACT_SCORE:
         calls = ", ".join(f"`{c.name}` ({c.gap_count})" for c in m.blocking_calls[:4]) or "a blocking call"
-        confidence = _confidence("high", ctx.quality_verdicts, ("linked_gpu_time_share", "same_stream_overlaps"))
+        confidence = confidence_from_quality("high", ctx.quality_verdicts, ("linked_gpu_time_share", "same_stream_overlaps"))
         insight = (
             f"{sync.gap_count} idle gap{'s' if sync.gap_count != 1 else ''} totalling {sync.idle_time_ms:.2f} ms ({sync.idle_percent_of_e2e:.1f} % of E2E) "
             f"start while the host is blocked in a synchronizing call: {calls}."
@@ -427,7 +406,7 @@ def _findings(m: CpuIdleMetrics, ctx: AnalysisContext) -> list[Finding]:
     bubble = m.gaps_by_class["pipeline_bubble"]
     impact = _quantified(ctx, bubble.recoverable_time_ms, BUBBLE_RECOVERY_FRACTIONS)
     if bubble.gap_count and impact["impact_score"] >= settings.MIN_PITEM_IMPACT_SCORE:
-        confidence = _confidence("medium", ctx.quality_verdicts, ("linked_gpu_time_share", "same_stream_overlaps"))
+        confidence = confidence_from_quality("medium", ctx.quality_verdicts, ("linked_gpu_time_share", "same_stream_overlaps"))
         insight = (
             f"{bubble.gap_count} gaps of {LONG_GAP_US / 1000:g} ms or more leave the GPU idle for "
             f"{bubble.idle_time_ms:.2f} ms ({bubble.idle_percent_of_e2e:.1f} % of E2E; longest "
@@ -459,7 +438,7 @@ def _findings(m: CpuIdleMetrics, ctx: AnalysisContext) -> list[Finding]:
 
     edge = m.gaps_by_class["window_edge"]
     if edge.gap_count and m.idle_time_ms and edge.idle_time_ms >= WINDOW_EDGE_IDLE_SHARE_MIN * m.idle_time_ms:
-        confidence = _confidence("medium", ctx.quality_verdicts, ("linked_gpu_time_share",))
+        confidence = confidence_from_quality("medium", ctx.quality_verdicts, ("linked_gpu_time_share",))
         insight = (
             f"{edge.idle_time_ms:.2f} ms of the {m.idle_time_ms:.2f} ms idle time ({edge.idle_percent_of_e2e:.1f} % of "
             f"E2E) is in {edge.gap_count} gap{'s' if edge.gap_count != 1 else ''} at the start or end of the profile, outside "
@@ -486,7 +465,7 @@ def _findings(m: CpuIdleMetrics, ctx: AnalysisContext) -> list[Finding]:
             evidence_sql=evidence_sql, details=details))
 
     if not findings:
-        confidence = _confidence("low", ctx.quality_verdicts, ("linked_gpu_time_share",))
+        confidence = confidence_from_quality("low", ctx.quality_verdicts, ("linked_gpu_time_share",))
         findings.append(_finding(
             "idle-unattributed", title="GPU idle time spread over many tiny gaps",
             insight=(f"The GPU is idle {m.idle_time_percent:.1f} % of the {m.total_time_ms:.2f} ms timeline, but no gap "

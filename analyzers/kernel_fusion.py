@@ -30,6 +30,7 @@ import duckdb
 from pydantic import BaseModel
 
 from analyzers import settings
+from analyzers.common import query_rows
 from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
 
 AGENT_NAME = "kernel_fusion"
@@ -307,11 +308,6 @@ def _inline(value: str | None) -> str:
     return "null" if value is None else "'" + value.replace("'", "''") + "'"
 
 
-def _rows(db: duckdb.DuckDBPyConnection, sql: str, params: list) -> list[dict]:
-    cursor = db.execute(sql, params)
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row)) for row in cursor.fetchall()]
-
 
 def _elements(dims) -> int:
     """Elements of one `Input Dims` slot: a shape, a list of shapes, or a scalar slot."""
@@ -347,7 +343,7 @@ def _output_bytes(unit: Unit) -> float:
 
 
 def _load_units(db: duckdb.DuckDBPyConnection, trace_id: str) -> tuple[list[Unit], dict[int, dict]]:
-    ops = {r["op_id"]: r for r in _rows(db, OPS_SQL, [trace_id])}
+    ops = {r["op_id"]: r for r in query_rows(db, OPS_SQL, [trace_id])}
     units: dict[str, Unit] = {}
     for op_id, event_idx, name, ts, dur, kernel_type, module_id in db.execute(KERNELS_SQL, [trace_id]).fetchall():
         key = f"op{op_id}" if op_id is not None else f"k{event_idx}"
@@ -714,11 +710,11 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
         return AgentResult(agent=AGENT_NAME, tier="system", category=AGENT_NAME, status="NO_DATA",
                            error="the trace has no linked GPU time")
     units, ops = _load_units(db, ctx.trace_id)
-    platform_rows = _rows(db, PLATFORM_SQL, [ctx.platform])
+    platform_rows = query_rows(db, PLATFORM_SQL, [ctx.platform])
     platform = _Platform(
         float(platform_rows[0]["mem_bw_gbps"]) if platform_rows and platform_rows[0]["mem_bw_gbps"] else None,
         {r["compute_spec"]: float(r["peak_tflops"]) for r in platform_rows if r["compute_spec"] and r["peak_tflops"]})
-    modules = {r["module_id"]: r for r in _rows(db, MODULES_SQL, [ctx.trace_id])}
+    modules = {r["module_id"]: r for r in query_rows(db, MODULES_SQL, [ctx.trace_id])}
 
     covered: set[str] = set()
     instances = _eager_attention(units, ops, covered)

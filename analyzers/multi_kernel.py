@@ -18,6 +18,7 @@ import duckdb
 from pydantic import BaseModel
 
 from analyzers import settings
+from analyzers.common import confidence_from_quality, inline_trace_id, no_data_result, query_rows
 from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
 
 AGENT_NAME = "multi_kernel"
@@ -164,45 +165,25 @@ group by kernels.name, kernels.is_linked
 order by total_time_ms desc, kernels.name"""
 
 
-def _inline(sql: str, trace_id: str) -> str:
-    """The query with its single `?` replaced by the trace id literal (evidence_sql)."""
-    return sql.replace("?", "'" + trace_id.replace("'", "''") + "'", 1).strip()
 
-
-def _rows(db: duckdb.DuckDBPyConnection, sql: str, trace_id: str) -> list[dict]:
-    cursor = db.execute(sql, [trace_id])
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row)) for row in cursor.fetchall()]
-
-
-def _confidence(base: Confidence, verdicts: dict[str, str], checks: tuple[str, ...]) -> Confidence:
-    """One level lower per relevant quality check that warns; low when one fails."""
-    order: list[Confidence] = ["high", "medium", "low"]
-    if any(verdicts.get(c) == "fail" for c in checks):
-        return "low"
-    steps = sum(verdicts.get(c) == "warn" for c in checks)
-    return order[min(order.index(base) + steps, 2)]
 
 
 def _round(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(float(value), digits)
 
 
-def _no_data(reason: str) -> AgentResult:
-    return AgentResult(agent=AGENT_NAME, tier="system", category=AGENT_NAME, status="NO_DATA", error=reason)
-
 
 def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
     """Memcpy, collective and overlap issues for one trace."""
-    timeline = _rows(db, TIMELINE_SQL, ctx.trace_id)
+    timeline = query_rows(db, TIMELINE_SQL, [ctx.trace_id])
     if not timeline or not timeline[0]["total_time_ms"]:
-        return _no_data("the trace has no linked GPU time (no gpu_timeline row)")
+        return no_data_result(AGENT_NAME, "system", "the trace has no linked GPU time (no gpu_timeline row)")
     tl = timeline[0]
     e2e_ms = float(tl["total_time_ms"])
 
     directions: dict[str, TransferStats] = {d: TransferStats() for d in ("D2H", "H2D", "D2D", "other")}
     unlinked_memcpy = 0
-    for row in _rows(db, MEMCPY_SQL, ctx.trace_id):
+    for row in query_rows(db, MEMCPY_SQL, [ctx.trace_id]):
         unlinked_memcpy += int(row["unlinked_count"])
         if not row["count"]:
             continue
@@ -222,7 +203,7 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
             stats.flagged = bool(stats.flag_reasons)
         directions[row["direction"]] = stats
 
-    collectives = _rows(db, COLLECTIVES_SQL, ctx.trace_id)
+    collectives = query_rows(db, COLLECTIVES_SQL, [ctx.trace_id])
     linked = [r for r in collectives if r["is_linked"]]
     collective_count = sum(int(r["count"]) for r in linked)
     collective_time_ms = sum(float(r["total_time_ms"]) for r in linked)
@@ -318,14 +299,14 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext) -> list[Finding]:
         "unlinked_collective_count": m.unlinked_collective_count,
         "unlinked_collective_time_ms": m.unlinked_collective_time_ms,
     }
-    timeline_sql = _inline(TIMELINE_SQL, ctx.trace_id)
+    timeline_sql = inline_trace_id(TIMELINE_SQL, ctx.trace_id)
     unlinked_note = (f" {m.unlinked_collective_count} further collective kernels ({m.unlinked_collective_time_ms:.2f} ms) "
                      f"have no host launch in the trace and are outside these numbers."
                      if m.unlinked_collective_count else "")
 
     if m.overlap_flagged:
         impact = _ladder(m.hideable_comm_time_ms, ctx.e2e_time_ms)
-        confidence = _confidence("high", ctx.quality_verdicts, comm_checks)
+        confidence = confidence_from_quality("high", ctx.quality_verdicts, comm_checks)
         if m.hideable_comm_time_ms <= 0:
             impact = {"estimate_method": "qualitative"}
             confidence = "low"
@@ -387,7 +368,7 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext) -> list[Finding]:
                      f"remains {context.rstrip(', ')}; {m.collective_count} collectives average "
                      f"{m.collective_avg_us or 0:.1f} us."),
             action=action,
-            confidence=_confidence("medium", ctx.quality_verdicts, comm_checks),
+            confidence=confidence_from_quality("medium", ctx.quality_verdicts, comm_checks),
             evidence={**comm_evidence, "unhideable_comm_time_ms": round(unhideable_ms, 4)},
             evidence_sql=timeline_sql,
             details=(
@@ -406,13 +387,13 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext) -> list[Finding]:
                 f"{impact['impact_low']:.1f}-{impact['impact_high']:.1f} % of E2E."),
             **impact))
 
-    memcpy_sql = _inline(MEMCPY_SQL, ctx.trace_id)
+    memcpy_sql = inline_trace_id(MEMCPY_SQL, ctx.trace_id)
     for direction in FLAGGED_DIRECTIONS:
         stats = m.memcpy_by_direction[direction]
         if not stats.flagged:
             continue
         impact = _ladder(stats.exposed_time_ms, ctx.e2e_time_ms)
-        confidence = _confidence("medium", ctx.quality_verdicts, ("linked_gpu_time_share",))
+        confidence = confidence_from_quality("medium", ctx.quality_verdicts, ("linked_gpu_time_share",))
         if impact["impact_score"] < settings.MIN_PITEM_IMPACT_SCORE:
             # Flagged by count only (or fully overlapped): real per-transfer host cost, negligible GPU time.
             impact = {"estimate_method": "qualitative"}

@@ -51,16 +51,6 @@ def classify(op: OpRecord) -> str:
     return "other"
 
 
-def layout(op: OpRecord) -> str | None:
-    """channels_last / channels_first for a 4-D first input, from its strides; None otherwise."""
-    strides = compute.parse_json_list(op.input_strides)
-    dims = compute.parse_json_list(op.input_dims)
-    if not strides or not dims or not isinstance(dims[0], list) or len(dims[0]) != 4:
-        return None
-    first = strides[0]
-    if not isinstance(first, list) or len(first) != 4:
-        return None
-    return "channels_last" if first[1] == 1 and dims[0][1] > 1 else "channels_first"
 
 
 def advise(group: OpGroup, data: AgentData) -> Advice:
@@ -80,7 +70,7 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
     if variant == "batchnorm":
         computation = data.ctx.computation_time_ms
         bn_share = 100.0 * sum(op.time_ms for op in data.ops if op.kind == "batchnorm") / computation if computation > 0 else 0.0
-        nchw = [op for op in group.members if layout(op) == "channels_first"]
+        nchw = [op for op in group.members if compute.tensor_layout(op) == "channels_first"]
         layout_text = f" {len(nchw)} of the {len(group.members)} inputs are in NCHW (channels-first) layout." if nchw else ""
         heavy = bn_share >= BATCHNORM_CHANNELS_LAST_MIN_PERCENT
         return Advice(
@@ -128,8 +118,8 @@ def facts(data: AgentData) -> NormFacts:
         forward_time_ms=sum(op.time_ms for op in ops if op.op_category != "NORM_bwd"),
         backward_time_ms=sum(op.time_ms for op in ops if op.op_category == "NORM_bwd"),
         batchnorm_percent_of_computation=(100.0 * times.get("batchnorm", 0.0) / computation) if computation > 0 and ops else None,
-        channels_last_count=sum(1 for op in ops if layout(op) == "channels_last"),
-        channels_first_count=sum(1 for op in ops if layout(op) == "channels_first"),
+        channels_last_count=sum(1 for op in ops if compute.tensor_layout(op) == "channels_last"),
+        channels_first_count=sum(1 for op in ops if compute.tensor_layout(op) == "channels_first"),
         below_suboptimal_threshold_count=sum(
             1 for op in ops if op.efficiency_percent is not None and op.efficiency_percent < NORM_KERNEL_SUBOPTIMAL_PERCENT
         ),

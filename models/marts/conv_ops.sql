@@ -1,14 +1,4 @@
 {#- The convolution ops of op_perf, on each trace's own platform. A view for users' SQL. -#}
 {{ config(materialized='view') }}
 
-with op_perf as (
-    select * from {{ ref('op_perf') }}
-),
-
-final as (
-    select *
-    from op_perf
-    where is_trace_platform and op_category in ('CONV_fwd', 'CONV_bwd')
-)
-
-select * from final
+{{ op_perf_for_categories(['CONV_fwd', 'CONV_bwd']) }}

@@ -1,0 +1,34 @@
+"""Small helpers every analyzer uses: rows as dicts, evidence SQL, confidence, empty results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from analyzers.contracts import AgentResult, Confidence, Tier
+
+CONFIDENCE_ORDER: tuple[Confidence, ...] = ("high", "medium", "low")
+
+
+def query_rows(db: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+    cursor = db.execute(sql, params)
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row)) for row in cursor.fetchall()]
+
+
+def inline_trace_id(sql: str, trace_id: str) -> str:
+    """The query with its single `?` replaced by the trace id literal (a finding's evidence_sql)."""
+    return sql.replace("?", "'" + trace_id.replace("'", "''") + "'", 1).strip()
+
+
+def confidence_from_quality(base: Confidence, verdicts: dict[str, str], checks: tuple[str, ...]) -> Confidence:
+    """One level lower per relevant trace-quality check that warns; low when one fails."""
+    if any(verdicts.get(c) == "fail" for c in checks):
+        return "low"
+    steps = sum(verdicts.get(c) == "warn" for c in checks)
+    return CONFIDENCE_ORDER[min(CONFIDENCE_ORDER.index(base) + steps, len(CONFIDENCE_ORDER) - 1)]
+
+
+def no_data_result(agent: str, tier: Tier, reason: str) -> AgentResult:
+    return AgentResult(agent=agent, tier=tier, category=agent, status="NO_DATA", error=reason)
