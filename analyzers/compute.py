@@ -33,10 +33,9 @@ from pydantic import BaseModel, Field, SerializeAsAny
 from analyzers import settings
 from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
 
-# ---- thresholds this module adds (candidates for analyzers/settings.py) ------------------------
+# ---- names and patterns this module matches on (thresholds are in analyzers/settings.py) ----
 RELABEL_SOURCE_CATEGORIES = ("other",)  # SPEC §5: ops labelled `other` whose kernels the taxonomy ...
 RELABEL_KERNEL_CATEGORIES = {"GEMM": "gemm", "SDPA": "sdpa"}  # ... recognises as GEMM or attention
-RELABEL_MIN_KERNEL_SHARE = 0.5  # "for most of their kernel time": strictly more than half (brief)
 QUALITY_CHECKS_FOR_COMPUTE = (  # trace_quality checks a kernel-time finding depends on (SPEC §5 gate)
     "dropped_events",
     "linked_gpu_time_share",
@@ -648,7 +647,7 @@ def relabel_target(op: OpRecord) -> str | None:
     if op.op_category not in RELABEL_SOURCE_CATEGORIES:
         return None
     for kernel_category, agent in RELABEL_KERNEL_CATEGORIES.items():
-        if op.kernel_category_shares.get(kernel_category, 0.0) > RELABEL_MIN_KERNEL_SHARE:
+        if op.kernel_category_shares.get(kernel_category, 0.0) > settings.RELABEL_MIN_KERNEL_SHARE:
             return agent
     return None
 

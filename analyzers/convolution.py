@@ -8,6 +8,7 @@ import duckdb
 from pydantic import BaseModel
 
 from analyzers import compute
+from analyzers import settings
 from analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
 from analyzers.contracts import AgentResult, AnalysisContext
 
@@ -16,11 +17,6 @@ TIER = "compute"
 DISPLAY_NAME = "Convolution"
 OP_CATEGORIES: tuple[str, ...] | None = ("CONV_fwd", "CONV_bwd")
 
-# ---- thresholds this agent adds (candidates for analyzers/settings.py) -------------------------
-TRANSPOSE_OVERHEAD_HIGH_PERCENT = 20.0  # TraceLens convolution spec: > 20 % transpose overhead -> strongly recommend channels-last
-TRANSPOSE_OVERHEAD_MODERATE_PERCENT = 10.0  # ... 10-20 % moderate, < 10 % acceptable
-# TraceLens convolution spec: expected % of peak by kernel shape (prose bands)
-EXPECTED_EFFICIENCY_PERCENT = {"kxk": 70.0, "3x3": 70.0, "1x1": 60.0, "depthwise": 50.0}
 
 
 class ConvolutionFacts(BaseModel):
@@ -109,11 +105,11 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
     if group.estimate_method == "heuristic":
         advice = compute.generic_advice(group, "these convolutions")
         return Advice(insight=layout_text.strip(), action=advice.action, reasoning=advice.reasoning, resolution=advice.resolution)
-    expected = EXPECTED_EFFICIENCY_PERCENT.get(kind)
+    expected = settings.EXPECTED_EFFICIENCY_PERCENT.get(kind)
     eff = group.weighted_efficiency or 0.0
     expected_text = f" {kind} convolutions typically reach {expected:.0f} % or more; this group averages {eff:.1f} %." if expected else ""
-    channels_last = overhead >= TRANSPOSE_OVERHEAD_MODERATE_PERCENT or nchw > 0
-    strength = "strongly " if overhead >= TRANSPOSE_OVERHEAD_HIGH_PERCENT else ""
+    channels_last = overhead >= settings.TRANSPOSE_OVERHEAD_MODERATE_PERCENT or nchw > 0
+    strength = "strongly " if overhead >= settings.TRANSPOSE_OVERHEAD_HIGH_PERCENT else ""
     action = (
         (f"Switch the model and inputs to channels-last (NHWC) memory format ({strength}recommended: the library converts "
          "layouts around every call), and enable convolution autotuning (cudnn.benchmark / the MIOpen find mode) so the "

@@ -7,11 +7,11 @@ gap between consecutive GPU busy intervals is classified from the trace itself:
   a blocking copy, `aten::item` / `aten::_local_scalar_dense`) when the GPU ran dry and the call
   returned inside the gap: the host waited for the queue to drain and then had to refill it;
 - `window_edge`: a long gap at the very start or end of the profile, outside the steady state;
-- `pipeline_bubble`: any other gap of LONG_GAP_US or more (the host was busy elsewhere);
+- `pipeline_bubble`: any other gap of settings.LONG_GAP_US or more (the host was busy elsewhere);
 - `graph`: a gap between two kernels of GPU graph replays (no host launch in between);
 - `launch`: every other gap: the host could not launch kernels as fast as the GPU ran them.
 
-The recoverable time of a class is the time its gaps exceed RESIDUAL_GAP_US, scaled by a
+The recoverable time of a class is the time its gaps exceed settings.RESIDUAL_GAP_US, scaled by a
 low / mid / high recovery fraction (estimate_method "heuristic").
 """
 
@@ -27,23 +27,6 @@ from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Findin
 AGENT_NAME = "cpu_idle"
 TIER = "system"
 
-# ---- thresholds of this analyzer (candidates for analyzers/settings.py) ------------------------
-# Gap two back-to-back kernels keep even with a full launch queue; the GPU-bound H100 Qwen test
-# trace has a median gap of 1.4 us, so 2 us is taken as not recoverable per gap.
-RESIDUAL_GAP_US = 2.0
-# A gap of 1 ms or more is a pipeline bubble, not launch overhead: a launch costs 5-20 us of host
-# time (HTA cuda_kernel_launch_stats docs), so no launch sequence explains a millisecond.
-LONG_GAP_US = 1000.0
-# Share of the launch / host-sync gaps a GPU graph or sync removal recovers (low / mid / high):
-# graphs remove the host from the kernel-to-kernel path, but capture rarely covers a whole step.
-IDLE_RECOVERY_FRACTIONS = (0.25, 0.50, 0.75)
-# Bubbles have a cause the trace does not show (data loading, Python work between steps), so
-# only a smaller share is credited.
-BUBBLE_RECOVERY_FRACTIONS = (0.10, 0.25, 0.50)
-# Share of all kernels below SHORT_KERNEL_US from which a launch-limited trace is "many short kernels".
-SHORT_KERNEL_SHARE_MIN = 0.5
-# Share of idle time sitting in window-edge gaps from which the profile window itself is reported.
-WINDOW_EDGE_IDLE_SHARE_MIN = 0.5
 
 GAP_CLASSES = ("launch", "host_sync", "pipeline_bubble", "window_edge", "graph")
 BLOCKING_RUNTIME_CALLS = ("cudaMemcpy", "hipMemcpy", "hipMemcpyWithStream", "cudaMemcpy2D", "hipMemcpy2D",
@@ -55,7 +38,7 @@ class GapClassStats(BaseModel):
     gap_count: int = 0
     idle_time_ms: float = 0.0
     idle_percent_of_e2e: float = 0.0
-    recoverable_time_ms: float = 0.0  # sum over the class's gaps of max(0, gap - RESIDUAL_GAP_US)
+    recoverable_time_ms: float = 0.0  # sum over the class's gaps of max(0, gap - settings.RESIDUAL_GAP_US)
     median_gap_us: float | None = None
     max_gap_us: float | None = None
 
@@ -149,9 +132,9 @@ classified_gaps as (
                          where blocking_calls.ts_us <= gaps.gap_start_us
                            and blocking_calls.end_us between gaps.gap_start_us and gaps.gap_end_us)
                 then 'host_sync'
-            when gaps.gap_end_us - gaps.gap_start_us >= {LONG_GAP_US} and gaps.gap_number in (1, gaps.gap_total)
+            when gaps.gap_end_us - gaps.gap_start_us >= {settings.LONG_GAP_US} and gaps.gap_number in (1, gaps.gap_total)
                 then 'window_edge'
-            when gaps.gap_end_us - gaps.gap_start_us >= {LONG_GAP_US} then 'pipeline_bubble'
+            when gaps.gap_end_us - gaps.gap_start_us >= {settings.LONG_GAP_US} then 'pipeline_bubble'
             else 'launch'
         end as gap_class
     from gaps
@@ -163,7 +146,7 @@ select
     gap_class,
     count(*) as gap_count,
     sum(gap_us) / 1000 as idle_time_ms,
-    sum(greatest(gap_us - {RESIDUAL_GAP_US}, 0)) / 1000 as recoverable_time_ms,
+    sum(greatest(gap_us - {settings.RESIDUAL_GAP_US}, 0)) / 1000 as recoverable_time_ms,
     median(gap_us) as median_gap_us,
     max(gap_us) as max_gap_us
 from classified_gaps
@@ -322,12 +305,12 @@ def _findings(m: CpuIdleMetrics, ctx: AnalysisContext) -> list[Finding]:
         "median_gap_us": m.median_gap_us,
     }
     data_table = _gap_table(m)
-    fmt_fractions = "/".join(f"{f:.2f}" for f in IDLE_RECOVERY_FRACTIONS)
+    fmt_fractions = "/".join(f"{f:.2f}" for f in settings.IDLE_RECOVERY_FRACTIONS)
 
     launch = m.gaps_by_class["launch"]
-    impact = _quantified(ctx, launch.recoverable_time_ms, IDLE_RECOVERY_FRACTIONS)
+    impact = _quantified(ctx, launch.recoverable_time_ms, settings.IDLE_RECOVERY_FRACTIONS)
     if launch.gap_count and impact["impact_score"] >= settings.MIN_PITEM_IMPACT_SCORE:
-        many_short = (m.short_kernel_share or 0.0) >= SHORT_KERNEL_SHARE_MIN
+        many_short = (m.short_kernel_share or 0.0) >= settings.SHORT_KERNEL_SHARE_MIN
         slow_host = (m.median_gap_us or 0.0) > settings.LAUNCH_BOUND_MEDIAN_GAP_US
         launch_bound = many_short and slow_host
         slug = "launch-bound" if launch_bound else "host-overhead"
@@ -358,19 +341,19 @@ def _findings(m: CpuIdleMetrics, ctx: AnalysisContext) -> list[Finding]:
             f"which removes the per-kernel host cost from the critical path. Where capture is not possible, "
             f"compiling the step (fewer, fused kernels) or a larger batch per launch shrinks the same gaps.\n\n"
             f"**Impact estimate:** recoverable = {fmt_fractions} (low/mid/high) x the launch-gap time above "
-            f"{RESIDUAL_GAP_US:g} us per gap ({launch.recoverable_time_ms:.3f} ms) = "
+            f"{settings.RESIDUAL_GAP_US:g} us per gap ({launch.recoverable_time_ms:.3f} ms) = "
             f"{impact['impact_low']:.1f}-{impact['impact_high']:.1f} % of E2E (mid {impact['impact_score']:.1f} %, "
             f"about {impact['recoverable_ms']:.3f} ms)."
         )
         findings.append(_finding(
             slug, title=title, insight=insight, action=action, confidence=confidence,
             evidence={**common, "launch_gap_count": launch.gap_count, "launch_idle_ms": launch.idle_time_ms,
-                      "launch_recoverable_ms": launch.recoverable_time_ms, "residual_gap_us": RESIDUAL_GAP_US,
-                      "recovery_fractions": list(IDLE_RECOVERY_FRACTIONS)},
+                      "launch_recoverable_ms": launch.recoverable_time_ms, "residual_gap_us": settings.RESIDUAL_GAP_US,
+                      "recovery_fractions": list(settings.IDLE_RECOVERY_FRACTIONS)},
             evidence_sql=evidence_sql, details=details, **impact))
 
     sync = m.gaps_by_class["host_sync"]
-    impact = _quantified(ctx, sync.recoverable_time_ms, IDLE_RECOVERY_FRACTIONS)
+    impact = _quantified(ctx, sync.recoverable_time_ms, settings.IDLE_RECOVERY_FRACTIONS)
     if sync.gap_count and impact["impact_score"] >= settings.MIN_PITEM_IMPACT_SCORE:
         calls = ", ".join(f"`{c.name}` ({c.gap_count})" for c in m.blocking_calls[:4]) or "a blocking call"
         confidence = confidence_from_quality("high", ctx.quality_verdicts, ("linked_gpu_time_share", "same_stream_overlaps"))
@@ -392,7 +375,7 @@ def _findings(m: CpuIdleMetrics, ctx: AnalysisContext) -> list[Finding]:
             f"**Resolution:** keep host-read values on the device (device-side checks, `non_blocking` copies into "
             f"pinned memory read one step later) so the host keeps launching ahead of the GPU.\n\n"
             f"**Impact estimate:** recoverable = {fmt_fractions} (low/mid/high) x the sync-gap time above "
-            f"{RESIDUAL_GAP_US:g} us per gap ({sync.recoverable_time_ms:.3f} ms) = "
+            f"{settings.RESIDUAL_GAP_US:g} us per gap ({sync.recoverable_time_ms:.3f} ms) = "
             f"{impact['impact_low']:.1f}-{impact['impact_high']:.1f} % of E2E."
         )
         findings.append(_finding(
@@ -404,11 +387,11 @@ def _findings(m: CpuIdleMetrics, ctx: AnalysisContext) -> list[Finding]:
             evidence_sql=evidence_sql, details=details, **impact))
 
     bubble = m.gaps_by_class["pipeline_bubble"]
-    impact = _quantified(ctx, bubble.recoverable_time_ms, BUBBLE_RECOVERY_FRACTIONS)
+    impact = _quantified(ctx, bubble.recoverable_time_ms, settings.BUBBLE_RECOVERY_FRACTIONS)
     if bubble.gap_count and impact["impact_score"] >= settings.MIN_PITEM_IMPACT_SCORE:
         confidence = confidence_from_quality("medium", ctx.quality_verdicts, ("linked_gpu_time_share", "same_stream_overlaps"))
         insight = (
-            f"{bubble.gap_count} gaps of {LONG_GAP_US / 1000:g} ms or more leave the GPU idle for "
+            f"{bubble.gap_count} gaps of {settings.LONG_GAP_US / 1000:g} ms or more leave the GPU idle for "
             f"{bubble.idle_time_ms:.2f} ms ({bubble.idle_percent_of_e2e:.1f} % of E2E; longest "
             f"{(bubble.max_gap_us or 0) / 1000:.2f} ms) with no blocking call on the host."
         )
@@ -419,25 +402,25 @@ def _findings(m: CpuIdleMetrics, ctx: AnalysisContext) -> list[Finding]:
             f"was busy with something else (input preparation, Python bookkeeping, a scheduler) while the GPU "
             f"had nothing queued (source: `cpu_idle_metrics.json` -> `gaps_by_class.pipeline_bubble`).\n\n"
             f"**Data:**\n\n{data_table}\n\n"
-            f"**Reasoning for Slowdown:** a gap of {LONG_GAP_US / 1000:g} ms is far longer than any launch "
+            f"**Reasoning for Slowdown:** a gap of {settings.LONG_GAP_US / 1000:g} ms is far longer than any launch "
             f"latency, so the host was not launching at all. The trace does not show what it was doing, which "
             f"is why only a smaller share is credited.\n\n"
             f"**Resolution:** move the host work off the critical path (background data loading, pinned-memory "
             f"prefetch, asynchronous scheduling) so the next GPU phase is queued before the current one ends.\n\n"
             f"**Impact estimate:** recoverable = "
-            f"{'/'.join(f'{f:.2f}' for f in BUBBLE_RECOVERY_FRACTIONS)} (low/mid/high) x the bubble time "
+            f"{'/'.join(f'{f:.2f}' for f in settings.BUBBLE_RECOVERY_FRACTIONS)} (low/mid/high) x the bubble time "
             f"({bubble.recoverable_time_ms:.3f} ms) = {impact['impact_low']:.1f}-{impact['impact_high']:.1f} % of E2E."
         )
         findings.append(_finding(
             "pipeline-bubbles", title="Pipeline bubbles: long host-side gaps between GPU phases",
             insight=insight, action=action, confidence=confidence,
             evidence={**common, "bubble_gap_count": bubble.gap_count, "bubble_idle_ms": bubble.idle_time_ms,
-                      "bubble_recoverable_ms": bubble.recoverable_time_ms, "long_gap_us": LONG_GAP_US,
-                      "recovery_fractions": list(BUBBLE_RECOVERY_FRACTIONS)},
+                      "bubble_recoverable_ms": bubble.recoverable_time_ms, "long_gap_us": settings.LONG_GAP_US,
+                      "recovery_fractions": list(settings.BUBBLE_RECOVERY_FRACTIONS)},
             evidence_sql=evidence_sql, details=details, **impact))
 
     edge = m.gaps_by_class["window_edge"]
-    if edge.gap_count and m.idle_time_ms and edge.idle_time_ms >= WINDOW_EDGE_IDLE_SHARE_MIN * m.idle_time_ms:
+    if edge.gap_count and m.idle_time_ms and edge.idle_time_ms >= settings.WINDOW_EDGE_IDLE_SHARE_MIN * m.idle_time_ms:
         confidence = confidence_from_quality("medium", ctx.quality_verdicts, ("linked_gpu_time_share",))
         insight = (
             f"{edge.idle_time_ms:.2f} ms of the {m.idle_time_ms:.2f} ms idle time ({edge.idle_percent_of_e2e:.1f} % of "
@@ -476,7 +459,7 @@ def _findings(m: CpuIdleMetrics, ctx: AnalysisContext) -> list[Finding]:
             evidence={**common}, evidence_sql=evidence_sql,
             details=(f"**Identification:** idle above {settings.IDLE_PERCENT_MAX:g} % with no dominant gap class "
                      f"(source: `cpu_idle_metrics.json` -> `gaps_by_class`).\n\n**Data:**\n\n{data_table}\n\n"
-                     f"**Reasoning for Slowdown:** gaps close to the {RESIDUAL_GAP_US:g} us a full queue leaves are "
+                     f"**Reasoning for Slowdown:** gaps close to the {settings.RESIDUAL_GAP_US:g} us a full queue leaves are "
                      f"not a host problem; short kernels make them weigh more.\n\n"
                      f"**Resolution:** more work per kernel amortizes the fixed gap.\n\n"
                      f"**Impact estimate:** not quantifiable from trace data.")))

@@ -7,6 +7,7 @@ import duckdb
 from pydantic import BaseModel
 
 from analyzers import compute, settings
+from analyzers import settings
 from analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
 from analyzers.contracts import AgentResult, AnalysisContext
 
@@ -15,7 +16,7 @@ TIER = "compute"
 DISPLAY_NAME = "Elementwise"
 OP_CATEGORIES: tuple[str, ...] | None = ("elementwise",)
 
-# ---- thresholds this agent adds (candidates for analyzers/settings.py) -------------------------
+# ---- names and patterns this agent matches on (thresholds are in analyzers/settings.py) ----
 # TraceLens elementwise spec member classes (by op name, namespace and in-place suffix removed)
 KIND_NAMES: dict[str, tuple[str, ...]] = {
     "baseline": ("add", "mul", "copy", "fill", "zero", "zeros", "ones", "clone", "contiguous"),
@@ -26,8 +27,6 @@ KIND_NAMES: dict[str, tuple[str, ...]] = {
     "mask": ("where", "masked_fill", "eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or", "logical_not"),
     "arithmetic": ("sub", "div", "remainder", "fmod", "neg", "abs", "clamp", "rsub", "addcmul", "addcdiv", "lerp"),
 }
-BASELINE_EFFICIENCY_MIN_PERCENT = 50.0  # TraceLens elementwise spec: simple ops below 50 % of HBM peak are "low"
-HIGH_INVOCATION_CALLS = 1000  # TraceLens elementwise spec: more than 1000 calls -> launch overhead / batching
 NORM_MODULE_MARKERS = ("norm",)  # module names whose elementwise ops are pieces of an unfused normalization
 ATTENTION_MODULE_MARKERS = ("attention", "attn", "rotary")
 
@@ -36,7 +35,7 @@ class ElementwiseFacts(BaseModel):
     kind_counts: dict[str, int]
     kind_time_ms: dict[str, float]
     baseline_weighted_efficiency_percent: float | None  # add / mul / copy / fill, time-weighted % of roofline
-    high_invocation_op_count: int  # signatures with more than HIGH_INVOCATION_CALLS calls
+    high_invocation_op_count: int  # signatures with more than settings.HIGH_INVOCATION_CALLS calls
     short_kernel_op_count: int  # signatures whose mean kernel time is under SHORT_KERNEL_US
     cast_time_ms: float
     fp32_op_count: int  # signatures computing in fp32 (often an upcast inside a norm)
@@ -75,7 +74,7 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
         f" {len(short)} of these ops average under {settings.SHORT_KERNEL_US:.0f} µs per call, so launch overhead matters as much as bandwidth."
         if short else ""
     )
-    many = any(op.count > HIGH_INVOCATION_CALLS for op in group.members)
+    many = any(op.count > settings.HIGH_INVOCATION_CALLS for op in group.members)
     in_norm = [op for op in group.members if _in_modules(op, NORM_MODULE_MARKERS)]
     in_attention = [op for op in group.members if _in_modules(op, ATTENTION_MODULE_MARKERS)]
     if group.estimate_method == "heuristic":
@@ -102,10 +101,10 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
         action = "Fuse chains of pointwise ops (torch.compile or a hand-written fused kernel) so intermediates stay in registers."
     if many:
         action += " Batch the many identical launches (foreach / multi-tensor ops, GPU graphs)."
-    low_baseline = group.family == "simple" and eff < BASELINE_EFFICIENCY_MIN_PERCENT
+    low_baseline = group.family == "simple" and eff < settings.BASELINE_EFFICIENCY_MIN_PERCENT
     reasoning = (
         "Elementwise ops do almost no math per byte, so each one costs a full read and write of its tensors; "
-        + (f"the simplest ops reach only {eff:.1f} % of the bandwidth roofline (below the {BASELINE_EFFICIENCY_MIN_PERCENT:.0f} % "
+        + (f"the simplest ops reach only {eff:.1f} % of the bandwidth roofline (below the {settings.BASELINE_EFFICIENCY_MIN_PERCENT:.0f} % "
            "expected), which points to small tensors, broadcasts or strided inputs rather than the kernel's math."
            if low_baseline else "a chain of them multiplies that traffic.")
     )
@@ -135,7 +134,7 @@ def facts(data: AgentData) -> ElementwiseFacts:
         baseline_weighted_efficiency_percent=(
             sum((op.efficiency_percent or 0.0) * op.time_ms for op in baseline) / baseline_time if baseline_time > 0 else None
         ),
-        high_invocation_op_count=sum(1 for op in ops if op.count > HIGH_INVOCATION_CALLS),
+        high_invocation_op_count=sum(1 for op in ops if op.count > settings.HIGH_INVOCATION_CALLS),
         short_kernel_op_count=sum(1 for op in ops if op.mean_us < settings.SHORT_KERNEL_US),
         cast_time_ms=times.get("cast", 0.0),
         fp32_op_count=sum(1 for op in ops if (op.compute_spec or "").endswith("fp32")),

@@ -7,6 +7,7 @@ import duckdb
 from pydantic import BaseModel
 
 from analyzers import compute
+from analyzers import settings
 from analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
 from analyzers.contracts import AgentResult, AnalysisContext
 
@@ -15,14 +16,9 @@ TIER = "compute"
 DISPLAY_NAME = "GEMM"
 OP_CATEGORIES: tuple[str, ...] | None = ("GEMM", "GroupedGEMM_fwd", "GroupedGEMM_bwd")
 
-# ---- thresholds this agent adds (candidates for analyzers/settings.py) -------------------------
+# ---- names and patterns this agent matches on (thresholds are in analyzers/settings.py) ----
 QUANTIZED_NAME_MARKERS = ("w8a8", "int8", "fp8", "w4a16", "w4a4", "fp4", "mxfp4")  # TraceLens gemm_analysis classifier
 LOW_PRECISION = ("fp8", "fp4", "int8")  # kernel / compute-spec precisions counted as quantized
-GEMM_ALIGNMENT = 64  # brief: check M, N, K for multiples of 64 (128 preferred) on matrix cores
-TILE_TUNING_MIN_FLOPS_PER_BYTE = 200.0  # TraceLens gemm spec: FLOPS/Byte > 200 and compute-bound -> tile tuning
-EPILOGUE_FUSION_MAX_FLOPS_PER_BYTE = 100.0  # TraceLens gemm spec: FLOPS/Byte < 100 and memory-bound -> epilogue fusion
-TINY_GEMM_DIM_MAX = 16  # TraceLens gemm spec: min(M, N, K) <= 16 ...
-TINY_GEMM_MIN_CALLS = 1000  # ... with >= 1000 calls -> batch into batched / grouped GEMM
 
 
 class GemmFacts(BaseModel):
@@ -31,7 +27,7 @@ class GemmFacts(BaseModel):
     relabelled_count: int
     batched_count: int
     grouped_count: int
-    misaligned_count: int  # modelled GEMMs with M, N or K not a multiple of GEMM_ALIGNMENT
+    misaligned_count: int  # modelled GEMMs with M, N or K not a multiple of settings.GEMM_ALIGNMENT
     dominant_library: str | None
     library_time_ms: dict[str, float]
     compute_bound_count: int
@@ -80,7 +76,7 @@ def misaligned_dims(op: OpRecord) -> list[str]:
     dims = mnk(op)
     if dims is None:
         return []
-    return [f"{label}={value}" for label, value in zip("MNK", dims) if value % GEMM_ALIGNMENT != 0]
+    return [f"{label}={value}" for label, value in zip("MNK", dims) if value % settings.GEMM_ALIGNMENT != 0]
 
 
 def _shape_phrase(op: OpRecord) -> str:
@@ -102,7 +98,7 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
         first, dims = next(iter(misaligned.items()))
         align_text = (
             f" {len(misaligned)} of the {len(group.members)} shapes have a dimension that is not a multiple of "
-            f"{GEMM_ALIGNMENT} (e.g. {', '.join(dims)} in {first})."
+            f"{settings.GEMM_ALIGNMENT} (e.g. {', '.join(dims)} in {first})."
         )
     if group.estimate_method == "heuristic":
         kernel = dominant.kernels[0].name if dominant.kernels else dominant.name
@@ -142,12 +138,12 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
             action=(
                 ("Tune these exact shapes with the vendor GEMM library's offline tuning, or try a different GEMM backend"
                  if not near else "Remaining gains need shape-specific tuning in the vendor GEMM library (or another backend)")
-                + (f"; pad M, N, K to multiples of {GEMM_ALIGNMENT}/128 where you control them (hidden size, vocabulary, batch x tokens)."
+                + (f"; pad M, N, K to multiples of {settings.GEMM_ALIGNMENT}/128 where you control them (hidden size, vocabulary, batch x tokens)."
                    if misaligned else ".")
                 + precision
             ),
             reasoning=(
-                f"Compute-bound GEMMs (FLOP/byte above {TILE_TUNING_MIN_FLOPS_PER_BYTE:.0f} is typical) are set by tile "
+                f"Compute-bound GEMMs (FLOP/byte above {settings.TILE_TUNING_MIN_FLOPS_PER_BYTE:.0f} is typical) are set by tile "
                 "shape and occupancy: a tile that does not divide the problem leaves partial tiles and idle compute units."
             ),
             resolution=(
@@ -155,12 +151,12 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
                 "aligned dimensions avoid partial tiles and let the kernel use vectorised loads."
             ),
         )
-    small = [op for op in group.members if (d := mnk(op)) and min(d[0], d[1]) <= TINY_GEMM_DIM_MAX]
+    small = [op for op in group.members if (d := mnk(op)) and min(d[0], d[1]) <= settings.TINY_GEMM_DIM_MAX]
     if small:
-        many = sum(op.count for op in small) >= TINY_GEMM_MIN_CALLS
+        many = sum(op.count for op in small) >= settings.TINY_GEMM_MIN_CALLS
         return Advice(
             insight=(
-                f"{len(small)} of these GEMMs have M or N of at most {TINY_GEMM_DIM_MAX} (e.g. {_shape_phrase(small[0])}): "
+                f"{len(small)} of these GEMMs have M or N of at most {settings.TINY_GEMM_DIM_MAX} (e.g. {_shape_phrase(small[0])}): "
                 "they are matrix-vector-like and read the whole weight matrix for a few rows."
             ),
             action=(
@@ -171,7 +167,7 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
             reasoning="With a tiny M the weights dominate the bytes moved, so time is set by HBM bandwidth, not FLOPs.",
             resolution="A larger M reuses each weight byte for more rows, raising FLOP/byte and moving the GEMM towards compute-bound.",
         )
-    epilogue = (dominant.flops_per_byte or 0.0) < EPILOGUE_FUSION_MAX_FLOPS_PER_BYTE
+    epilogue = (dominant.flops_per_byte or 0.0) < settings.EPILOGUE_FUSION_MAX_FLOPS_PER_BYTE
     return Advice(
         insight=(
             f"Arithmetic intensity is {compute.fmt(dominant.flops_per_byte, 1)} FLOP/byte for the dominant shape "
@@ -183,7 +179,7 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
             "Check the operand layouts (transposed or strided inputs force extra passes) and batch calls to raise arithmetic intensity."
         ),
         reasoning=(
-            f"Below about {EPILOGUE_FUSION_MAX_FLOPS_PER_BYTE:.0f} FLOP/byte a GEMM is limited by memory traffic; every separate "
+            f"Below about {settings.EPILOGUE_FUSION_MAX_FLOPS_PER_BYTE:.0f} FLOP/byte a GEMM is limited by memory traffic; every separate "
             "epilogue op re-reads and re-writes the output."
         ),
         resolution="An epilogue fusion writes the output once; larger batches reuse the weights across more rows.",

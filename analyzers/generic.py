@@ -8,6 +8,7 @@ import duckdb
 from pydantic import BaseModel
 
 from analyzers import compute, convolution, elementwise, gemm, moe, norm, reduce, sdpa, triton
+from analyzers import settings
 from analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
 from analyzers.contracts import AgentResult, AnalysisContext
 
@@ -21,7 +22,7 @@ OWNED_ELSEWHERE: tuple[str, ...] = tuple(
     for category in (module.OP_CATEGORIES or ())
 )
 
-# ---- thresholds this agent adds (candidates for analyzers/settings.py) -------------------------
+# ---- names and patterns this agent matches on (thresholds are in analyzers/settings.py) ----
 KIND_RULES = (  # first match on the lower-cased op name (TraceLens generic-op spec keyword table, extended)
     ("optimizer", ("_foreach_", "multi_tensor", "fused_adam", "fused_sgd")),
     ("embedding", ("embedding",)),
@@ -37,7 +38,6 @@ KIND_RULES = (  # first match on the lower-cased op name (TraceLens generic-op s
 HOST_SYNC_OPS = ("_local_scalar_dense", "item", "nonzero")  # ops whose kernels are device-to-host copies
 # kernel_category (taxonomy) -> the agent that would analyze such kernels (possible miscategorization)
 MISCATEGORIZED_KERNELS = {"GEMM": "gemm", "SDPA": "sdpa", "NORM": "norm", "CONV": "convolution", "MoE": "moe", "triton": "triton", "reduce": "reduce"}
-MISCATEGORIZED_MIN_SHARE = 0.5  # most of the op's kernel time in one recognised category
 MISCATEGORIZED_ACTIONS = {  # the owning agent's main action, in one clause
     "GEMM": "tune its GEMM shapes through the vendor GEMM library or another GEMM backend",
     "SDPA": "make sure a fused attention kernel is selected and batch more queries per call",
@@ -83,7 +83,7 @@ def is_host_sync(op: OpRecord) -> bool:
 
 def miscategorized_as(op: OpRecord) -> str | None:
     dominant = dominant_kernel_category(op)
-    if dominant and dominant[0] in MISCATEGORIZED_KERNELS and dominant[1] > MISCATEGORIZED_MIN_SHARE:
+    if dominant and dominant[0] in MISCATEGORIZED_KERNELS and dominant[1] > settings.MISCATEGORIZED_MIN_SHARE:
         return dominant[0]
     return None
 

@@ -36,26 +36,6 @@ from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Findin
 AGENT_NAME = "kernel_fusion"
 TIER = "system"
 
-# ---- thresholds of this analyzer (candidates for analyzers/settings.py) ------------------------
-# At most this many elementwise ops after a GEMM are an epilogue (TraceLens kernel-fusion spec:
-# "GEMM + 1-2 elementwise kernels").
-EPILOGUE_MAX_OPS = 2
-# Eager attention: at most this many ops between the first batched matmul and the softmax (scale,
-# mask, dtype cast) and between the softmax and the second batched matmul (dropout, cast).
-ATTENTION_MAX_OPS_BEFORE_SOFTMAX = 4
-ATTENTION_MAX_OPS_AFTER_SOFTMAX = 3
-# Share of a chain's kernel time that must have a perf model (bytes) for a "high" confidence
-# roofline projection (TraceLens kernel_fusion uses 0.75 for chains of 5+ kernels).
-FUSION_MODELED_SHARE_HIGH = 0.75
-# An op name is handed to the compute tier as fusion-covered only when high-confidence candidates
-# hold at least this share of that op name's kernel time (otherwise other instances still deserve
-# kernel tuning findings).
-FUSION_FLAG_OP_TIME_SHARE_MIN = 0.5
-# At most this many fusion findings per trace (the rest stay in the candidate list).
-MAX_FUSION_FINDINGS = 8
-# A chain whose intermediates are under 5 % of its bytes (e.g. a scalar counter update next to a
-# norm) gains nothing from fusion that kernel tuning would not give: rejected.
-FUSION_MIN_BYTES_SAVED_SHARE = 0.05
 FUSION_MAX_EXAMPLE_OPS = 20  # op ids of the first instance kept in a candidate (for lookups)
 
 # Kernel durations are what the estimate rests on: overlapping same-stream kernels mean they are off.
@@ -382,10 +362,10 @@ def _eager_attention(units: list[Unit], ops: dict[int, dict], covered: set[str])
             if not (first.name in BMM_OPS and first.is_matrix) or first.key in covered:
                 i += 1
                 continue
-            softmax_at = next((j for j in range(i + 1, min(len(seq), i + 2 + ATTENTION_MAX_OPS_BEFORE_SOFTMAX))
+            softmax_at = next((j for j in range(i + 1, min(len(seq), i + 2 + settings.ATTENTION_MAX_OPS_BEFORE_SOFTMAX))
                                if seq[j].name in SOFTMAX_OPS or "softmax" in seq[j].types), None)
             second_at = None if softmax_at is None else next(
-                (j for j in range(softmax_at + 1, min(len(seq), softmax_at + 2 + ATTENTION_MAX_OPS_AFTER_SOFTMAX))
+                (j for j in range(softmax_at + 1, min(len(seq), softmax_at + 2 + settings.ATTENTION_MAX_OPS_AFTER_SOFTMAX))
                  if seq[j].name in BMM_OPS and seq[j].is_matrix), None)
             if second_at is None:
                 i += 1
@@ -562,7 +542,7 @@ def _chain_savings(run: list[Unit], platform: _Platform) -> tuple[float, float, 
     total_bytes = sum(u.bytes for u in modeled)
     intermediate = 2.0 * sum(_output_bytes(u) for u in modeled[:-1])
     fused_bytes = max(total_bytes - intermediate, max(u.bytes for u in modeled))
-    if 1.0 - fused_bytes / total_bytes < FUSION_MIN_BYTES_SAVED_SHARE:
+    if 1.0 - fused_bytes / total_bytes < settings.FUSION_MIN_BYTES_SAVED_SHARE:
         return 0.0, 0.0, modeled_us, run_us  # no intermediate tensor worth keeping on chip
     t_mem = platform.memory_us(fused_bytes)
     t_compute = sum(platform.compute_us(u.flops, u.compute_spec) for u in modeled)
@@ -616,7 +596,7 @@ def _estimate(instance: Instance, platform: _Platform) -> Estimate:
     for head, run in segments:
         if not run:
             continue
-        if head is not None and len(run) <= EPILOGUE_MAX_OPS and all(u.types <= EPILOGUE_KERNEL_TYPES for u in run):
+        if head is not None and len(run) <= settings.EPILOGUE_MAX_OPS and all(u.types <= EPILOGUE_KERNEL_TYPES for u in run):
             high = sum(u.time_us for u in run)
             est.low_us += settings.TARGET_LOW * high
             est.mid_us += settings.TARGET_MID * high
@@ -682,13 +662,13 @@ def _confidence(instance: Instance, est: Estimate, verdicts: dict[str, str]) -> 
     families = PATTERN_FAMILIES.get(pattern)
     if families is not None:
         agree = hint is None or hint in families
-        level: Confidence = "high" if agree and modeled_share >= FUSION_MODELED_SHARE_HIGH else "medium"
+        level: Confidence = "high" if agree and modeled_share >= settings.FUSION_MODELED_SHARE_HIGH else "medium"
         reasons.append(f"op composition matches {pattern.replace('_', ' ')}"
                        + ("" if hint is None else f"; module name suggests {hint}" + ("" if agree else " (disagrees)")))
         if est.measured:
             reasons.append("saving is measured kernel time")
     else:
-        level = "medium" if modeled_share >= FUSION_MODELED_SHARE_HIGH else "low"
+        level = "medium" if modeled_share >= settings.FUSION_MODELED_SHARE_HIGH else "low"
         reasons.append("generic chain of elementwise ops, no named pattern")
     if est.chain_us:
         reasons.append(f"{100 * modeled_share:.0f} % of chain time has a perf model")
@@ -802,12 +782,12 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
             if t > owner.get(name, (0.0, ""))[0]:
                 owner[name] = (t, c.name)
     for name, t in covered_time.items():
-        if op_time[name] > 0 and t / op_time[name] >= FUSION_FLAG_OP_TIME_SHARE_MIN:
+        if op_time[name] > 0 and t / op_time[name] >= settings.FUSION_FLAG_OP_TIME_SHARE_MIN:
             high_confidence_ops[name] = owner[name][1]
 
     reported = [c for c in candidates if c.status == "estimated" and c.impact_mid >= settings.MIN_PITEM_IMPACT_SCORE]
     findings: list[Finding] = []
-    for c in reported[:MAX_FUSION_FINDINGS]:
+    for c in reported[:settings.MAX_FUSION_FINDINGS]:
         finding = _finding(c, ctx)
         if any(f.finding_id == finding.finding_id for f in findings):
             finding = finding.model_copy(update={"finding_id": f"{finding.finding_id}-{c.candidate_id}"})

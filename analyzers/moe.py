@@ -15,7 +15,7 @@ TIER = "compute"
 DISPLAY_NAME = "Mixture of Experts"
 OP_CATEGORIES: tuple[str, ...] | None = ("MoE_fused", "MoE_unfused", "MoE_aux", "MoE_comm_fwd", "MoE_comm_bwd")
 
-# ---- thresholds this agent adds (candidates for analyzers/settings.py) -------------------------
+# ---- names and patterns this agent matches on (thresholds are in analyzers/settings.py) ----
 KIND_BY_CATEGORY = {
     "MoE_fused": "fused", "MoE_unfused": "unfused", "MoE_aux": "routing",
     "MoE_comm_fwd": "dispatch", "MoE_comm_bwd": "dispatch",

@@ -24,16 +24,6 @@ from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Findin
 AGENT_NAME = "multi_kernel"
 TIER = "system"
 
-# ---- thresholds of this analyzer (candidates for analyzers/settings.py) ------------------------
-# Share of the hideable exposed time (communication, or exposed host<->device copies) that
-# overlapping recovers, low / mid / high: overlap is never perfect (bucket boundaries, the last
-# collective of a step, stream dependencies), so even the high end leaves 10 %.
-OVERLAP_RECOVERY_FRACTIONS = (0.5, 0.7, 0.9)
-# Collectives shorter than this on average (and more than MEMCPY_DIRECTION_COUNT_MAX of them) are
-# latency-bound: fusing them into fewer, larger ones is the mechanism (NCCL / RCCL latency is
-# several us per call, so 100 us messages are still dominated by per-call cost at small sizes).
-SMALL_COLLECTIVE_US = 100.0
-TOP_COLLECTIVES = 10
 
 MemcpyDirection = Literal["D2H", "H2D", "D2D", "other"]
 FLAGGED_DIRECTIONS: tuple[MemcpyDirection, ...] = ("D2H", "H2D")
@@ -230,7 +220,7 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
         collective_avg_us=_round(1000.0 * collective_time_ms / collective_count, 3) if collective_count else None,
         top_collectives=[CollectiveOp(name=r["name"], count=int(r["count"]), total_time_ms=_round(r["total_time_ms"]),
                                       avg_time_us=_round(r["avg_time_us"], 3), library=r["library"])
-                         for r in linked[:TOP_COLLECTIVES]],
+                         for r in linked[:settings.TOP_COLLECTIVES]],
         unlinked_collective_count=sum(int(r["count"]) for r in collectives if not r["is_linked"]),
         unlinked_collective_time_ms=_round(sum(float(r["total_time_ms"]) for r in collectives if not r["is_linked"])),
         total_comm_time_ms=_round(total_comm),
@@ -258,7 +248,7 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
 
 def _ladder(recoverable_ms: float, e2e_ms: float) -> dict:
     share = 100.0 * recoverable_ms / e2e_ms if e2e_ms > 0 else 0.0
-    low, mid, high = (round(share * f, 3) for f in OVERLAP_RECOVERY_FRACTIONS)
+    low, mid, high = (round(share * f, 3) for f in settings.OVERLAP_RECOVERY_FRACTIONS)
     return {"impact_low": low, "impact_score": mid, "impact_high": high,
             "recoverable_ms": round(mid * e2e_ms / 100.0, 4), "estimate_method": "heuristic"}
 
@@ -288,7 +278,7 @@ def _summary_table(m: MultiKernelMetrics) -> str:
 def _findings(m: MultiKernelMetrics, ctx: AnalysisContext) -> list[Finding]:
     findings: list[Finding] = []
     table = _summary_table(m)
-    fractions = "/".join(f"{f:.1f}" for f in OVERLAP_RECOVERY_FRACTIONS)
+    fractions = "/".join(f"{f:.1f}" for f in settings.OVERLAP_RECOVERY_FRACTIONS)
     comm_checks = ("linked_gpu_time_share", "same_stream_overlaps", "distributed_info")
     top = m.top_collectives[0].name if m.top_collectives else "collective kernels"
     comm_evidence = {
@@ -348,7 +338,7 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext) -> list[Finding]:
     unhideable_percent = 100.0 * unhideable_ms / ctx.e2e_time_ms if ctx.e2e_time_ms > 0 else 0.0
     if m.exposed_comm_flagged and unhideable_percent > settings.EXPOSED_COMM_PERCENT_MAX:
         latency_bound = (m.collective_count > settings.MEMCPY_DIRECTION_COUNT_MAX
-                         and (m.collective_avg_us or 0) < SMALL_COLLECTIVE_US)
+                         and (m.collective_avg_us or 0) < settings.SMALL_COLLECTIVE_US)
         impact = {"impact_low": round(unhideable_percent * settings.HEURISTIC_FRACTION_LOW, 3),
                   "impact_score": round(unhideable_percent * settings.HEURISTIC_FRACTION_MID, 3),
                   "impact_high": round(unhideable_percent * settings.HEURISTIC_FRACTION_HIGH, 3),

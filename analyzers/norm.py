@@ -7,6 +7,7 @@ import duckdb
 from pydantic import BaseModel
 
 from analyzers import compute
+from analyzers import settings
 from analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
 from analyzers.contracts import AgentResult, AnalysisContext
 
@@ -15,7 +16,7 @@ TIER = "compute"
 DISPLAY_NAME = "Normalization"
 OP_CATEGORIES: tuple[str, ...] | None = ("NORM_fwd", "NORM_bwd", "RMSNorm")
 
-# ---- thresholds this agent adds (candidates for analyzers/settings.py) -------------------------
+# ---- names and patterns this agent matches on (thresholds are in analyzers/settings.py) ----
 VARIANTS = (  # TraceLens norm spec member classes, first match on the lower-cased op name
     ("rmsnorm", ("rms_norm", "rmsnorm")),
     ("batchnorm", ("batch_norm", "batchnorm")),
@@ -23,8 +24,6 @@ VARIANTS = (  # TraceLens norm spec member classes, first match on the lower-cas
     ("groupnorm", ("group_norm", "groupnorm")),
     ("instancenorm", ("instance_norm", "instancenorm")),
 )
-NORM_KERNEL_SUBOPTIMAL_PERCENT = 20.0  # TraceLens norm spec: norm below 20 % of HBM peak -> kernel suboptimal
-BATCHNORM_CHANNELS_LAST_MIN_PERCENT = 10.0  # TraceLens norm spec: BatchNorm >= 10 % of computation -> channels-last
 
 
 class NormFacts(BaseModel):
@@ -35,7 +34,7 @@ class NormFacts(BaseModel):
     batchnorm_percent_of_computation: float | None
     channels_last_count: int  # signatures whose 4-D input has channel stride 1 (NHWC)
     channels_first_count: int  # 4-D inputs in NCHW
-    below_suboptimal_threshold_count: int  # modelled signatures under NORM_KERNEL_SUBOPTIMAL_PERCENT of roofline
+    below_suboptimal_threshold_count: int  # modelled signatures under settings.NORM_KERNEL_SUBOPTIMAL_PERCENT of roofline
     peak_hbm_tb_per_s: float | None
 
 
@@ -62,9 +61,9 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
     if group.estimate_method == "heuristic":
         advice = compute.generic_advice(group, f"this {variant} {pass_text} op")
         return Advice(insight="", action=advice.action, reasoning=advice.reasoning, resolution=advice.resolution)
-    suboptimal = eff is not None and eff < NORM_KERNEL_SUBOPTIMAL_PERCENT
+    suboptimal = eff is not None and eff < settings.NORM_KERNEL_SUBOPTIMAL_PERCENT
     eff_text = (
-        f" At {eff:.1f} % of the bandwidth roofline (below {NORM_KERNEL_SUBOPTIMAL_PERCENT:.0f} %) the norm kernel itself is "
+        f" At {eff:.1f} % of the bandwidth roofline (below {settings.NORM_KERNEL_SUBOPTIMAL_PERCENT:.0f} %) the norm kernel itself is "
         "far from streaming at HBM speed." if suboptimal and eff is not None else ""
     )
     if variant == "batchnorm":
@@ -72,7 +71,7 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
         bn_share = 100.0 * sum(op.time_ms for op in data.ops if op.kind == "batchnorm") / computation if computation > 0 else 0.0
         nchw = [op for op in group.members if compute.tensor_layout(op) == "channels_first"]
         layout_text = f" {len(nchw)} of the {len(group.members)} inputs are in NCHW (channels-first) layout." if nchw else ""
-        heavy = bn_share >= BATCHNORM_CHANNELS_LAST_MIN_PERCENT
+        heavy = bn_share >= settings.BATCHNORM_CHANNELS_LAST_MIN_PERCENT
         return Advice(
             insight=(
                 f"BatchNorm {pass_text} takes {bn_share:.1f} % of the GPU computation time.{eff_text}{layout_text}"
@@ -121,7 +120,7 @@ def facts(data: AgentData) -> NormFacts:
         channels_last_count=sum(1 for op in ops if compute.tensor_layout(op) == "channels_last"),
         channels_first_count=sum(1 for op in ops if compute.tensor_layout(op) == "channels_first"),
         below_suboptimal_threshold_count=sum(
-            1 for op in ops if op.efficiency_percent is not None and op.efficiency_percent < NORM_KERNEL_SUBOPTIMAL_PERCENT
+            1 for op in ops if op.efficiency_percent is not None and op.efficiency_percent < settings.NORM_KERNEL_SUBOPTIMAL_PERCENT
         ),
         peak_hbm_tb_per_s=data.peak_hbm_tb_per_s,
     )

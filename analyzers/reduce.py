@@ -16,7 +16,7 @@ TIER = "compute"
 DISPLAY_NAME = "Reduce"
 OP_CATEGORIES: tuple[str, ...] | None = ("reduce",)
 
-# ---- thresholds this agent adds (candidates for analyzers/settings.py) -------------------------
+# ---- names and patterns this agent matches on (thresholds are in analyzers/settings.py) ----
 KIND_NAMES: dict[str, tuple[str, ...]] = {  # TraceLens reduce spec member classes, by op name
     "softmax": ("softmax", "log_softmax", "_softmax", "_log_softmax", "softmax_backward_data", "_softmax_backward_data"),
     "sum": ("sum", "nansum"),

@@ -12,6 +12,7 @@ import duckdb
 from pydantic import BaseModel
 
 from analyzers import compute
+from analyzers import settings
 from analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
 from analyzers.contracts import AgentResult, AnalysisContext
 
@@ -20,15 +21,12 @@ TIER = "compute"
 DISPLAY_NAME = "Attention (SDPA)"
 OP_CATEGORIES: tuple[str, ...] | None = ("SDPA_fwd", "SDPA_bwd", "InferenceAttention")
 
-# ---- thresholds this agent adds (candidates for analyzers/settings.py) -------------------------
+# ---- names and patterns this agent matches on (thresholds are in analyzers/settings.py) ----
 FLASH_MARKERS = ("flash", "fmha", "flashattn", "attn_fwd", "attn_bwd")  # TraceLens sdpa_analysis flash detector (+ kernel names)
 PAGED_MARKERS = ("unified_attention", "paged_attention", "vllm", "paged")  # TraceLens sdpa_analysis paged detector
 MATH_MARKERS = ("_math", "math_")  # aten::_scaled_dot_product_attention_math: the unfused fallback
 EFFICIENT_MARKERS = ("efficient_attention", "mem_efficient")
 CUDNN_MARKERS = ("cudnn_attention",)
-# TraceLens sdpa spec: expected % of roofline for fused attention by sequence length N (anchor N -> band)
-EXPECTED_EFFICIENCY_BY_SEQ_LEN = ((512, 5.0, 15.0), (1024, 20.0, 40.0), (2048, 40.0, 60.0), (4096, 50.0, 70.0))
-KV_CACHE_WRITE_PERCENT_MAX = 10.0  # TraceLens sdpa spec: reshape_and_cache above ~10 % of paged time -> tune block_size
 KV_CACHE_KERNEL_PATTERN = re.compile(r"reshape_and_cache|store_kvcache|kv_cache", re.IGNORECASE)
 
 
@@ -84,7 +82,7 @@ def seq_lens(op: OpRecord) -> tuple[int | None, int | None]:
 
 def expected_band(n: int) -> tuple[int, float, float]:
     """The TraceLens band whose anchor sequence length is nearest to n (log scale)."""
-    return min(EXPECTED_EFFICIENCY_BY_SEQ_LEN, key=lambda band: abs(math.log(max(n, 1)) - math.log(band[0])))
+    return min(settings.EXPECTED_EFFICIENCY_BY_SEQ_LEN, key=lambda band: abs(math.log(max(n, 1)) - math.log(band[0])))
 
 
 def gqa_ratio(op: OpRecord) -> int | None:
@@ -139,7 +137,7 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
         kv_text = ""
         if kv is not None:
             kv_text = f" KV-cache write kernels take {kv:.1f} % of these ops' kernel time."
-        tune_block = kv is not None and kv > KV_CACHE_WRITE_PERCENT_MAX
+        tune_block = kv is not None and kv > settings.KV_CACHE_WRITE_PERCENT_MAX
         return Advice(
             insight=(
                 f"Attention implementation: {kind}; no perf model covers it, so only its time share is known.{kv_text}"

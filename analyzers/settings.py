@@ -36,3 +36,88 @@ ROLLUP_TOLERANCE = 0.02  # validation: per-category rollup equals the sum of its
 # ---- runner ------------------------------------------------------------------------------
 AGENT_TIMEOUT_SECONDS = 120.0  # per agent, per attempt
 AGENT_ATTEMPTS = 2  # one retry
+
+# ---- cpu_idle agent --------------------------------------------------------
+# Gap two back-to-back kernels keep even with a full launch queue; the GPU-bound H100 Qwen test
+# trace has a median gap of 1.4 us, so 2 us is taken as not recoverable per gap.
+RESIDUAL_GAP_US = 2.0
+# A gap of 1 ms or more is a pipeline bubble, not launch overhead: a launch costs 5-20 us of host
+# time (HTA cuda_kernel_launch_stats docs), so no launch sequence explains a millisecond.
+LONG_GAP_US = 1000.0
+# Share of the launch / host-sync gaps a GPU graph or sync removal recovers (low / mid / high):
+# graphs remove the host from the kernel-to-kernel path, but capture rarely covers a whole step.
+IDLE_RECOVERY_FRACTIONS = (0.25, 0.50, 0.75)
+# Bubbles have a cause the trace does not show (data loading, Python work between steps), so
+# only a smaller share is credited.
+BUBBLE_RECOVERY_FRACTIONS = (0.10, 0.25, 0.50)
+# Share of all kernels below SHORT_KERNEL_US from which a launch-limited trace is "many short kernels".
+SHORT_KERNEL_SHARE_MIN = 0.5
+# Share of idle time sitting in window-edge gaps from which the profile window itself is reported.
+WINDOW_EDGE_IDLE_SHARE_MIN = 0.5
+
+# ---- multi_kernel agent ----------------------------------------------------
+# Share of the hideable exposed time (communication, or exposed host<->device copies) that
+# overlapping recovers, low / mid / high: overlap is never perfect (bucket boundaries, the last
+# collective of a step, stream dependencies), so even the high end leaves 10 %.
+OVERLAP_RECOVERY_FRACTIONS = (0.5, 0.7, 0.9)
+# Collectives shorter than this on average (and more than MEMCPY_DIRECTION_COUNT_MAX of them) are
+# latency-bound: fusing them into fewer, larger ones is the mechanism (NCCL / RCCL latency is
+# several us per call, so 100 us messages are still dominated by per-call cost at small sizes).
+SMALL_COLLECTIVE_US = 100.0
+TOP_COLLECTIVES = 10
+
+# ---- kernel_fusion agent ---------------------------------------------------
+# At most this many elementwise ops after a GEMM are an epilogue (TraceLens kernel-fusion spec:
+# "GEMM + 1-2 elementwise kernels").
+EPILOGUE_MAX_OPS = 2
+# Eager attention: at most this many ops between the first batched matmul and the softmax (scale,
+# mask, dtype cast) and between the softmax and the second batched matmul (dropout, cast).
+ATTENTION_MAX_OPS_BEFORE_SOFTMAX = 4
+ATTENTION_MAX_OPS_AFTER_SOFTMAX = 3
+# Share of a chain's kernel time that must have a perf model (bytes) for a "high" confidence
+# roofline projection (TraceLens kernel_fusion uses 0.75 for chains of 5+ kernels).
+FUSION_MODELED_SHARE_HIGH = 0.75
+# An op name is handed to the compute tier as fusion-covered only when high-confidence candidates
+# hold at least this share of that op name's kernel time (otherwise other instances still deserve
+# kernel tuning findings).
+FUSION_FLAG_OP_TIME_SHARE_MIN = 0.5
+# At most this many fusion findings per trace (the rest stay in the candidate list).
+MAX_FUSION_FINDINGS = 8
+# A chain whose intermediates are under 5 % of its bytes (e.g. a scalar counter update next to a
+# norm) gains nothing from fusion that kernel tuning would not give: rejected.
+FUSION_MIN_BYTES_SAVED_SHARE = 0.05
+
+# ---- compute agent ---------------------------------------------------------
+RELABEL_MIN_KERNEL_SHARE = 0.5  # "for most of their kernel time": strictly more than half (brief)
+
+# ---- gemm agent ------------------------------------------------------------
+GEMM_ALIGNMENT = 64  # brief: check M, N, K for multiples of 64 (128 preferred) on matrix cores
+TILE_TUNING_MIN_FLOPS_PER_BYTE = 200.0  # TraceLens gemm spec: FLOPS/Byte > 200 and compute-bound -> tile tuning
+EPILOGUE_FUSION_MAX_FLOPS_PER_BYTE = 100.0  # TraceLens gemm spec: FLOPS/Byte < 100 and memory-bound -> epilogue fusion
+TINY_GEMM_DIM_MAX = 16  # TraceLens gemm spec: min(M, N, K) <= 16 ...
+TINY_GEMM_MIN_CALLS = 1000  # ... with >= 1000 calls -> batch into batched / grouped GEMM
+
+# ---- sdpa agent ------------------------------------------------------------
+# TraceLens sdpa spec: expected % of roofline for fused attention by sequence length N (anchor N -> band)
+EXPECTED_EFFICIENCY_BY_SEQ_LEN = ((512, 5.0, 15.0), (1024, 20.0, 40.0), (2048, 40.0, 60.0), (4096, 50.0, 70.0))
+KV_CACHE_WRITE_PERCENT_MAX = 10.0  # TraceLens sdpa spec: reshape_and_cache above ~10 % of paged time -> tune block_size
+
+# ---- elementwise agent -----------------------------------------------------
+BASELINE_EFFICIENCY_MIN_PERCENT = 50.0  # TraceLens elementwise spec: simple ops below 50 % of HBM peak are "low"
+HIGH_INVOCATION_CALLS = 1000  # TraceLens elementwise spec: more than 1000 calls -> launch overhead / batching
+
+# ---- norm agent ------------------------------------------------------------
+NORM_KERNEL_SUBOPTIMAL_PERCENT = 20.0  # TraceLens norm spec: norm below 20 % of HBM peak -> kernel suboptimal
+BATCHNORM_CHANNELS_LAST_MIN_PERCENT = 10.0  # TraceLens norm spec: BatchNorm >= 10 % of computation -> channels-last
+
+# ---- convolution agent -----------------------------------------------------
+TRANSPOSE_OVERHEAD_HIGH_PERCENT = 20.0  # TraceLens convolution spec: > 20 % transpose overhead -> strongly recommend channels-last
+TRANSPOSE_OVERHEAD_MODERATE_PERCENT = 10.0  # ... 10-20 % moderate, < 10 % acceptable
+# TraceLens convolution spec: expected % of peak by kernel shape (prose bands)
+EXPECTED_EFFICIENCY_PERCENT = {"kxk": 70.0, "3x3": 70.0, "1x1": 60.0, "depthwise": 50.0}
+
+# ---- triton agent ----------------------------------------------------------
+DEDICATED_LIBRARY_MAX_EFFICIENCY = 30.0  # TraceLens triton spec: fused norm/reduction below 30 % -> consider a library kernel
+
+# ---- generic agent ---------------------------------------------------------
+MISCATEGORIZED_MIN_SHARE = 0.5  # most of the op's kernel time in one recognised category

@@ -8,6 +8,7 @@ import duckdb
 from pydantic import BaseModel
 
 from analyzers import compute, settings
+from analyzers import settings
 from analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
 from analyzers.contracts import AgentResult, AnalysisContext
 
@@ -16,11 +17,10 @@ TIER = "compute"
 DISPLAY_NAME = "Triton (compiled)"
 OP_CATEGORIES: tuple[str, ...] | None = ("triton",)
 
-# ---- thresholds this agent adds (candidates for analyzers/settings.py) -------------------------
+# ---- names and patterns this agent matches on (thresholds are in analyzers/settings.py) ----
 KERNEL_PREFIXES = {  # TraceLens triton_analysis classifier, by lower-cased name prefix (+ Inductor templates)
     "triton_poi_": "pointwise", "triton_red_": "reduction", "triton_per_": "persistent", "triton_tem_": "template",
 }
-DEDICATED_LIBRARY_MAX_EFFICIENCY = 30.0  # TraceLens triton spec: fused norm/reduction below 30 % -> consider a library kernel
 NORM_PATTERN_OPS = ("rsqrt", "mean", "var")  # fused ops that mark a normalization / statistics kernel
 
 
@@ -67,7 +67,7 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
     small = [op for op in group.members if op.mean_us < settings.SHORT_KERNEL_US]
     small_text = f" {len(small)} of these ops average under {settings.SHORT_KERNEL_US:.0f} µs per call." if small else ""
     eff = group.weighted_efficiency
-    low = eff is not None and eff < DEDICATED_LIBRARY_MAX_EFFICIENCY
+    low = eff is not None and eff < settings.DEDICATED_LIBRARY_MAX_EFFICIENCY
     if any(_norm_like(op) for op in group.members) and (low or group.estimate_method == "heuristic"):
         action = (
             "Compare this fused normalization / reduction kernel with a dedicated library norm kernel, and let the compiler "
