@@ -21,7 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 CHUNK_EVENTS = 100_000
-HOST_CATEGORIES = ("cpu_op", "cuda_runtime", "cuda_driver", "python_function")
+HOST_CATEGORIES = ("cpu_op", "cuda_runtime", "cuda_driver")
+# Of the python frames only the nn.Module ones shape the host tree's results (module chains);
+# the rest stay in `events` and are left out of the sequential tree walk.
+MODULE_FRAME_PREFIX = "nn.Module: "
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 FLOW_PHASES = ("s", "f", "t")
 RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver")
@@ -366,7 +369,10 @@ def decode_events(
             dropped[reason] += pc.sum(hit).as_py() or 0
             keep = pc.and_(keep, pc.invert(hit))
         complete = pc.and_(keep, pc.fill_null(pc.equal(base["ph"], "X"), False))
-        is_host = _mask(pc.and_(complete, pc.is_in(base["cat"], pa.array(HOST_CATEGORIES))))
+        is_module_frame = pc.and_(
+            pc.equal(base["cat"], "python_function"), pc.starts_with(base["name"], MODULE_FRAME_PREFIX)
+        )
+        is_host = _mask(pc.and_(complete, pc.or_(pc.is_in(base["cat"], pa.array(HOST_CATEGORIES)), is_module_frame)))
         is_gpu = _mask(pc.and_(complete, pc.is_in(base["cat"], pa.array(GPU_CATEGORIES))))
         is_flow = _mask(pc.and_(keep, pc.is_in(base["ph"], pa.array(FLOW_PHASES))))
 

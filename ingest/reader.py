@@ -38,15 +38,34 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def read_trace_bytes(path: Path) -> bytes:
+def read_file_bytes(path: Path) -> bytes:
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         raise BadTraceError(f"{path}: file not found; check the path") from None
     except IsADirectoryError:
         raise BadTraceError(f"{path}: is a directory, expected a .json or .json.gz trace") from None
     except PermissionError:
         raise BadTraceError(f"{path}: permission denied; make the file readable") from None
+
+
+class PreRead:
+    """File bytes a caller already read (to hash them), handed over exactly once so that no
+    caller frame keeps a large trace alive after it is parsed."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data: bytes | None = data
+
+    def take(self) -> bytes | None:
+        data, self._data = self._data, None
+        return data
+
+
+def read_trace_bytes(path: Path, pre_read: PreRead | None = None) -> bytes:
+    """The trace's JSON bytes (gunzipped when needed), from `pre_read` when the caller has them."""
+    raw = pre_read.take() if pre_read is not None else None
+    data = read_file_bytes(path) if raw is None else raw
+    del raw
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)

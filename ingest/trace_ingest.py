@@ -12,7 +12,7 @@ from ingest.errors import BadTraceError
 from ingest.host_tree import build_host_tree
 from ingest.parallel_decode import decode_to_parquet
 from ingest.parquet_io import write_table
-from ingest.reader import parse_trace_document, read_trace_bytes
+from ingest.reader import PreRead, parse_trace_document, read_trace_bytes
 from ingest.trace_info import trace_file_row
 
 TRACE_ID_HEX_CHARS = 16
@@ -38,11 +38,12 @@ def trace_id_from_sha256(sha256: str) -> str:
 
 
 def stage_trace(
-    path: Path, sha256: str, staging_dir: Path, tags: dict[str, str], version: str, workers: int = 1
+    path: Path, sha256: str, staging_dir: Path, tags: dict[str, str], version: str, workers: int = 1,
+    pre_read: PreRead | None = None,
 ) -> StagedTrace:
     """Parse `path` once and write its tables under `staging_dir/<table>/part-*.parquet`."""
     started = time.perf_counter()
-    data = read_trace_bytes(path)
+    data = read_trace_bytes(path, pre_read)
     document = parse_trace_document(path, data)
     del data
     decoded = decode_to_parquet(document.raw_events, staging_dir / "events", workers)

@@ -13,10 +13,10 @@ import hashlib
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
-from pydantic import BaseModel
 
 from ingest.errors import WarehouseError
 from tracelake import __version__
@@ -27,17 +27,31 @@ _PROJECT_PARTS = ("dbt_project.yml", "profiles.yml", "models", "macros", "seeds"
 _TRACE_ID = re.compile(r"^[0-9a-f]{16}$")
 
 
-class PlannedModel(BaseModel):
+@dataclass(frozen=True)
+class PlannedModel:
     name: str
     relation: str
     sql: str
 
 
-class IncrementalPlan(BaseModel):
-    """Compiled incremental models in dependency order, valid for one project fingerprint."""
+@dataclass(frozen=True)
+class IncrementalPlan:
+    """Compiled incremental models in dependency order, valid for one project fingerprint.
+    Written as the pydantic model in tracelake/plan_file.py; read back here with plain json so
+    that the per-trace fast path does not import pydantic (~70 ms of start-up)."""
 
     fingerprint: str
     models: list[PlannedModel]
+
+    @classmethod
+    def from_json(cls, text: str) -> IncrementalPlan:
+        data = json.loads(text)
+        return cls(data["fingerprint"], [PlannedModel(m["name"], m["relation"], m["sql"]) for m in data["models"]])
+
+    def to_json(self) -> str:
+        from tracelake.plan_file import PlanFile  # the file contract; only on the (slow) build path
+
+        return PlanFile.model_validate({"fingerprint": self.fingerprint, "models": [vars(m) for m in self.models]}).model_dump_json(indent=1)
 
 
 def project_fingerprint() -> str:

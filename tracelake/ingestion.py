@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Protocol
 
 from ingest.errors import BadTraceError, NotATraceError, TraceLakeError
-from ingest.reader import file_sha256, is_trace_file
+import hashlib
+
+from ingest.reader import PreRead, file_sha256, is_trace_file, read_file_bytes
 from ingest.trace_ingest import StagedTrace, stage_trace, trace_id_from_sha256
 from tracelake import __version__
 from tracelake.warehouse import Warehouse
@@ -69,6 +71,7 @@ class _Candidate:
     path: Path
     from_folder: bool
     sha256: str = ""
+    pre_read: PreRead | None = None
 
 
 def find_trace_files(paths: list[Path]) -> list[_Candidate]:
@@ -87,9 +90,10 @@ def find_trace_files(paths: list[Path]) -> list[_Candidate]:
     return found
 
 
-def _stage(path: Path, sha256: str, staging_dir: Path, tags: dict[str, str], workers: int = 1) -> StagedTrace:
+def _stage(path: Path, sha256: str, staging_dir: Path, tags: dict[str, str], workers: int = 1,
+           pre_read: PreRead | None = None) -> StagedTrace:
     try:
-        return stage_trace(path, sha256, staging_dir, tags, __version__, workers)
+        return stage_trace(path, sha256, staging_dir, tags, __version__, workers, pre_read)
     except BaseException:
         shutil.rmtree(staging_dir, ignore_errors=True)
         raise
@@ -111,14 +115,20 @@ def ingest_paths(
     known = warehouse.trace_ids()
     pending: dict[str, _Candidate] = {}
     for candidate in candidates:
-        sha256 = file_sha256(candidate.path)
+        if len(candidates) == 1:  # read once: the bytes are hashed here and parsed when staged
+            data = read_file_bytes(candidate.path)
+            sha256 = hashlib.sha256(data).hexdigest()
+            pre_read: PreRead | None = PreRead(data)
+            del data
+        else:
+            pre_read, sha256 = None, file_sha256(candidate.path)
         trace_id = trace_id_from_sha256(sha256)
         if trace_id in known or trace_id in pending:
             outcome = TraceOutcome(candidate.path, trace_id, "known", message="already ingested")
             report.outcomes.append(outcome)
             progress.finished(outcome, candidate.path.stat().st_size)
             continue
-        pending[trace_id] = _Candidate(candidate.path, candidate.from_folder, sha256)
+        pending[trace_id] = _Candidate(candidate.path, candidate.from_folder, sha256, pre_read)
 
     staged = _stage_all(pending, warehouse, tags, jobs, report, progress)
     if staged:
@@ -163,7 +173,7 @@ def _stage_all(
     if jobs <= 1 or len(work) == 1:  # one file: its events are decoded on `jobs` cores
         for trace_id, (path, sha, folder) in work.items():
             try:
-                record(trace_id, _stage(path, sha, folder, tags, jobs), None)
+                record(trace_id, _stage(path, sha, folder, tags, jobs, pending[trace_id].pre_read), None)
             except TraceLakeError as exc:
                 record(trace_id, None, exc)
         return staged

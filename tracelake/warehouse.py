@@ -153,7 +153,10 @@ class Warehouse:
     def _load_plan(self) -> IncrementalPlan | None:
         if not self.plan_path.exists():
             return None
-        plan = IncrementalPlan.model_validate_json(self.plan_path.read_text())
+        try:
+            plan = IncrementalPlan.from_json(self.plan_path.read_text())
+        except (ValueError, KeyError, TypeError):
+            return None  # unreadable plan: rebuild it
         return plan if plan.fingerprint == project_fingerprint() else None
 
     def build(self, *, run_tests: bool, full_refresh: bool = False) -> None:
@@ -169,7 +172,7 @@ class Warehouse:
         run_dbt(self.db_path, self.dbt_dir, args)
         plan = compile_incremental_plan(self.db_path, self.dbt_dir)
         tmp = self.plan_path.with_suffix(".tmp")
-        tmp.write_text(plan.model_dump_json(indent=1))
+        tmp.write_text(plan.to_json())
         os.replace(tmp, self.plan_path)
 
     def update_models(self, new_trace_ids: list[str]) -> str:

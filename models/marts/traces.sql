@@ -38,7 +38,7 @@ host_counts as (
         trace_id,
         count(*) filter (where category = 'cpu_op') as cpu_op_count,
         count(*) filter (where category in ('cuda_runtime', 'cuda_driver')) as runtime_call_count,
-        count(*) filter (where category = 'python_function') as python_frame_count
+        count(*) filter (where category = 'python_function') as module_frame_count
     from host_ops
     group by trace_id
 ),
@@ -81,7 +81,7 @@ final as (
         trace_files.dropped_event_count,
         coalesce(host_counts.cpu_op_count, 0) as cpu_op_count,
         coalesce(host_counts.runtime_call_count, 0) as runtime_call_count,
-        coalesce(host_counts.python_frame_count, 0) as python_frame_count,
+        coalesce(host_counts.module_frame_count, 0) as module_frame_count,
         coalesce(gpu_counts.gpu_event_count, 0) as gpu_event_count,
         coalesce(gpu_counts.linked_gpu_event_count, 0) as linked_gpu_event_count,
         coalesce(gpu_counts.kernel_count, 0) as kernel_count,
