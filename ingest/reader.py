@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import hashlib
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,23 +32,30 @@ def is_trace_file(path: Path) -> bool:
     return path.is_file() and path.name.endswith(TRACE_SUFFIXES)
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(HASH_CHUNK_BYTES):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def read_file_bytes(path: Path) -> bytes:
+@contextmanager
+def _reading(path: Path) -> Iterator[None]:
+    """Turn the ways a trace file cannot be read into one-line user errors."""
     try:
-        return path.read_bytes()
+        yield
     except FileNotFoundError:
         raise BadTraceError(f"{path}: file not found; check the path") from None
     except IsADirectoryError:
         raise BadTraceError(f"{path}: is a directory, expected a .json or .json.gz trace") from None
     except PermissionError:
         raise BadTraceError(f"{path}: permission denied; make the file readable") from None
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with _reading(path), path.open("rb") as handle:
+        while chunk := handle.read(HASH_CHUNK_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_file_bytes(path: Path) -> bytes:
+    with _reading(path):
+        return path.read_bytes()
 
 
 class PreRead:
