@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -474,7 +475,6 @@ left join platform_peaks as peaks
 left join platforms
     on platforms.platform = p.platform
 where p.trace_id = $trace_id and p.platform = $platform
-    and ($categories is null or list_contains($categories, p.op_category))
 order by p.kernel_time_sum_us desc, p.signature_key
 """
 
@@ -489,7 +489,6 @@ op_rows as (
         input_dims, input_type, input_strides, concrete_inputs
     from op_perf
     where trace_id = $trace_id and platform = $platform
-        and ($categories is null or list_contains($categories, op_category))
 ),
 instances as (
     select op_rows.signature_key, i.unified_op_key, i.op_id, i.is_synthetic
@@ -570,21 +569,42 @@ def load_platform_peaks(db: duckdb.DuckDBPyConnection, platform: str) -> tuple[d
     return peaks, (row[0] if row else None)
 
 
+_op_records_lock = threading.Lock()
+_op_records_cache: dict[tuple[str, str, str, float], list[OpRecord]] = {}
+
+
+def _database_path(db: duckdb.DuckDBPyConnection) -> str:
+    row = db.execute("select path from duckdb_databases() where database_name = current_database()").fetchone()
+    return str(row[0]) if row and row[0] else ""
+
+
 def load_op_rows(
-    db: duckdb.DuckDBPyConnection,
-    ctx: AnalysisContext,
-    categories: Sequence[str] | None,
-    *,
-    with_kernels: bool = True,
+    db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, categories: Sequence[str] | None
 ) -> list[OpRecord]:
     """The trace's op_perf rows on ctx.platform for `categories` (None: every category), largest
-    kernel time first, with their kernels' library and taxonomy categories."""
-    params = {"trace_id": ctx.trace_id, "platform": ctx.platform, "categories": list(categories) if categories is not None else None}
+    kernel time first, with their kernels' library and taxonomy categories.
+
+    The compute agents of one analysis all ask for these rows at once; the first one queries every
+    category (one walk of the host tree instead of one per agent) and the others reuse its rows.
+    Only the latest analysis is kept. Callers get copies, free to change."""
+    key = (_database_path(db), ctx.trace_id, ctx.platform, ctx.e2e_time_ms)
+    with _op_records_lock:
+        records = _op_records_cache.get(key)
+        if records is None:
+            records = _query_op_records(db, ctx)
+            _op_records_cache.clear()
+            _op_records_cache[key] = records
+    wanted = None if categories is None else set(categories)
+    return [r.model_copy() for r in records if wanted is None or r.op_category in wanted]
+
+
+def _query_op_records(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> list[OpRecord]:
+    params = {"trace_id": ctx.trace_id, "platform": ctx.platform}
     cursor = db.execute(_OP_ROWS_SQL, params)
     columns = [d[0] for d in cursor.description]
     rows = [dict(zip(columns, r)) for r in cursor.fetchall()]
     kernels_by_op: dict[str, list[KernelShare]] = defaultdict(list)
-    if with_kernels and rows:
+    if rows:
         for key, name, kcat, ktype, library, precision, count, time_us in db.execute(_OP_KERNELS_SQL, params).fetchall():
             kernels_by_op[key].append(KernelShare(
                 name=name, kernel_category=kcat, kernel_type=ktype, library=library,
@@ -1160,7 +1180,7 @@ def find_eager_attention(ops: Sequence[OpRecord]) -> dict[str, str]:
 
 def eager_attention_ops(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> dict[str, str]:
     """find_eager_attention over every op of the trace (no kernel lookup needed)."""
-    return find_eager_attention(load_op_rows(db, ctx, None, with_kernels=False))
+    return find_eager_attention(load_op_rows(db, ctx, None))
 
 
 EAGER_ATTENTION_NOTE = "part of an eager attention pattern (batched matmul, softmax, batched matmul); the sdpa agent analyzes it"

@@ -35,6 +35,7 @@ ROLLUP_TOLERANCE = 0.02  # validation: per-category rollup equals the sum of its
 
 # ---- runner ------------------------------------------------------------------------------
 AGENT_TIMEOUT_SECONDS = 120.0  # per agent, per attempt
+PLOT_TIMEOUT_SECONDS = 60.0  # the plot child; past it the plot is drawn in the analysis process
 AGENT_ATTEMPTS = 2  # one retry
 
 # ---- cpu_idle agent --------------------------------------------------------

@@ -14,8 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
+from agents.render import template_environment
 from analyzers.contracts import PriorityData, RankedFinding
 from reports.model_id import UNKNOWN
 from reports.report_inputs import ReportInputs
@@ -39,14 +38,7 @@ TOP_OP_NAME_CHARS = 90  # longer op names (synthetic kernel ops) are cut in the 
 HEURISTIC_NOTE = ("Heuristic estimate: a fixed share of the measured time is credited as recoverable; "
                   "it is not a gap to a performance model.")
 
-_environment = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(TEMPLATES),
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    keep_trailing_newline=True,
-    autoescape=False,
-)
+_environment = template_environment(TEMPLATES)
 
 
 # ---- number and text formatting ------------------------------------------------------------------

@@ -29,6 +29,7 @@ from analyzers import settings
 from analyzers.contracts import AgentResult, AnalysisContext
 from ingest.errors import BadTraceError, WarehouseError
 from reports.perf_report import perf_report_tables, write_perf_report
+from reports.plot_process import PlotProcess
 from reports.priority import build_priority_data
 from reports.validation import validate
 from tracelake import __version__
@@ -286,20 +287,21 @@ def run_analysis(
         tracelake_version=__version__, trace_path=str(trace.resolve()), out_dir=str(out_dir),
         warehouse=str(warehouse.root), started_at=datetime.now(timezone.utc),
         agents_runner=options.agents), staging)
+    plot = PlotProcess()  # imports matplotlib in a child process while the trace is ingested
     try:
-        outcome = _analyze(trace, warehouse, options, chosen_platform, out_dir, run, progress, on_stage)
+        outcome = _analyze(trace, warehouse, options, chosen_platform, out_dir, run, plot, progress, on_stage)
         _swap_into_place(staging, out_dir)
         return outcome
     finally:
+        plot.close()
         shutil.rmtree(staging, ignore_errors=True)
 
 
 def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions, chosen_platform: str | None,
-             out_dir: Path, run: _Run, progress: IngestProgress | None,
+             out_dir: Path, run: _Run, plot: PlotProcess, progress: IngestProgress | None,
              on_stage: Callable[[str], None]) -> AnalysisOutcome:
     from reports.analysis_md import render_analysis, validate_analysis  # noqa: PLC0415
     from reports.model_id import identify_model  # noqa: PLC0415
-    from reports.plot import perf_improvement_png  # noqa: PLC0415
     from reports.report_inputs import ReportInputs  # noqa: PLC0415
 
     with run.step("1 ingest", on_stage):
@@ -378,6 +380,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions, chosen_
         with run.step("8.5 priorities", on_stage):
             priority = build_priority_data(results, category_time, ctx)
             run.write("priority_data.json", priority)
+            plot.submit(priority, gpu.model_dump())
 
         with run.step("9 validation", on_stage):
             anomalous = [tuple(row) for row in db.execute(
@@ -392,7 +395,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions, chosen_
             run.write("metadata/model_info.json", model_info)
 
         with run.step("11 report", on_stage):
-            png = perf_improvement_png(priority, gpu.model_dump())
+            png = plot.result()
             run.write("perf_improvement.png", png)
             inputs = ReportInputs(**_report_inputs(db, trace, trace_id, platform, platform_spec, mode, mode_reason,
                                                    gpu, gate, priority, results, model_info, run.warnings, png))

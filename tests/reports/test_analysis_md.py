@@ -11,6 +11,7 @@ from analyzers.contracts import AgentResult, CategoryPriority, Finding, Priority
 from reports.analysis_md import SECTIONS, render_analysis, validate_analysis
 from reports.model_id import ModelInfo, identify_model
 from reports.plot import perf_improvement_png
+from reports.plot_process import PNG_SIGNATURE, PlotProcess
 from reports.report_inputs import ReportInputs
 from tests.conftest import trace_id_of
 
@@ -279,3 +280,33 @@ def test_real_model_info_renders(db, findings):
     assert markdown.startswith("# ResNet-18 - MI300X Standalone Analysis\n")
     assert "- **Model**: ResNet-18" in markdown and "8 distinct `BasicBlock` instances" in markdown
     assert validate_analysis(markdown, inputs.priority) == []
+
+
+def test_plot_child_draws_the_same_png_as_the_analysis_process(findings) -> None:
+    priority = _priority(findings)
+    plot = PlotProcess()
+    try:
+        plot.submit(priority, GPU)
+        png = plot.result()
+    finally:
+        plot.close()
+    assert png.startswith(PNG_SIGNATURE)
+    assert png == perf_improvement_png(priority, GPU)
+
+
+def test_a_dead_plot_child_falls_back_to_drawing_in_process(findings) -> None:
+    priority = _priority(findings)
+    plot = PlotProcess()
+    assert plot._child is not None
+    plot._child.kill()
+    plot._child.wait()
+    plot.submit(priority, GPU)
+    assert plot.result() == perf_improvement_png(priority, GPU)
+
+
+def test_an_unused_plot_child_is_stopped() -> None:
+    plot = PlotProcess()
+    child = plot._child
+    assert child is not None
+    plot.close()
+    assert child.poll() is not None

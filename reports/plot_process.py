@@ -1,0 +1,95 @@
+"""Draw perf_improvement.png in a child interpreter that is started when an analysis begins.
+
+Importing matplotlib costs about a quarter of a second and tens of MB; the child pays that while
+the ingest runs, then waits for the ranked findings on stdin and answers with the PNG on stdout.
+If the child fails for any reason the plot is drawn in this process instead, so the report never
+depends on the child.
+
+    python -m reports.plot_process < request.json > plot.png
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+from pydantic import BaseModel
+
+from analyzers import settings
+from analyzers.contracts import PriorityData
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+class PlotRequest(BaseModel):
+    priority: PriorityData
+    gpu_utilization: dict[str, Any]
+
+
+class PlotProcess:
+    def __init__(self) -> None:
+        try:
+            self._child: subprocess.Popen[bytes] | None = subprocess.Popen(
+                [sys.executable, "-m", "reports.plot_process"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            )
+        except OSError:
+            self._child = None
+        self._request: PlotRequest | None = None
+
+    def submit(self, priority: PriorityData, gpu_utilization: dict[str, Any]) -> None:
+        """Hand the child its request; it draws while this process goes on with the next steps."""
+        self._request = PlotRequest(priority=priority, gpu_utilization=gpu_utilization)
+        if self._child is None or self._child.stdin is None:
+            return
+        try:
+            self._child.stdin.write(self._request.model_dump_json().encode())
+            self._child.stdin.close()
+            self._child.stdin = None  # closed here; communicate() must not flush it again
+        except OSError:
+            self.close()
+
+    def result(self) -> bytes:
+        """The PNG of the submitted request: from the child, else drawn here."""
+        if self._request is None:
+            raise RuntimeError("PlotProcess.result() before submit()")
+        png = self._collect()
+        if png is None:
+            from reports.plot import perf_improvement_png  # noqa: PLC0415 - matplotlib only when needed
+
+            png = perf_improvement_png(self._request.priority, self._request.gpu_utilization)
+        return png
+
+    def _collect(self) -> bytes | None:
+        child, self._child = self._child, None
+        if child is None or child.stdout is None:
+            return None
+        try:
+            png, _ = child.communicate(timeout=settings.PLOT_TIMEOUT_SECONDS)
+        except (subprocess.TimeoutExpired, OSError):
+            child.kill()
+            child.wait()
+            return None
+        return png if child.returncode == 0 and png.startswith(PNG_SIGNATURE) else None
+
+    def close(self) -> None:
+        """Stop a child that was never asked for a plot (the analysis failed before the report)."""
+        child, self._child = self._child, None
+        if child is not None:
+            child.kill()
+            child.wait()
+
+
+def main() -> None:
+    from reports.plot import perf_improvement_png  # noqa: PLC0415 - imported before the request arrives
+
+    # a first drawing loads the fonts and warms matplotlib's caches while the analysis still runs
+    perf_improvement_png(PriorityData(trace_id="", comparison_scope="standalone", e2e_time_ms=0.0, findings=[],
+                                      priorities=[]), {})
+    request = PlotRequest.model_validate_json(sys.stdin.buffer.read())
+    sys.stdout.buffer.write(perf_improvement_png(request.priority, request.gpu_utilization))
+
+
+if __name__ == "__main__":
+    main()
