@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-CHUNK_EVENTS = 100_000
+CHUNK_EVENTS = 50_000  # events decoded at once: 100k held ~40 MB more per process at no speed gain (bench/analyze.py)
 HOST_CATEGORIES = ("cpu_op", "cuda_runtime", "cuda_driver")
 # Of the python frames only the nn.Module ones shape the host tree's results (module chains);
 # the rest stay in `events` and are left out of the sequential tree walk.
