@@ -52,6 +52,9 @@ def _warehouse(path: Optional[Path]) -> Warehouse:
     return Warehouse(path or default_warehouse())
 
 
+RUN_MODES = ("training", "inference")  # the `mode` tag's values (runs.mode)
+
+
 def _parse_tags(tags: list[str]) -> dict[str, str]:
     parsed: dict[str, str] = {}
     for tag in tags:
@@ -59,6 +62,9 @@ def _parse_tags(tags: list[str]) -> dict[str, str]:
         if not sep or not key.strip():
             raise typer.BadParameter(f"tag {tag!r} is not KEY=VALUE", param_hint="--tag")
         parsed[key.strip()] = value.strip()
+    mode = parsed.get("mode")
+    if mode is not None and mode not in RUN_MODES:
+        raise typer.BadParameter(f"mode={mode!r}: the mode tag is one of {', '.join(RUN_MODES)}", param_hint="--tag")
     return parsed
 
 

@@ -54,6 +54,18 @@ def test_traces_lists_tags_and_device(tmp_path: Path) -> None:
     assert listed[0]["tags"] == {"model": "bert", "mode": "inference"}
     mode = json.loads(run_cli("sql", "select mode from traces", "--warehouse", str(folder), "--format", "json").stdout)
     assert mode == [{"mode": "inference"}]
+    runs = json.loads(run_cli("sql", "select model, mode, mode_source, platform from runs where model = 'bert' "
+                              "and mode = 'inference'", "--warehouse", str(folder), "--format", "json").stdout)
+    assert runs == [{"model": "bert", "mode": "inference", "mode_source": "tag", "platform": "H100"}]
+
+
+def test_mode_tag_must_be_training_or_inference(tmp_path: Path) -> None:
+    folder = tmp_path / "wh"
+    trace = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
+    result = run_cli("ingest", str(trace), "--warehouse", str(folder), "--tag", "mode=eval")
+    assert result.returncode == 2
+    assert "training, inference" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (folder / "parquet").exists()
 
 
 def test_folder_ingest_in_parallel_then_cross_trace_query(warehouse) -> None:

@@ -1,0 +1,99 @@
+{#- One row per trace and profiler step (`ProfilerStep#N` annotations): the step's host span,
+    its GPU span when the profiler recorded one, and the linked GPU work launched during the
+    step (the launching runtime call lies inside the step's host span). Repeated steps of one trace are what `tracelake compare` measures noise with. -#}
+{{ config(materialized='incremental') }}
+
+with annotations as (
+    select * from {{ ref('stg_trace__events') }}
+    where {{ is_new_trace() }}
+        and category in ('user_annotation', 'gpu_user_annotation')
+        and regexp_full_match(name, 'ProfilerStep#[0-9]+')
+        and dur_us is not null
+),
+
+kernels as (
+    select * from {{ ref('kernels') }}
+    where is_linked and {{ is_new_trace() }}
+),
+
+launch_calls as (
+    select trace_id, event_idx, ts_us from {{ ref('stg_trace__host_ops') }}
+    where {{ is_new_trace() }} and category in ('cuda_runtime', 'cuda_driver')
+),
+
+launched_kernels as (
+    select kernels.trace_id, kernels.event_idx, kernels.dur_us, launch_calls.ts_us as launch_ts_us
+    from kernels
+    inner join launch_calls
+        on kernels.trace_id = launch_calls.trace_id
+        and kernels.launch_event_idx = launch_calls.event_idx
+),
+
+host_steps as (
+    select
+        trace_id,
+        cast(split_part(name, '#', 2) as bigint) as step_number,
+        min(ts_us) as host_start_us,
+        max(end_us) as host_end_us
+    from annotations
+    where category = 'user_annotation'
+    group by all
+),
+
+gpu_steps as (
+    select
+        trace_id,
+        cast(split_part(name, '#', 2) as bigint) as step_number,
+        min(ts_us) as gpu_start_us,
+        max(end_us) as gpu_end_us
+    from annotations
+    where category = 'gpu_user_annotation'
+    group by all
+),
+
+steps as (
+    select
+        host_steps.trace_id,
+        host_steps.step_number,
+        host_steps.host_start_us,
+        host_steps.host_end_us,
+        gpu_steps.gpu_start_us,
+        gpu_steps.gpu_end_us
+    from host_steps
+    left join gpu_steps
+        on host_steps.trace_id = gpu_steps.trace_id
+        and host_steps.step_number = gpu_steps.step_number
+),
+
+step_kernels as (
+    select
+        steps.trace_id,
+        steps.step_number,
+        count(launched_kernels.event_idx) as kernel_count,
+        coalesce(sum(launched_kernels.dur_us), 0) as kernel_time_us
+    from steps
+    left join launched_kernels
+        on launched_kernels.trace_id = steps.trace_id
+        and launched_kernels.launch_ts_us >= steps.host_start_us
+        and launched_kernels.launch_ts_us < steps.host_end_us
+    group by all
+),
+
+final as (
+    select
+        steps.trace_id,
+        steps.step_number,
+        'ProfilerStep#' || steps.step_number as step_name,
+        steps.host_start_us,
+        (steps.host_end_us - steps.host_start_us) / 1000.0 as host_time_ms,
+        steps.gpu_start_us,
+        (steps.gpu_end_us - steps.gpu_start_us) / 1000.0 as gpu_time_ms,
+        step_kernels.kernel_count,
+        step_kernels.kernel_time_us / 1000.0 as kernel_time_ms
+    from steps
+    inner join step_kernels
+        on steps.trace_id = step_kernels.trace_id
+        and steps.step_number = step_kernels.step_number
+)
+
+select * from final
