@@ -236,11 +236,14 @@ def _write_agent_outputs(run: _Run, results: list[AgentResult]) -> None:
         run.write(f"{folder}/{result.agent}_findings.md", markdown)
 
 
-def _record_findings(warehouse: Warehouse, ctx: AnalysisContext, priority: Any) -> None:
-    """The `findings` table: one row per ranked finding, with the SQL that reproduces it."""
+def _record_findings(warehouse: Warehouse, ctx: AnalysisContext, priority: Any, out_dir: Path,
+                     comparison_scope: str) -> None:
+    """The `findings` table (one row per ranked finding, with the SQL that reproduces it) and the
+    `analyses` table (where each trace's latest report is, for the dashboard and for users)."""
+    now = datetime.now(timezone.utc)
     rows = [(ctx.trace_id, ctx.trace2_id, f.global_rank, f.tier, f.category, f.agent, f.finding_id, f.title,
              f.impact_low, f.impact_score, f.impact_high, f.recoverable_ms, f.estimate_method, f.confidence,
-             f.evidence_sql, datetime.now(timezone.utc)) for f in priority.findings]
+             f.evidence_sql, now) for f in priority.findings]
     with warehouse.write_lock(), duckdb.connect(str(warehouse.db_path)) as con:
         con.execute("""
             create table if not exists findings (
@@ -249,10 +252,20 @@ def _record_findings(warehouse: Warehouse, ctx: AnalysisContext, priority: Any) 
                 impact_mid_percent double, impact_high_percent double, recoverable_ms double,
                 estimate_method varchar, confidence varchar, evidence_sql varchar, recorded_at timestamptz)
         """)
+        con.execute("""
+            create table if not exists analyses (
+                trace_id varchar, trace2_id varchar, comparison_scope varchar, platform varchar,
+                out_dir varchar, analysis_md varchar, finding_count integer, analyzed_at timestamptz)
+        """)
         con.execute("delete from findings where trace_id = ? and trace2_id is not distinct from ?",
+                    [ctx.trace_id, ctx.trace2_id])
+        con.execute("delete from analyses where trace_id = ? and trace2_id is not distinct from ?",
                     [ctx.trace_id, ctx.trace2_id])
         if rows:
             con.executemany("insert into findings values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        con.execute("insert into analyses values (?, ?, ?, ?, ?, ?, ?, ?)", [
+            ctx.trace_id, ctx.trace2_id, comparison_scope, ctx.platform, str(out_dir),
+            str(out_dir / "analysis.md"), len(rows), now])
 
 
 def _swap_into_place(staging: Path, out_dir: Path) -> None:
@@ -405,7 +418,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions, chosen_
     finally:
         db.close()
 
-    _record_findings(warehouse, ctx, priority)
+    _record_findings(warehouse, ctx, priority, out_dir, "standalone")
     run.metadata.finished_at = datetime.now(timezone.utc)
     run.metadata.warnings = list(run.warnings)
     run.write("metadata/run.json", run.metadata)

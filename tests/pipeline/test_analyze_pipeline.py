@@ -118,6 +118,10 @@ def test_findings_table_holds_the_ranked_findings(analyses, analysis_warehouse: 
         assert [(r[0], r[1]) for r in rows] == [(f.global_rank, f.finding_id) for f in priority.findings]
         for _, _, sql in rows:
             assert con.execute(sql).fetchall()
+        recorded = con.execute("select comparison_scope, analysis_md, finding_count from analyses where trace_id = ?",
+                               [priority.trace_id]).fetchall()
+    assert recorded == [("standalone", str(out.resolve() / "analysis.md"), len(priority.findings))]
+    assert (out / "analysis.md").is_file()
 
 
 def test_gpu_only_trace_says_what_was_skipped(analyses) -> None:
