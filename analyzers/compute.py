@@ -32,6 +32,8 @@ import duckdb
 from pydantic import BaseModel, Field, SerializeAsAny
 
 from analyzers import settings
+from analyzers import comparison
+from analyzers.comparison import SignatureMatch, signature_matches
 from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
 
 # ---- names and patterns this module matches on (thresholds are in analyzers/settings.py) ----
@@ -104,7 +106,12 @@ class OpRecord(BaseModel):
     mean_us: float
     percent_of_e2e: float
     has_perf_model: bool
-    efficiency_percent: float | None = None  # op_perf.pct_roofline_mean
+    # op_perf.pct_roofline_mean; comparative scope: 100 x t2 / t1, raised to the roofline value when
+    # lower (trace 1 cannot gain more than its distance to the roofline)
+    efficiency_percent: float | None = None
+    roofline_percent: float | None = None  # op_perf.pct_roofline_mean of trace 1, in both scopes
+    comparison: SignatureMatch | None = None  # comparative scope: the op's match in trace 2
+    efficiency_capped: bool = False  # comparative efficiency raised to the roofline value
     bound: Bound | None = None
     gflops: float | None = None
     data_moved_mib: float | None = None
@@ -129,7 +136,10 @@ class OpRecord(BaseModel):
 
     @property
     def is_anomaly(self) -> bool:
-        return self.efficiency_percent is not None and self.efficiency_percent > settings.EFFICIENCY_ANOMALY_PERCENT
+        """Above the roofline: a measurement or perf-model problem (a comparative efficiency above
+        100 % only means trace 2 is slower)."""
+        return (self.comparison is None and self.efficiency_percent is not None
+                and self.efficiency_percent > settings.EFFICIENCY_ANOMALY_PERCENT)
 
     @property
     def label(self) -> str:
@@ -155,6 +165,7 @@ class OpGroup(BaseModel):
     members: list[OpRecord]  # highest impact first
     impact: Impact
     title: str | None = None  # set by agents that build a group themselves (e.g. eager attention)
+    comparative: bool = False  # efficiency = 100 x t2 / t1 against trace 2, impact = measured gap
     chain: bool = False  # impact computed over the whole group (fused replacement), not per member
 
     @property
@@ -407,6 +418,12 @@ def estimate_op_impact(op: OpRecord, ctx: AnalysisContext) -> Impact | None:
     """The ladder for one op, or None when the op gets no tuning estimate."""
     if op.excluded or op.name in ctx.fusion_flagged_ops or op.time_ms <= 0 or ctx.e2e_time_ms <= 0:
         return None
+    if ctx.comparison_scope == "comparative":
+        # the measured gap to trace 2 and nothing else: no heuristic for unmatched ops
+        if op.comparison is None or op.efficiency_percent is None or op.efficiency_percent >= 100.0:
+            return None
+        impact = quantified_impact(op.time_ms, ctx.e2e_time_ms, op.efficiency_percent)
+        return impact if impact.high >= settings.MIN_OP_IMPACT_HIGH else None
     if op.efficiency_percent is not None and op.has_perf_model:
         if op.is_anomaly:
             return None
@@ -435,14 +452,17 @@ def heuristic_group_name(op: OpRecord) -> str:
     return op.name
 
 
-def group_ops(ops: Sequence[OpRecord], family: Callable[[OpRecord], str]) -> tuple[list[OpGroup], list[OpGroup]]:
-    """P-items from ops that carry an impact: (kept groups, dropped groups), highest mid first."""
+def group_ops(ops: Sequence[OpRecord], family: Callable[[OpRecord], str],
+              comparative: bool = False) -> tuple[list[OpGroup], list[OpGroup]]:
+    """P-items from ops that carry an impact: (kept groups, dropped groups), highest mid first.
+    Comparative groups do not split by efficiency bucket (TraceLens: bucket "all")."""
     keyed: dict[tuple[str, ...], list[OpRecord]] = defaultdict(list)
     for op in ops:
         if op.impact is None:
             continue
         if op.impact.method == "quantified":
-            key = ("quantified", op.bound or "unknown", op.library, efficiency_bucket(op.efficiency_percent), family(op))
+            bucket = "all" if comparative else efficiency_bucket(op.efficiency_percent)
+            key = ("quantified", op.bound or "unknown", op.library, bucket, family(op))
         else:
             key = ("heuristic", "unmodeled", op.library, "unknown", heuristic_group_name(op))
         keyed[key].append(op)
@@ -453,6 +473,7 @@ def group_ops(ops: Sequence[OpRecord], family: Callable[[OpRecord], str]) -> tup
             bound=bound, library=library, bucket=bucket, family=fam,
             estimate_method=method,  # type: ignore[arg-type]
             members=members, impact=sum_impacts([m.impact for m in members if m.impact]),
+            comparative=comparative and method == "quantified",
         ))
     groups.sort(key=lambda g: (-g.impact.mid, -g.time_ms))
     kept = [g for g in groups if g.impact.mid >= settings.MIN_PITEM_IMPACT_SCORE]
@@ -570,7 +591,7 @@ def load_platform_peaks(db: duckdb.DuckDBPyConnection, platform: str) -> tuple[d
 
 
 _op_records_lock = threading.Lock()
-_op_records_cache: dict[tuple[str, str, str, float], list[OpRecord]] = {}
+_op_records_cache: dict[tuple[str, ...], list[OpRecord]] = {}
 
 
 def _database_path(db: duckdb.DuckDBPyConnection) -> str:
@@ -587,15 +608,31 @@ def load_op_rows(
     The compute agents of one analysis all ask for these rows at once; the first one queries every
     category (one walk of the host tree instead of one per agent) and the others reuse its rows.
     Only the latest analysis is kept. Callers get copies, free to change."""
-    key = (_database_path(db), ctx.trace_id, ctx.platform, ctx.e2e_time_ms)
+    key = (_database_path(db), ctx.trace_id, ctx.platform, str(ctx.e2e_time_ms), ctx.comparison_scope,
+           ctx.trace2_id or "", ctx.platform2 or "")
     with _op_records_lock:
         records = _op_records_cache.get(key)
         if records is None:
             records = _query_op_records(db, ctx)
+            if ctx.comparison_scope == "comparative" and ctx.trace2_id:
+                _apply_comparison(records, signature_matches(
+                    db, ctx.trace_id, ctx.platform, ctx.trace2_id, ctx.platform2 or ctx.platform))
             _op_records_cache.clear()
             _op_records_cache[key] = records
     wanted = None if categories is None else set(categories)
     return [r.model_copy() for r in records if wanted is None or r.op_category in wanted]
+
+
+def _apply_comparison(records: list[OpRecord], matches: dict[str, SignatureMatch]) -> None:
+    """Comparative scope: each op's efficiency becomes 100 x t2 / t1, raised to its roofline value
+    when lower (TraceLens' roofline cap); unmatched ops have none."""
+    for record in records:
+        match = matches.get(record.signature_key)
+        record.comparison = match
+        efficiency = match.efficiency_percent if match is not None else None
+        if efficiency is not None and record.roofline_percent is not None and efficiency < record.roofline_percent:
+            efficiency, record.efficiency_capped = record.roofline_percent, True
+        record.efficiency_percent = efficiency
 
 
 def _query_op_records(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> list[OpRecord]:
@@ -639,6 +676,7 @@ def _query_op_records(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> li
             percent_of_e2e=time_ms / e2e * 100.0 if e2e > 0 else 0.0,
             has_perf_model=bool(row["has_perf_model"]),
             efficiency_percent=row["pct_roofline_mean"],
+            roofline_percent=row["pct_roofline_mean"],
             bound=bound,  # type: ignore[arg-type]
             gflops=row["gflops"],
             data_moved_mib=row["data_moved_mib"],
@@ -774,6 +812,9 @@ def _chain_evidence_sql(group: OpGroup, ctx: AnalysisContext, keys: str) -> str:
 def evidence_sql(group: OpGroup, ctx: AnalysisContext) -> str:
     """SQL over op_perf and gpu_timeline that reproduces the members' numbers and impacts."""
     keys = ", ".join(sql_literal(op.signature_key) for op in group.members)
+    if group.comparative and ctx.trace2_id:
+        return comparison.evidence_sql(ctx.trace_id, ctx.platform, ctx.trace2_id, ctx.platform2 or ctx.platform,
+                                       [op.name for op in group.members])
     if group.chain:
         return _chain_evidence_sql(group, ctx, keys)
     share = "p.kernel_time_sum_us / 1000.0 / t.total_time_ms * 100"
@@ -813,12 +854,20 @@ def efficiency_phrase(group: OpGroup) -> str:
     return f"{value} of the {group.bound}-bound roofline"
 
 
+def trace2_time_ms(group: OpGroup) -> float:
+    return sum(op.comparison.time_trace2_ms for op in group.members if op.comparison is not None)
+
+
 def group_title(group: OpGroup) -> str:
     if group.title:
         return group.title
     dominant = group.dominant
     more = f" +{len(group.members) - 1} more" if len(group.members) > 1 else ""
     library = f" ({group.library})" if group.library != "Unknown" else ""
+    if group.comparative:
+        t2 = trace2_time_ms(group)
+        ratio = f"{group.time_ms / t2:.2f}x the time of trace 2" if t2 > 0 else "no time on trace 2"
+        return f"{dominant.label}{more}: trace 1 takes {ratio}{library}"
     if group.estimate_method == "heuristic":
         return f"{dominant.label}{more}: {group.percent_of_e2e:.1f} % of E2E without a perf model{library}"
     span = group.efficiency_range
@@ -834,6 +883,16 @@ def lead_insight(group: OpGroup, noun: str) -> str:
     verb = "take" if n > 1 else "takes"
     calls = f"{group.call_count} call{'s' if group.call_count != 1 else ''}"
     where = f" on {group.library} kernels" if group.library != "Unknown" else ""
+    if group.comparative:
+        t2 = trace2_time_ms(group)
+        slower = 100.0 * (group.time_ms - t2) / group.time_ms if group.time_ms > 0 else 0.0
+        capped = sum(op.efficiency_capped for op in group.members)
+        cap = (f" For {capped} of them trace 1 already runs close to its roofline, so the recoverable time is "
+               "capped at the roofline gap." if capped else "")
+        return (
+            f"{scope} ({calls}) {verb} {group.time_ms:.3f} ms on trace 1 ({group.percent_of_e2e:.2f} % of E2E) "
+            f"and {t2:.3f} ms on trace 2{where}: trace 1 is {slower:.1f} % slower.{cap}"
+        )
     if group.estimate_method == "quantified":
         return (
             f"{scope} ({calls}) {verb} {group.time_ms:.3f} ms ({group.percent_of_e2e:.2f} % of E2E) "
@@ -856,7 +915,29 @@ def relabel_sentence(ops: Sequence[OpRecord], noun: str, group_size: int) -> str
     return f"{len(ops)} of these ops ({names}) were labelled `{sources}` by the op categorizer; " + reason.format("their", "they were")
 
 
+def comparative_members_table(group: OpGroup) -> str:
+    lines = [
+        "| Operation | Shape | Count (T1/T2) | Trace 1 (ms) | Trace 2 (ms) | Difference (ms) | Efficiency (100·t2/t1) "
+        "| % Roofline (T1) | Bound (T1) | Impact mid (% E2E) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for op in group.members:
+        match = op.comparison
+        t2 = match.time_trace2_ms if match else None
+        count2 = f"{match.count_trace2:.0f}" if match else "—"
+        efficiency = fmt(op.efficiency_percent, 1) + (" (capped)" if op.efficiency_capped else "")
+        name = op.name.replace("|", "\\|")
+        lines.append(
+            f"| `{name}` | {op.args or op.shape or '—'} | {op.count}/{count2} | {op.time_ms:.3f} | "
+            f"{fmt(t2, 3)} | {fmt(None if t2 is None else t2 - op.time_ms, 3)} | {efficiency} | "
+            f"{fmt(op.roofline_percent, 1)} | {op.bound or '—'} | {fmt(op.impact.mid if op.impact else None, 3)} |"
+        )
+    return "\n".join(lines)
+
+
 def members_table(group: OpGroup) -> str:
+    if group.comparative:
+        return comparative_members_table(group)
     lines = [
         "| Operation | Shape | Count | Time (ms) | % E2E | % Roofline | Bound | Library | Impact mid (% E2E) |",
         "|---|---|---:|---:|---:|---:|---|---|---:|",
@@ -875,7 +956,13 @@ def members_table(group: OpGroup) -> str:
 def impact_explanation(group: OpGroup, e2e_ms: float) -> str:
     i = group.impact
     recoverable = i.mid * e2e_ms / 100.0
-    if group.estimate_method == "quantified":
+    if group.comparative:
+        formula = (
+            "per member, efficiency = 100 x t2 / t1 (raised to trace 1's roofline value when lower), "
+            "gap = 1 - efficiency / 100 and impact = {0.75, 0.875, 1.0} x gap x t1 / E2E(trace 1) x 100, "
+            "summed over the members"
+        )
+    elif group.estimate_method == "quantified":
         formula = (
             "per member, gap = 1 - efficiency / 100 and impact = {0.75, 0.875, 1.0} x gap x time / E2E x 100, "
             "summed over the members"
@@ -977,7 +1064,12 @@ def summary_notes(ops: Sequence[OpRecord], ctx: AnalysisContext) -> list[str]:
         elif op.excluded:
             notes.append(f"`{op.name}` ({op.time_ms:.3f} ms): {op.excluded}")
     if ctx.comparison_scope == "comparative":
-        notes.append("Comparative run: this category is analyzed on trace 1 against its own roofline.")
+        unmatched = [op for op in ops if op.comparison is None]
+        notes.append(
+            "Comparative run: each op of trace 1 is matched with trace 2 by name, shapes and dtypes (else by model "
+            "layer); efficiency = 100 x t2 / t1, below 100 % trace 1 is slower."
+            + (f" {len(unmatched)} op signature(s) of trace 1 ({sum(op.time_ms for op in unmatched):.3f} ms) have no "
+               "match in trace 2 and get no estimate." if unmatched else ""))
     return notes
 
 
@@ -1018,7 +1110,7 @@ def run_agent(
     for op in ops:
         op.excluded = exclusions.get(op.signature_key)
         op.impact = estimate_op_impact(op, ctx)
-    kept, dropped = group_ops(ops, agent.family or (lambda op: op.kind))
+    kept, dropped = group_ops(ops, agent.family or (lambda op: op.kind), ctx.comparison_scope == "comparative")
     extra = agent.extra_groups(db, ctx, data) if agent.extra_groups is not None else []
     if not ops and not extra:
         metrics = metrics_model(**base_metrics(agent, ctx, peak_hbm), category_specific=facts(data))

@@ -20,7 +20,8 @@ class AnalysisContext(BaseModel):
     platform: str  # op_perf / roofline_summary rows are filtered to this platform
     mode: Literal["default", "inference"] = "default"
     comparison_scope: Literal["standalone", "comparative"] = "standalone"
-    trace2_id: str | None = None
+    trace2_id: str | None = None  # comparative scope: the target trace (trace 1 is the baseline)
+    platform2: str | None = None  # comparative scope: trace 2's platform
     e2e_time_ms: float  # gpu_timeline.total_time_ms: the denominator of every "% of E2E"
     computation_time_ms: float
     quality_verdicts: dict[str, str] = Field(default_factory=dict)  # trace_quality check -> verdict

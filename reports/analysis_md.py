@@ -316,6 +316,15 @@ def _top_operations(inputs: ReportInputs) -> list[dict[str, str]]:
             "percent_of_e2e": fmt_pct(row.get("percent_of_e2e")),
             "pct_roofline": DASH if pct_roofline is None else f"{fmt_pct(pct_roofline)}%",
             "bound": cell(str(bound).lower().replace("_", "-")) if bound else DASH,
+            # comparative scope: trace 2's side of the op's match (absent: no match)
+            "count2": fmt_value("count", row.get("count2")) if row.get("count2") is not None else DASH,
+            "time2_ms": fmt_ms(row.get("time2_ms")) if row.get("time2_ms") is not None else DASH,
+            "difference_ms": (fmt_signed_ms(row["time2_ms"] - row["time_ms"])
+                              if row.get("time2_ms") is not None and row.get("time_ms") is not None else DASH),
+            "efficiency": (f"{fmt_pct(row['efficiency_percent'])}%"
+                           if _finite(row.get("efficiency_percent")) is not None else DASH),
+            "matched_by": {"name_and_shapes": "name + shapes", "module_path": "model layer"}.get(
+                str(row.get("matched_by")), "not matched"),
         })
     return rows
 
@@ -375,6 +384,7 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "plot": inputs.plot_png_base64,
         "gpu": gpu1,
         "top_operations": _top_operations(inputs),
+        "matching_note": one_line(inputs.op_matching_note or ""),
         "relabelled_ops_note": one_line(inputs.relabelled_ops_note) if inputs.relabelled_ops_note else None,
         "compute_cards": by_kind["compute"],
         "fusion_cards": by_kind["fusion"],

@@ -119,10 +119,13 @@ class AgentsRunner(str, Enum):
 
 @app.command()
 def analyze(
-    trace: Annotated[Path, typer.Argument(help="Trace file (.json or .json.gz).")],
+    trace: Annotated[Path, typer.Argument(help="Trace file (.json or .json.gz); the baseline with --compare.")],
+    compare: Annotated[Optional[Path], typer.Option("--compare", help="Second trace (the target): comparative analysis against TRACE.")] = None,
     platform: Annotated[Optional[str], typer.Option("--platform", help="Roofline platform (default: detected from the trace).")] = None,
+    platform2: Annotated[Optional[str], typer.Option("--platform2", help="Platform of the --compare trace (default: detected).")] = None,
     mode: Annotated[Mode, typer.Option("--mode", help="auto picks inference for serving-engine traces and GPU graph replays.")] = Mode.auto,
     capture_folder: Annotated[Optional[Path], typer.Option("--capture-folder", help="Graph-capture traces for a graph-replay trace.")] = None,
+    capture_folder2: Annotated[Optional[Path], typer.Option("--capture-folder2", help="Graph-capture traces for the --compare trace.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Output folder (default: <trace dir>/analysis_output).")] = None,
     warehouse: WarehouseOption = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Parse workers (default: cores).")] = None,
@@ -136,14 +139,20 @@ def analyze(
 
     if agents is AgentsRunner.llm and not llm_cmd:
         raise typer.BadParameter("--agents llm needs --llm-cmd", param_hint="--llm-cmd")
+    if compare is None and (platform2 or capture_folder2):
+        raise typer.BadParameter("--platform2 and --capture-folder2 describe the --compare trace; pass --compare TRACE2",
+                                 param_hint="--compare")
     show_progress = sys.stderr.isatty() and not quiet
     options = AnalyzeOptions(
         platform=platform, mode=mode.value, out_dir=out, jobs=jobs or default_jobs(), xlsx=xlsx,
         capture_folder=capture_folder, agents=agents.value, llm_cmd=llm_cmd,
+        compare=compare, platform2=platform2, capture_folder2=capture_folder2,
     )
     with ProgressBar(enabled=show_progress) as progress:
         outcome = run_analysis(trace, _warehouse(warehouse), options, progress, progress.stage)
     print(f"{outcome.trace_id}  {trace.name}  platform {outcome.platform} ({outcome.platform_source})")
+    if compare is not None:
+        print(f"{outcome.trace2_id}  {compare.name}  platform {outcome.platform2} (trace 2)")
     print(f"wrote {outcome.analysis_md}")
     if not quiet:
         for warning in outcome.warnings:

@@ -33,6 +33,7 @@ from reports.plot_process import PlotProcess
 from reports.priority import build_priority_data
 from reports.validation import validate
 from tracelake import __version__
+from tracelake import comparative as comparative_scope
 from tracelake.ingestion import IngestProgress, ingest_paths
 from tracelake.platforms import load_platforms, resolve_platform
 from tracelake.run_contracts import (
@@ -61,6 +62,9 @@ class AnalyzeOptions:
     capture_folder: Path | None = None
     agents: str = "deterministic"
     llm_cmd: str | None = None
+    compare: Path | None = None  # comparative scope: trace 2 (the target; `trace` is the baseline)
+    platform2: str | None = None
+    capture_folder2: Path | None = None
 
 
 @dataclass
@@ -68,6 +72,8 @@ class AnalysisOutcome:
     trace_id: str
     platform: str
     platform_source: str
+    trace2_id: str | None
+    platform2: str | None
     out_dir: Path
     analysis_md: Path
     warnings: list[str]
@@ -286,10 +292,14 @@ def run_analysis(
     on_stage: Callable[[str], None] = lambda _: None,
 ) -> AnalysisOutcome:
     chosen_platform = resolve_platform(options.platform) if options.platform else None
+    chosen_platform2 = resolve_platform(options.platform2) if options.platform2 else None
     if not trace.is_file():
         raise BadTraceError(f"{trace}: no such trace file; check the path")
-    if options.capture_folder is not None and not options.capture_folder.is_dir():
-        raise BadTraceError(f"{options.capture_folder}: capture folder does not exist")
+    if options.compare is not None and not options.compare.is_file():
+        raise BadTraceError(f"{options.compare}: no such trace file (--compare); check the path")
+    for folder in (options.capture_folder, options.capture_folder2):
+        if folder is not None and not folder.is_dir():
+            raise BadTraceError(f"{folder}: capture folder does not exist")
     out_dir = (options.out_dir or default_out_dir(trace)).resolve()
     if warehouse.root.resolve().is_relative_to(out_dir):
         raise WarehouseError(f"the warehouse {warehouse.root} is inside the output folder {out_dir}, which each "
@@ -299,10 +309,12 @@ def run_analysis(
     run = _Run(RunMetadata(
         tracelake_version=__version__, trace_path=str(trace.resolve()), out_dir=str(out_dir),
         warehouse=str(warehouse.root), started_at=datetime.now(timezone.utc),
-        agents_runner=options.agents), staging)
+        agents_runner=options.agents, comparison_scope="comparative" if options.compare else "standalone",
+        trace2_path=str(options.compare.resolve()) if options.compare else None), staging)
     plot = PlotProcess()  # imports matplotlib in a child process while the trace is ingested
     try:
-        outcome = _analyze(trace, warehouse, options, chosen_platform, out_dir, run, plot, progress, on_stage)
+        outcome = _analyze(trace, warehouse, options, (chosen_platform, chosen_platform2), out_dir, run, plot,
+                           progress, on_stage)
         _swap_into_place(staging, out_dir)
         return outcome
     finally:
@@ -310,57 +322,94 @@ def run_analysis(
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions, chosen_platform: str | None,
-             out_dir: Path, run: _Run, plot: PlotProcess, progress: IngestProgress | None,
+def _trace_platform(db: duckdb.DuckDBPyConnection, trace_id: str, chosen: str | None,
+                    label: str, option: str) -> tuple[str, str, str | None]:
+    """(platform, how it was chosen: given | detected | default, a warning for the default)."""
+    detected, is_detected, device_name = db.execute(
+        "select platform, platform_detected, device_name from traces where trace_id = ?", [trace_id]).fetchall()[0]
+    platform = chosen or detected
+    source = "given" if chosen else ("detected" if is_detected else "default")
+    warning = (f"{label}: the device name {device_name!r} matches no known platform; the roofline uses "
+               f"{platform} (pass {option} to choose)") if source == "default" else None
+    return platform, source, warning
+
+
+def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
+             chosen_platforms: tuple[str | None, str | None], out_dir: Path, run: _Run, plot: PlotProcess, progress: IngestProgress | None,
              on_stage: Callable[[str], None]) -> AnalysisOutcome:
     from reports.analysis_md import render_analysis, validate_analysis  # noqa: PLC0415
     from reports.model_id import identify_model  # noqa: PLC0415
     from reports.report_inputs import ReportInputs  # noqa: PLC0415
 
+    comparative = options.compare is not None
     with run.step("1 ingest", on_stage):
-        report = ingest_paths([trace], warehouse, {}, options.jobs, progress)
+        paths = [trace] + ([options.compare] if options.compare is not None else [])
+        report = ingest_paths(paths, warehouse, {}, options.jobs, progress)
         if report.failed:
             raise BadTraceError(report.failed[0].message)
-        trace_id = report.outcomes[0].trace_id
+        ids = {outcome.path: outcome.trace_id for outcome in report.outcomes}
+        trace_id = ids[trace]
+        trace2_id = ids[options.compare] if options.compare is not None else None
         assert trace_id is not None
     db = warehouse.connect_read_only()
     try:
-        detected, is_detected, device_name = db.execute(
-            "select platform, platform_detected, device_name from traces where trace_id = ?", [trace_id]).fetchall()[0]
-        platform = chosen_platform or detected
-        source = "given" if chosen_platform else ("detected" if is_detected else "default")
-        if source == "default":
-            run.warnings.append(f"the device name {device_name!r} matches no known platform; the roofline uses "
-                                f"{platform} (pass --platform to choose)")
+        platform, source, warning = _trace_platform(db, trace_id, chosen_platforms[0], "trace 1" if comparative
+                                                    else "the trace", "--platform")
+        run.warnings += [warning] if warning else []
+        platform2 = source2 = None
+        if trace2_id is not None:
+            platform2, source2, warning2 = _trace_platform(db, trace2_id, chosen_platforms[1], "trace 2", "--platform2")
+            run.warnings += [warning2] if warning2 else []
         mode, mode_reason = _detect_mode(db, trace_id, options.mode)
         run.metadata = run.metadata.model_copy(update={
             "trace_id": trace_id, "platform": platform, "platform_source": source, "mode": mode,
-            "mode_reason": mode_reason})
+            "mode_reason": mode_reason, "trace2_id": trace2_id, "platform2": platform2, "platform2_source": source2})
         run.write("metadata/run.json", run.metadata)
 
         with run.step("1 perf report", on_stage):
             tables = perf_report_tables(db, trace_id, platform)
-            write_perf_report(tables, run.staging / "perf_report_csvs",
-                              run.staging / "perf_report.xlsx" if options.xlsx else None)
+            stem = "perf_report_trace1" if comparative else "perf_report"
+            write_perf_report(tables, run.staging / f"{stem}_csvs",
+                              run.staging / f"{stem}.xlsx" if options.xlsx else None)
+            if trace2_id is not None and platform2 is not None:
+                write_perf_report(perf_report_tables(db, trace2_id, platform2), run.staging / "perf_report_trace2_csvs",
+                                  run.staging / "perf_report_trace2.xlsx" if options.xlsx else None)
 
         with run.step("2 quality gate", on_stage):
             gate = _quality_gate(db, trace_id, options.capture_folder)
             run.write("metadata/trace_quality.json", gate)
+            if trace2_id is not None:
+                gate2 = _quality_gate(db, trace2_id, options.capture_folder2)
+                run.write("metadata/trace2_quality.json", gate2)
+                if not (gate.gpu_events_present and gate2.gpu_events_present):
+                    which = options.compare if gate.gpu_events_present else trace
+                    raise BadTraceError(f"{which}: the trace has no GPU events; a comparative analysis needs GPU "
+                                        "work in both traces (analyze it alone instead)")
 
         gpu = _gpu_utilization(db, trace_id)
+        gpu2 = _gpu_utilization(db, trace2_id) if trace2_id is not None else None
         spec = next(p for p in load_platforms() if p.platform == platform)
         platform_spec = spec.model_dump()
         ctx = AnalysisContext(
             trace_id=trace_id, platform=platform, mode=mode if mode in ("default", "inference") else "default",
+            comparison_scope="comparative" if comparative else "standalone", trace2_id=trace2_id, platform2=platform2,
             e2e_time_ms=gpu.total_time_ms, computation_time_ms=gpu.computation_time_ms,
             quality_verdicts={c.check_name: c.verdict for c in gate.checks})
 
         with run.step("3-6 category data", on_stage):
             owned = _agent_category_rows(db, trace_id, platform) if gate.run_compute_tier else {}
             entries, category_time = _write_category_data(run, db, ctx, owned, gpu, platform_spec, gate)
+            categories2 = (comparative_scope.ops_summary_by_category(db, trace2_id, platform2)
+                           if trace2_id is not None and platform2 is not None else [])
             run.write("category_data/category_manifest.json", CategoryManifest(
-                platform=platform, trace_path=str(trace.resolve()), comparison_scope="standalone",
-                gpu_utilization=gpu, categories=entries))
+                platform=platform, trace_path=str(trace.resolve()), comparison_scope=ctx.comparison_scope,
+                gpu_utilization=gpu, categories=entries, trace2_gpu_utilization=gpu2,
+                trace2_ops_summary_by_category=[c.seed_keys() for c in categories2] if comparative else None))
+            op_comparison = comparative_scope.op_comparison(db, ctx) if comparative else None
+            if op_comparison is not None:
+                run.write("category_data/op_comparison.json", op_comparison)
+                comparative_scope.op_comparison_frame(op_comparison).write_csv(
+                    run.staging / "perf_report_trace1_csvs" / "op_comparison.csv")
 
         runner = RunnerSettings(
             timeout_seconds=settings.AGENT_TIMEOUT_SECONDS, attempts=settings.AGENT_ATTEMPTS,
@@ -410,19 +459,27 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions, chosen_
         with run.step("11 report", on_stage):
             png = plot.result()
             run.write("perf_improvement.png", png)
-            inputs = ReportInputs(**_report_inputs(db, trace, trace_id, platform, platform_spec, mode, mode_reason,
-                                                   gpu, gate, priority, results, model_info, run.warnings, png))
+            fields = _report_inputs(db, trace, trace_id, platform, platform_spec, mode, mode_reason,
+                                    gpu, gate, priority, results, model_info, run.warnings, png)
+            if op_comparison is not None and options.compare is not None and gpu2 is not None:
+                extra = comparative_scope.report_fields(
+                    op_comparison, gpu.total_time_ms, options.compare.name, gpu2.model_dump(),
+                    comparative_scope.ops_summary_by_category(db, trace_id, platform), categories2,
+                    next(p for p in load_platforms() if p.platform == op_comparison.platform2).model_dump())
+                fields.update(extra, reproduce_sql=fields["reproduce_sql"] + extra["reproduce_sql"])
+            inputs = ReportInputs(**fields)
             markdown = render_analysis(inputs)
             problems = validate_analysis(markdown, priority)
             run.write("analysis.md", markdown)
     finally:
         db.close()
 
-    _record_findings(warehouse, ctx, priority, out_dir, "standalone")
+    _record_findings(warehouse, ctx, priority, out_dir, ctx.comparison_scope)
     run.metadata.finished_at = datetime.now(timezone.utc)
     run.metadata.warnings = list(run.warnings)
     run.write("metadata/run.json", run.metadata)
-    return AnalysisOutcome(trace_id, platform, source, out_dir, out_dir / "analysis.md", run.warnings, problems)
+    return AnalysisOutcome(trace_id, platform, source, trace2_id, platform2, out_dir, out_dir / "analysis.md",
+                           run.warnings, problems)
 
 
 def _report_inputs(db: duckdb.DuckDBPyConnection, trace: Path, trace_id: str, platform: str,

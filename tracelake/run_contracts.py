@@ -33,6 +33,10 @@ class RunMetadata(BaseModel):
     mode: str | None = None
     mode_reason: str | None = None
     comparison_scope: str = "standalone"
+    trace2_path: str | None = None  # comparative scope: the target trace
+    trace2_id: str | None = None
+    platform2: str | None = None
+    platform2_source: str | None = None
     agents_runner: str = "deterministic"
     out_dir: str
     warehouse: str

@@ -1,0 +1,180 @@
+"""`tracelake analyze TRACE --compare TRACE2` on the shared H100 / MI300X pairs (bert-small, Qwen 1.5)."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from analyzers.contracts import AgentResult, PriorityData
+from reports.analysis_md import validate_analysis
+from tests.conftest import EXPECTED, TRACES, run_cli
+from tracelake.pipeline import AnalyzeOptions, run_analysis
+from tracelake.warehouse import Warehouse
+
+PAIRS = {
+    "bert": ("h100/gaunernst_bert-small-uncased__1016001.json.gz", "mi300/gaunernst_bert-small-uncased__1016001.json.gz"),
+    "qwen": ("h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"),
+}
+TIMELINE_KEYS = ("total_time", "computation_time", "exposed_comm_time", "exposed_memcpy_time", "idle_time")
+
+
+@pytest.fixture(scope="module")
+def compare_warehouse(warehouse, tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
+    folder = tmp_path_factory.mktemp("compare") / "wh"
+    shutil.copytree(warehouse.root, folder)
+    return Warehouse(folder)
+
+
+@pytest.fixture(scope="module")
+def comparisons(compare_warehouse: Warehouse, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out_root = tmp_path_factory.mktemp("compare_reports")
+    outs = {}
+    for name, (first, second) in PAIRS.items():
+        out = out_root / name
+        run_analysis(TRACES / first, compare_warehouse, AnalyzeOptions(out_dir=out, jobs=1, compare=TRACES / second))
+        outs[name] = out
+    return outs
+
+
+def _reference_timeline(relative: str) -> dict[str, tuple[float, float]]:
+    folder = relative.removesuffix(".json.gz").replace("/", "__")
+    with (EXPECTED / folder / "gpu_timeline.csv").open() as handle:
+        return {row["type"]: (float(row["time ms"]), float(row["percent"])) for row in csv.DictReader(handle)}
+
+
+@pytest.mark.parametrize("pair", sorted(PAIRS))
+def test_manifest_totals_equal_each_traces_reference_timeline(comparisons, pair: str) -> None:
+    manifest = json.loads((comparisons[pair] / "category_data" / "category_manifest.json").read_text())
+    assert manifest["comparison_scope"] == "comparative"
+    for key, relative in (("gpu_utilization", PAIRS[pair][0]), ("trace2_gpu_utilization", PAIRS[pair][1])):
+        reference = _reference_timeline(relative)
+        for name in TIMELINE_KEYS:
+            ms, percent = reference[name]
+            assert manifest[key][f"{name}_ms"] == pytest.approx(ms, rel=1e-6, abs=1e-6), (key, name)
+            if name != "total_time":
+                assert manifest[key][f"{name}_percent"] == pytest.approx(percent, rel=1e-6, abs=1e-6), (key, name)
+    categories2 = manifest["trace2_ops_summary_by_category"]
+    assert categories2 and {"op category", "Count", "total_direct_kernel_time_ms", "Percentage (%)",
+                            "Cumulative Percentage (%)"} <= set(categories2[0])
+    assert categories2[-1]["Cumulative Percentage (%)"] == pytest.approx(100.0)
+
+
+@pytest.mark.parametrize("pair", sorted(PAIRS))
+def test_comparative_report_is_valid_with_both_traces(comparisons, pair: str) -> None:
+    out = comparisons[pair]
+    for expected in ["analysis.md", "priority_data.json", "perf_improvement.png", "metadata/trace2_quality.json",
+                     "perf_report_trace1_csvs/gpu_timeline.csv", "perf_report_trace2_csvs/gpu_timeline.csv",
+                     "perf_report_trace1_csvs/op_comparison.csv", "category_data/op_comparison.json"]:
+        assert (out / expected).is_file(), expected
+    assert not (out / "perf_report_csvs").exists()
+    markdown = (out / "analysis.md").read_text()
+    priority = PriorityData.model_validate_json((out / "priority_data.json").read_text())
+    assert priority.comparison_scope == "comparative"
+    assert validate_analysis(markdown, priority) == []
+    assert markdown.splitlines()[0].endswith("- Comparative Analysis: H100 vs MI300X")
+    # the metric table: both totals and their difference, from each trace's reference timeline
+    t1 = _reference_timeline(PAIRS[pair][0])["total_time"][0]
+    t2 = _reference_timeline(PAIRS[pair][1])["total_time"][0]
+    row = next(line for line in markdown.splitlines() if line.startswith("| Total Time |"))
+    assert f"{t1:.3f} ms" in row and f"{t2:.3f} ms" in row and f"{t2 - t1:+.3f} ms" in row
+    # the Top Operations table shows both traces' times for matched ops
+    top = markdown.split("### Top Operations", 1)[1].split("\n\n", 2)[1]
+    assert "| Trace 1 Time (ms) | Trace 2 Time (ms) |" in top
+    rows = [line for line in top.splitlines()[2:] if line.startswith("| ")]
+    assert len(rows) == 10
+    for line in rows:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert re.fullmatch(r"\d+\.\d{3}", cells[4]) and re.fullmatch(r"\d+\.\d{3}", cells[5]), line
+    assert "System-level analysis is on trace 1 only" in markdown
+
+
+@pytest.mark.parametrize("pair", sorted(PAIRS))
+@pytest.mark.parametrize("agent", ["gemm", "elementwise"])
+def test_gemm_and_elementwise_ops_are_matched_with_an_efficiency(comparisons, pair: str, agent: str) -> None:
+    result = AgentResult.model_validate_json((comparisons[pair] / "category_data" / f"{agent}_metrics.json").read_text())
+    assert result.status == "OK"
+    ops = result.metrics["operations"]
+    matched = [op for op in ops if op["comparison"] is not None]
+    assert matched and len(matched) == len(ops)  # the pairs run the same model: every op has its match
+    for op in matched:
+        t1, t2 = op["time_ms"], op["comparison"]["time_trace2_ms"]
+        assert t1 > 0 and t2 > 0
+        measured = 100.0 * t2 / t1
+        # efficiency = 100 t2 / t1, raised to trace 1's roofline value when that is higher
+        assert op["efficiency_percent"] == pytest.approx(max(measured, op["roofline_percent"] or 0.0), rel=1e-6)
+        assert op["efficiency_capped"] == (op["roofline_percent"] is not None and measured < op["roofline_percent"])
+
+
+@pytest.mark.parametrize("pair", sorted(PAIRS))
+def test_compute_findings_are_measured_gaps_where_trace1_is_slower(comparisons, pair: str) -> None:
+    priority = PriorityData.model_validate_json((comparisons[pair] / "priority_data.json").read_text())
+    compute = [f for f in priority.findings if f.tier == "compute"]
+    e2e = priority.e2e_time_ms
+    for finding in compute:
+        members = finding.evidence["members"]
+        assert finding.estimate_method == "quantified"
+        for member in members:
+            assert member["efficiency_percent"] < 100.0  # only ops where trace 1 is slower
+        # impact high = sum over members of (1 - eff/100) x t1 / E2E x 100
+        expected_high = sum((1 - m["efficiency_percent"] / 100) * m["time_ms"] / e2e * 100 for m in members)
+        assert finding.impact_high == pytest.approx(expected_high, rel=1e-6)
+    assert [f.global_rank for f in priority.findings] == list(range(1, len(priority.findings) + 1))
+
+
+def test_op_comparison_covers_every_op_of_both_traces(comparisons, compare_warehouse: Warehouse) -> None:
+    comparison = json.loads((comparisons["qwen"] / "category_data" / "op_comparison.json").read_text())
+    assert comparison["matched_time_trace1_ms"] + sum(o["time_ms"] for o in comparison["only_in_trace1"]) == \
+        pytest.approx(comparison["time_trace1_ms"], rel=1e-9)
+    assert comparison["matched_time_trace2_ms"] + sum(o["time_ms"] for o in comparison["only_in_trace2"]) == \
+        pytest.approx(comparison["time_trace2_ms"], rel=1e-9)
+    with compare_warehouse.connect_read_only() as con:
+        recorded = con.execute("select comparison_scope, trace2_id from analyses where trace2_id = ?",
+                               [comparison["trace2_id"]]).fetchall()
+        findings = con.execute("select count(*) from findings where trace2_id = ?", [comparison["trace2_id"]]).fetchone()
+    assert recorded == [("comparative", comparison["trace2_id"])]
+    priority = PriorityData.model_validate_json((comparisons["qwen"] / "priority_data.json").read_text())
+    assert findings == (len(priority.findings),)
+
+
+def _renamed_copy(source: Path, target: Path, old: str, new: str) -> None:
+    data = json.loads(gzip.decompress(source.read_bytes()))
+    for event in data["traceEvents"]:
+        if event.get("name") == old:
+            event["name"] = new
+    target.write_bytes(gzip.compress(json.dumps(data).encode()))
+
+
+def test_ops_named_differently_are_matched_by_model_layer(compare_warehouse: Warehouse, tmp_path: Path) -> None:
+    first, second = PAIRS["bert"]
+    renamed = tmp_path / "bert_renamed_gelu.json.gz"
+    _renamed_copy(TRACES / second, renamed, "aten::gelu", "vendor::fast_gelu")
+    out = tmp_path / "out"
+    run_analysis(TRACES / first, compare_warehouse, AnalyzeOptions(out_dir=out, jobs=1, compare=renamed))
+    comparison = json.loads((out / "category_data" / "op_comparison.json").read_text())
+    by_layer = [m for m in comparison["matched"] if m["matched_by"] == "module_path"]
+    # gelu runs in two layers (encoder MLP, LM head) with one shape each: two matches, each in its layer
+    assert sorted((m["name"], m["name_trace2"], m["input_dims"]) for m in by_layer) == [
+        ("aten::gelu", "vendor::fast_gelu", "[[1,141,2048],[]]"), ("aten::gelu", "vendor::fast_gelu", "[[1,141,512],[]]")]
+    assert all(m["count_trace1"] == m["count_trace2"] and m["module_path"].endswith("GELUActivation") for m in by_layer)
+    assert comparison["only_in_trace1"] == [] and comparison["only_in_trace2"] == []
+
+
+def test_compare_cli_bad_inputs(compare_warehouse: Warehouse, tmp_path: Path) -> None:
+    first, _ = PAIRS["bert"]
+    missing = run_cli("analyze", str(TRACES / first), "--compare", str(tmp_path / "nope.json.gz"),
+                      "--warehouse", str(compare_warehouse.root), "--out", str(tmp_path / "o1"))
+    assert missing.returncode == 2 and "nope.json.gz" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o1").exists()
+    orphan = run_cli("analyze", str(TRACES / first), "--platform2", "H100",
+                     "--warehouse", str(compare_warehouse.root), "--out", str(tmp_path / "o2"))
+    assert orphan.returncode == 2 and "--compare" in orphan.stderr
+    cpu_only = run_cli("analyze", str(TRACES / first), "--compare", str(TRACES / "cpu_only" / "cpu_mlp_training.json.gz"),
+                       "--warehouse", str(compare_warehouse.root), "--out", str(tmp_path / "o3"))
+    assert cpu_only.returncode == 2 and "no GPU events" in cpu_only.stderr
+    assert len(cpu_only.stderr.strip().splitlines()) == 1 and not (tmp_path / "o3").exists()
