@@ -92,7 +92,7 @@ def ingest(
         if outcome.status == "new":
             print(f"{outcome.trace_id}  {outcome.path.name}  {outcome.event_count} events  {outcome.seconds:.2f}s")
         elif outcome.status == "known":
-            print(f"{outcome.trace_id}  {outcome.path.name}  already ingested")
+            print(f"{outcome.trace_id}  {outcome.path.name}  {outcome.message}")
         elif outcome.status == "skipped":
             print(f"skipped  {outcome.path}  ({outcome.message})", file=sys.stderr)
     for outcome in report.failed:

@@ -134,6 +134,12 @@ def ingest_paths(
             continue
         pending[trace_id] = _Candidate(candidate.path, candidate.from_folder, sha256, pre_read)
 
+    retagged = [o for o in report.outcomes if o.status == "known" and o.trace_id in known]
+    if tags and retagged:
+        with warehouse.write_lock():
+            for outcome in retagged:
+                if warehouse.retag(outcome.trace_id or "", tags):
+                    outcome.message = "already ingested; tags updated"
     staged = _stage_all(pending, warehouse, tags, jobs, report, progress)
     if staged:
         progress.stage("updating the marts")

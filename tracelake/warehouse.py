@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ingest.errors import WarehouseError
 from ingest.trace_ingest import TABLES, StagedTrace
@@ -117,6 +119,24 @@ class Warehouse:
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(staging / table, target)
         shutil.rmtree(staging, ignore_errors=True)
+        return True
+
+    def retag(self, trace_id: str, tags: dict[str, str]) -> bool:
+        """Merge `tags` into a committed trace's tags, new values winning (caller holds the write
+        lock). Tags live only in the trace's `trace_files` row, which every view reads, so the
+        one-row file is rewritten beside itself and renamed over. True when a tag changed."""
+        partition = self._partition(COMMIT_TABLE, trace_id)
+        files = sorted(partition.glob("*.parquet"))
+        table = pq.read_table(files[0])
+        current = dict(table.column("tags")[0].as_py() or [])
+        merged = {**current, **tags}
+        if merged == current:
+            return False
+        index = table.schema.get_field_index("tags")
+        column = pa.array([list(merged.items())], type=table.schema.field("tags").type)
+        temporary = partition / f".{files[0].name}.{uuid.uuid4().hex[:8]}.tmp"
+        pq.write_table(table.set_column(index, table.schema.field("tags"), column), temporary)
+        os.replace(temporary, files[0])
         return True
 
     def remove_orphans(self) -> None:

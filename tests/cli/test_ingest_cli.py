@@ -116,3 +116,18 @@ def test_build_runs_dbt_models_and_data_tests(warehouse, tmp_path: Path) -> None
     assert "ERROR=0" in log and "PASS=" in log
     passed = int(log.rsplit("PASS=", 1)[1].split()[0])
     assert passed > 150  # 18 models + ~160 data tests
+
+
+def test_reingest_with_tags_updates_the_tags_only(tmp_path: Path) -> None:
+    folder = tmp_path / "wh"
+    trace = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
+    assert run_cli("ingest", str(trace), "--warehouse", str(folder), "--tag", "model=bert").returncode == 0
+    before = {k: v for k, v in snapshot(folder / "parquet").items() if "trace_files" not in k}
+    again = run_cli("ingest", str(trace), "--warehouse", str(folder), "--tag", "run=r2", "--tag", "mode=inference")
+    assert again.returncode == 0 and "already ingested; tags updated" in again.stdout
+    listed = json.loads(run_cli("sql", "select model, run, mode, mode_source from runs", "--warehouse", str(folder),
+                                "--format", "json").stdout)
+    assert listed == [{"model": "bert", "run": "r2", "mode": "inference", "mode_source": "tag"}]
+    assert {k: v for k, v in snapshot(folder / "parquet").items() if "trace_files" not in k} == before
+    same = run_cli("ingest", str(trace), "--warehouse", str(folder), "--tag", "run=r2")
+    assert same.returncode == 0 and "already ingested" in same.stdout and "tags updated" not in same.stdout
