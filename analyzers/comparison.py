@@ -93,6 +93,18 @@ ops{n} as (
     group by all
 )"""
 
+# The ops of one trace that the name pass left unmatched, numbered within their layer.
+_REST_CTE = """
+rest{n} as (
+    select ops{n}.*,
+        row_number() over (partition by op_category, module_path, first_shape order by time_ms desc, name) as pair_rank
+    from ops{n}
+    where module_path <> ''
+        and not exists (select 1 from by_name
+                        where by_name.name = ops{n}.name and by_name.input_dims = ops{n}.input_dims
+                            and by_name.input_type = ops{n}.input_type)
+)"""
+
 MATCHES_SQL = f"""
 with
 {_OPS_CTE.format(n=1)},
@@ -104,24 +116,8 @@ by_name as (
     inner join ops2
         on ops1.name = ops2.name and ops1.input_dims = ops2.input_dims and ops1.input_type = ops2.input_type
 ),
-rest1 as (
-    select ops1.*,
-        row_number() over (partition by op_category, module_path, first_shape order by time_ms desc, name) as pair_rank
-    from ops1
-    where module_path <> ''
-        and not exists (select 1 from by_name
-                        where by_name.name = ops1.name and by_name.input_dims = ops1.input_dims
-                            and by_name.input_type = ops1.input_type)
-),
-rest2 as (
-    select ops2.*,
-        row_number() over (partition by op_category, module_path, first_shape order by time_ms desc, name) as pair_rank
-    from ops2
-    where module_path <> ''
-        and not exists (select 1 from by_name
-                        where by_name.name = ops2.name and by_name.input_dims = ops2.input_dims
-                            and by_name.input_type = ops2.input_type)
-),
+{_REST_CTE.format(n=1)},
+{_REST_CTE.format(n=2)},
 by_module as (
     select rest1.* exclude (pair_rank), rest2.name as name2, rest2.op_count as op_count2, rest2.time_ms as time2_ms,
         'module_path' as matched_by

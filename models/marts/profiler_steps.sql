@@ -1,6 +1,7 @@
 {#- One row per trace and profiler step (`ProfilerStep#N` annotations): the step's host span,
     its GPU span when the profiler recorded one, and the linked GPU work launched during the
-    step (the launching runtime call lies inside the step's host span). Repeated steps of one trace are what `tracelake compare` measures noise with. -#}
+    step (the launching runtime call lies inside the step's host span). Repeated steps of one
+    trace are what `tracelake compare` measures noise with. -#}
 {{ config(materialized='incremental') }}
 
 with annotations as (
@@ -29,40 +30,21 @@ launched_kernels as (
         and kernels.launch_event_idx = launch_calls.event_idx
 ),
 
-host_steps as (
+step_spans as (
     select
         trace_id,
         cast(split_part(name, '#', 2) as bigint) as step_number,
-        min(ts_us) as host_start_us,
-        max(end_us) as host_end_us
+        min(ts_us) filter (where category = 'user_annotation') as host_start_us,
+        max(end_us) filter (where category = 'user_annotation') as host_end_us,
+        min(ts_us) filter (where category = 'gpu_user_annotation') as gpu_start_us,
+        max(end_us) filter (where category = 'gpu_user_annotation') as gpu_end_us
     from annotations
-    where category = 'user_annotation'
-    group by all
-),
-
-gpu_steps as (
-    select
-        trace_id,
-        cast(split_part(name, '#', 2) as bigint) as step_number,
-        min(ts_us) as gpu_start_us,
-        max(end_us) as gpu_end_us
-    from annotations
-    where category = 'gpu_user_annotation'
     group by all
 ),
 
 steps as (
-    select
-        host_steps.trace_id,
-        host_steps.step_number,
-        host_steps.host_start_us,
-        host_steps.host_end_us,
-        gpu_steps.gpu_start_us,
-        gpu_steps.gpu_end_us
-    from host_steps
-    left join gpu_steps
-        on host_steps.trace_id = gpu_steps.trace_id
-        and host_steps.step_number = gpu_steps.step_number
+    select * from step_spans
+    where host_start_us is not null
 ),
 
 step_kernels as (

@@ -14,6 +14,7 @@ import pytest
 from analyzers.contracts import PriorityData
 from reports.analysis_md import validate_analysis
 from tests.conftest import EXPECTED, TRACES, run_cli
+from tests.pipeline.conftest import copy_of
 from tracelake.pipeline import AnalyzeOptions, run_analysis
 from tracelake.warehouse import Warehouse
 
@@ -29,9 +30,7 @@ REFERENCE_TIMELINES = {
 
 @pytest.fixture(scope="module")
 def analysis_warehouse(warehouse, tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
-    folder = tmp_path_factory.mktemp("analysis") / "wh"
-    shutil.copytree(warehouse.root, folder)
-    return Warehouse(folder)
+    return copy_of(warehouse, tmp_path_factory, "analysis")
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ import csv
 import gzip
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 from analyzers.contracts import AgentResult, PriorityData
 from reports.analysis_md import validate_analysis
 from tests.conftest import EXPECTED, TRACES, run_cli
+from tests.pipeline.conftest import copy_of
 from tracelake.pipeline import AnalyzeOptions, run_analysis
 from tracelake.warehouse import Warehouse
 
@@ -26,9 +26,7 @@ TIMELINE_KEYS = ("total_time", "computation_time", "exposed_comm_time", "exposed
 
 @pytest.fixture(scope="module")
 def compare_warehouse(warehouse, tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
-    folder = tmp_path_factory.mktemp("compare") / "wh"
-    shutil.copytree(warehouse.root, folder)
-    return Warehouse(folder)
+    return copy_of(warehouse, tmp_path_factory, "compare")
 
 
 @pytest.fixture(scope="module")
