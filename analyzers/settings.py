@@ -122,3 +122,21 @@ DEDICATED_LIBRARY_MAX_EFFICIENCY = 30.0  # TraceLens triton spec: fused norm/red
 
 # ---- generic agent ---------------------------------------------------------
 MISCATEGORIZED_MIN_SHARE = 0.5  # most of the op's kernel time in one recognised category
+
+# ---- tracelake compare (regression verdict, analyzers/regression.py) --------------------------
+# Default regression gate, % slower than the baseline: five times the 1.1 % step-to-step spread of
+# GPU kernel time in the 3-step resnet test trace, so a quiet rerun does not fail CI.
+COMPARE_THRESHOLD_PERCENT = 5.0
+# A category or op signature under 1 % of the baseline's GPU busy time (on both sides) cannot fail
+# the run by itself: even doubled it moves busy time by under 1 %, well inside the threshold, and
+# short items are the noisiest. It is still listed.
+COMPARE_MIN_ITEM_SHARE_PERCENT = 1.0
+# Noise band = this many standard errors of the difference of the two sides' mean kernel time:
+# with 3 vs 3 profiler steps (Welch df ~4) the two-sided 95 % Student t quantile is 2.78, so 3
+# standard errors keeps false alarms under 5 % from 3 vs 3 samples up (2 vs 2: about 10 %).
+COMPARE_NOISE_STANDARD_ERRORS = 3.0
+# Samples per side (profiler steps or traces) from which the spread is trusted for a "high"
+# confidence verdict; 2 samples give a spread, but one with a single degree of freedom.
+COMPARE_MIN_SAMPLES_HIGH_CONFIDENCE = 3
+# Rows of the op-signature table in the markdown verdict (every row is in --format json).
+COMPARE_TOP_OPS = 20

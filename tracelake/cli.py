@@ -233,6 +233,49 @@ def traces(
     print(render(columns, rows, format.value))
 
 
+class CompareFormat(str, Enum):
+    md = "md"
+    json = "json"
+
+
+TRACE_SELECTOR_HELP = ("trace file (.json/.json.gz, ingested if new), trace id (or a unique prefix of >= 6 hex "
+                       "digits), or KEY=VALUE[,KEY=VALUE] over model/run/commit/mode/platform and tags "
+                       "(several matching traces are pooled as repeated samples)")
+
+
+@app.command()
+def compare(
+    baseline: Annotated[str, typer.Argument(help="Baseline: " + TRACE_SELECTOR_HELP + ".")],
+    candidate: Annotated[str, typer.Argument(help="Candidate, given like the baseline.")],
+    threshold_pct: Annotated[Optional[float], typer.Option(
+        "--threshold-pct", help="Percent slower that counts as a regression (default: analyzers/settings.py).")] = None,
+    format: Annotated[CompareFormat, typer.Option("--format", help="Output format.")] = CompareFormat.md,
+    warehouse: WarehouseOption = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Parse workers for trace files (default: cores).")] = None,
+) -> None:
+    """Regression verdict for CI: exit 0 = no regression beyond the threshold, 1 = regression, 2 = bad input."""
+    import math
+
+    from analyzers.regression import CompareSettings
+    from analyzers.regression import compare as compare_traces
+    from reports.regression_md import render_regression_md
+    from tracelake.selectors import resolve_traces
+
+    if threshold_pct is not None and not (math.isfinite(threshold_pct) and threshold_pct >= 0):
+        raise typer.BadParameter(f"{threshold_pct:g} is not a percentage >= 0", param_hint="--threshold-pct")
+    config = CompareSettings() if threshold_pct is None else CompareSettings(threshold_percent=threshold_pct)
+    wh = _warehouse(warehouse)
+    baseline_ids = resolve_traces(wh, baseline, jobs or default_jobs())
+    candidate_ids = resolve_traces(wh, candidate, jobs or default_jobs())
+    with wh.connect_read_only() as con:
+        verdict = compare_traces(con, baseline_ids, candidate_ids, config)
+    if format is CompareFormat.json:
+        print(verdict.model_dump_json(indent=1))
+    else:
+        print(render_regression_md(verdict), end="")
+    if verdict.regression:
+        raise typer.Exit(EXIT_FAILED)
+
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     try:

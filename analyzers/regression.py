@@ -1,0 +1,536 @@
+"""Regression verdict for `tracelake compare`: a baseline and a candidate set of traces in, a
+verdict with every compared metric out.
+
+Metrics (per side, the mean over the side's traces; all from the marts):
+- headline: `gpu_timeline` total, busy, computation, exposed comm / memcpy and idle time, plus the
+  GPU kernel time (sum of the linked GPU events' durations, `kernels`);
+- categories: `ops_summary_by_category` (TraceLens op categories, as in analysis.md) plus one
+  `collectives` row from `kernels.is_comm`, since that table leaves collectives out; together
+  they cover all linked GPU kernel time;
+- op signatures: `op_perf` on one platform per trace (kernel time does not depend on it), keyed
+  by name + input dims + input types + strides + concrete inputs, summed over threads.
+
+Noise: the spread of GPU kernel time between repeated samples of a side: its profiler steps
+(`profiler_steps.kernel_time_ms`, pooled over the side's traces when every trace has steps),
+else its traces' kernel time. The noise band is k standard errors of the relative difference of
+the two means, sqrt(cv_b^2/n_b + cv_c^2/n_c); a side with one sample borrows the other side's
+spread. With one sample on both sides the noise is unknown and the threshold decides alone.
+
+Gating: a metric fails the run when the candidate is slower by more than the threshold and by
+more than the noise band. Total, busy and kernel time always gate; a category or op signature
+gates only when it holds at least the minimum share of the baseline's busy time on one side.
+New or gone categories and ops are listed and never fail the run by themselves (their time is in
+the headline metrics).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import duckdb
+from pydantic import BaseModel, Field
+
+from analyzers import settings
+from analyzers.common import query_rows
+from analyzers.contracts import Confidence
+from ingest.errors import TraceLakeError
+
+MetricKind = Literal["headline", "category", "op"]
+ChangeStatus = Literal["slower", "faster", "within_noise", "unchanged", "new", "gone"]
+VerdictKind = Literal["regression", "improvement", "no_change"]
+SampleSource = Literal["profiler_steps", "traces"]
+
+CATEGORY_SOURCE = "ops_summary_by_category + collectives from kernels.is_comm"
+COLLECTIVES = "collectives"
+SUMMARY_LABEL_CHARS = 80  # an op signature named in the verdict line is cut here
+
+# (column in the headline query, label, gates the exit code)
+HEADLINE_METRICS: tuple[tuple[str, str, bool], ...] = (
+    ("total_time_ms", "total GPU time", True),
+    ("busy_time_ms", "GPU busy time", True),
+    ("kernel_time_ms", "GPU kernel time", True),
+    ("computation_time_ms", "computation time", False),
+    ("exposed_comm_time_ms", "exposed communication time", False),
+    ("exposed_memcpy_time_ms", "exposed memcpy time", False),
+    ("idle_time_ms", "idle time", False),
+)
+
+SIDES_CTE = """
+sides as (
+    select unnest($baseline) as trace_id, 'baseline' as side
+    union all
+    select unnest($candidate) as trace_id, 'candidate' as side
+),
+side_sizes as (
+    select side, count(*) as trace_count from sides group by side
+)"""
+
+HEADLINE_SQL = f"""
+with {SIDES_CTE},
+linked_kernel_time as (
+    select trace_id, sum(dur_us) / 1000.0 as kernel_time_ms
+    from kernels
+    where is_linked and trace_id in (select trace_id from sides)
+    group by trace_id
+),
+per_trace as (
+    select
+        sides.side, sides.trace_id, traces.file_name,
+        gpu_timeline.total_time_ms, gpu_timeline.busy_time_ms, gpu_timeline.computation_time_ms,
+        gpu_timeline.exposed_comm_time_ms, gpu_timeline.exposed_memcpy_time_ms, gpu_timeline.idle_time_ms,
+        coalesce(linked_kernel_time.kernel_time_ms, 0) as kernel_time_ms,
+        gpu_timeline.trace_id is not null as has_gpu_work
+    from sides
+    inner join traces on traces.trace_id = sides.trace_id
+    left join gpu_timeline on gpu_timeline.trace_id = sides.trace_id
+    left join linked_kernel_time on linked_kernel_time.trace_id = sides.trace_id
+)
+select * from per_trace order by side, trace_id
+"""
+
+STEPS_SQL = f"""
+with {SIDES_CTE}
+select sides.side, steps.trace_id, steps.step_number, steps.kernel_time_ms
+from sides
+inner join profiler_steps as steps on steps.trace_id = sides.trace_id
+order by sides.side, steps.trace_id, steps.step_number
+"""
+
+CATEGORIES_SQL = f"""
+with {SIDES_CTE},
+category_time as (
+    select trace_id, op_category as category, total_direct_kernel_time_ms as kernel_time_ms
+    from ops_summary_by_category
+    where trace_id in (select trace_id from sides)
+    union all
+    select trace_id, '{COLLECTIVES}' as category, sum(dur_us) / 1000.0 as kernel_time_ms
+    from kernels
+    where is_linked and is_comm and trace_id in (select trace_id from sides)
+    group by trace_id
+),
+per_side as (
+    select sides.side, category_time.category,
+        sum(category_time.kernel_time_ms) / any_value(side_sizes.trace_count) as kernel_time_ms
+    from sides
+    inner join category_time on category_time.trace_id = sides.trace_id
+    inner join side_sizes on side_sizes.side = sides.side
+    group by all
+)
+select
+    category,
+    nullif(sum(kernel_time_ms) filter (where side = 'baseline'), 0) as baseline_ms,
+    nullif(sum(kernel_time_ms) filter (where side = 'candidate'), 0) as candidate_ms
+from per_side
+group by category
+having coalesce(sum(kernel_time_ms), 0) > 0
+order by category
+"""
+
+OPS_SQL = f"""
+with {SIDES_CTE},
+trace_platform as (
+    select trace_id, coalesce(min(platform) filter (where is_trace_platform), min(platform)) as platform
+    from op_perf
+    where trace_id in (select trace_id from sides)
+    group by trace_id
+),
+signatures as (
+    select
+        op_perf.trace_id, op_perf.name, op_perf.input_dims, op_perf.input_type,
+        op_perf.input_strides, op_perf.concrete_inputs,
+        min(op_perf.op_category) as op_category,
+        sum(op_perf.operation_count) as calls,
+        sum(op_perf.kernel_time_sum_us) / 1000.0 as kernel_time_ms
+    from op_perf
+    inner join trace_platform
+        on trace_platform.trace_id = op_perf.trace_id and trace_platform.platform = op_perf.platform
+    group by all
+),
+per_side as (
+    select
+        sides.side, signatures.name, signatures.input_dims, signatures.input_type,
+        signatures.input_strides, signatures.concrete_inputs,
+        min(signatures.op_category) as op_category,
+        sum(signatures.calls) / any_value(side_sizes.trace_count) as calls,
+        sum(signatures.kernel_time_ms) / any_value(side_sizes.trace_count) as kernel_time_ms
+    from sides
+    inner join signatures on signatures.trace_id = sides.trace_id
+    inner join side_sizes on side_sizes.side = sides.side
+    group by all
+)
+select
+    name, input_dims, input_type, input_strides, concrete_inputs,
+    min(op_category) as op_category,
+    nullif(sum(kernel_time_ms) filter (where side = 'baseline'), 0) as baseline_ms,
+    nullif(sum(kernel_time_ms) filter (where side = 'candidate'), 0) as candidate_ms,
+    sum(calls) filter (where side = 'baseline') as baseline_calls,
+    sum(calls) filter (where side = 'candidate') as candidate_calls
+from per_side
+group by name, input_dims, input_type, input_strides, concrete_inputs
+having coalesce(sum(kernel_time_ms), 0) > 0
+order by abs(coalesce(candidate_ms, 0) - coalesce(baseline_ms, 0)) desc, name, input_dims
+"""
+
+
+class ComparisonError(TraceLakeError):
+    """The traces cannot be compared (e.g. one side has no GPU work)."""
+
+
+class CompareSettings(BaseModel):
+    """The thresholds a comparison used (defaults: analyzers/settings.py)."""
+
+    threshold_percent: float = Field(default=settings.COMPARE_THRESHOLD_PERCENT, ge=0)
+    min_item_share_percent: float = Field(default=settings.COMPARE_MIN_ITEM_SHARE_PERCENT, ge=0)
+    noise_standard_errors: float = Field(default=settings.COMPARE_NOISE_STANDARD_ERRORS, ge=0)
+    min_samples_high_confidence: int = Field(default=settings.COMPARE_MIN_SAMPLES_HIGH_CONFIDENCE, ge=2)
+
+
+class SideSamples(BaseModel):
+    """One side's traces and its noise samples (GPU kernel time per profiler step or per trace)."""
+
+    trace_ids: list[str]
+    file_names: list[str]
+    sample_source: SampleSource  # profiler_steps when every trace has steps, else traces
+    sample_count: int
+    kernel_time_samples_ms: list[float]
+    kernel_time_mean_ms: float
+    kernel_time_std_ms: float | None  # sample standard deviation; None with one sample
+
+    @property
+    def cv(self) -> float | None:
+        """Coefficient of variation (std / mean); None when it cannot be measured."""
+        if self.kernel_time_std_ms is None or self.kernel_time_mean_ms <= 0:
+            return None
+        return self.kernel_time_std_ms / self.kernel_time_mean_ms
+
+    @property
+    def sample_text(self) -> str:
+        unit = "step" if self.sample_source == "profiler_steps" else "trace"
+        return f"{self.sample_count} {unit}{'' if self.sample_count == 1 else 's'}"
+
+
+class NoiseEstimate(BaseModel):
+    estimated: bool
+    method: str
+    baseline_cv_percent: float | None  # step-to-step (or trace-to-trace) spread, % of the mean
+    candidate_cv_percent: float | None
+    borrowed_spread: bool  # one side had a single sample and took the other side's spread
+    standard_error_percent: float | None  # of the relative difference of the two means
+    band_percent: float | None  # ± noise_standard_errors x standard_error_percent
+    welch_df: float | None  # Welch-Satterthwaite degrees of freedom (both sides >= 2 samples)
+    note: str
+
+
+class MetricChange(BaseModel):
+    kind: MetricKind
+    name: str  # gpu_timeline column, op category, or op name
+    label: str  # what the markdown calls it
+    baseline_ms: float | None  # None: absent on that side
+    candidate_ms: float | None
+    delta_ms: float
+    change_percent: float | None  # (candidate - baseline) / baseline; None when one side is absent
+    baseline_share_percent: float | None  # baseline_ms as % of the baseline's GPU busy time
+    status: ChangeStatus
+    gating: bool  # may fail the run (headline gate, or an item above the share floor)
+    fails: bool  # gating and slower beyond the threshold and the noise
+
+
+class OpSignatureChange(MetricChange):
+    op_category: str
+    input_dims: str
+    input_type: str
+    input_strides: str
+    concrete_inputs: str
+    baseline_calls: float | None  # mean instances per trace
+    candidate_calls: float | None
+
+
+class RegressionVerdict(BaseModel):
+    """`tracelake compare --format json`."""
+
+    verdict: VerdictKind
+    regression: bool  # the CLI exits 1 when true
+    summary: str  # the verdict line
+    confidence: Confidence
+    deciding_metric: str  # label of the metric the summary and confidence rest on
+    settings: CompareSettings
+    baseline: SideSamples
+    candidate: SideSamples
+    noise: NoiseEstimate
+    category_source: str = CATEGORY_SOURCE
+    headline: list[MetricChange]
+    categories: list[MetricChange]
+    ops: list[OpSignatureChange]  # by absolute change, largest first
+    failures: list[str]  # labels of the failing metrics
+
+
+# ---- samples and noise ------------------------------------------------------------------------
+
+def _mean_std(values: list[float]) -> tuple[float, float | None]:
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return mean, None
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def _side_samples(trace_rows: list[dict], step_rows: list[dict]) -> SideSamples:
+    trace_ids = [r["trace_id"] for r in trace_rows]
+    traces_with_steps = {r["trace_id"] for r in step_rows}
+    if step_rows and traces_with_steps == set(trace_ids):
+        source: SampleSource = "profiler_steps"
+        values = [float(r["kernel_time_ms"]) for r in step_rows]
+    else:
+        source = "traces"
+        values = [float(r["kernel_time_ms"]) for r in trace_rows]
+    mean, std = _mean_std(values)
+    return SideSamples(
+        trace_ids=trace_ids, file_names=[r["file_name"] for r in trace_rows], sample_source=source,
+        sample_count=len(values), kernel_time_samples_ms=values, kernel_time_mean_ms=mean,
+        kernel_time_std_ms=std,
+    )
+
+
+def estimate_noise(baseline: SideSamples, candidate: SideSamples, config: CompareSettings) -> NoiseEstimate:
+    method = (f"±{config.noise_standard_errors:g} standard errors of the relative difference of mean GPU "
+              "kernel time per sample, sqrt(cv_b²/n_b + cv_c²/n_c)")
+    cv_b, cv_c = baseline.cv, candidate.cv
+    if cv_b is None and cv_c is None:
+        return NoiseEstimate(
+            estimated=False, method=method, baseline_cv_percent=None, candidate_cv_percent=None,
+            borrowed_spread=False, standard_error_percent=None, band_percent=None, welch_df=None,
+            note=(f"noise not estimated ({baseline.sample_text} vs {candidate.sample_text}): "
+                  "the verdict rests on the threshold alone"),
+        )
+    borrowed = cv_b is None or cv_c is None
+    spread_b = cv_b if cv_b is not None else cv_c
+    spread_c = cv_c if cv_c is not None else cv_b
+    var_b = spread_b**2 / baseline.sample_count
+    var_c = spread_c**2 / candidate.sample_count
+    standard_error = math.sqrt(var_b + var_c) * 100
+    welch_df = None
+    if not borrowed and var_b + var_c > 0:
+        welch_df = (var_b + var_c) ** 2 / (var_b**2 / (baseline.sample_count - 1) + var_c**2 / (candidate.sample_count - 1))
+    note = f"spread of GPU kernel time over {baseline.sample_text} vs {candidate.sample_text}"
+    if borrowed:
+        single = "baseline" if cv_b is None else "candidate"
+        note += f"; the {single} has one sample and is assumed to vary like the other side"
+    return NoiseEstimate(
+        estimated=True, method=method,
+        baseline_cv_percent=None if cv_b is None else cv_b * 100,
+        candidate_cv_percent=None if cv_c is None else cv_c * 100,
+        borrowed_spread=borrowed, standard_error_percent=standard_error,
+        band_percent=config.noise_standard_errors * standard_error, welch_df=welch_df, note=note,
+    )
+
+
+# ---- classification ---------------------------------------------------------------------------
+
+def metric_change(
+    kind: MetricKind, name: str, label: str, baseline_ms: float | None, candidate_ms: float | None,
+    *, busy_ms: float, gate: bool, noise: NoiseEstimate, config: CompareSettings,
+) -> MetricChange:
+    """Status of one metric; `gate` says whether its kind may fail the run at all."""
+    delta = (candidate_ms or 0.0) - (baseline_ms or 0.0)
+    share = None if baseline_ms is None or busy_ms <= 0 else baseline_ms / busy_ms * 100
+    if kind != "headline":  # the tiny-item floor, on the larger of the two sides
+        largest = max(baseline_ms or 0.0, candidate_ms or 0.0)
+        gate = gate and busy_ms > 0 and largest / busy_ms * 100 >= config.min_item_share_percent
+    change = None
+    if not baseline_ms and not candidate_ms:  # zero on both sides (e.g. no communication at all)
+        change, status = 0.0, "unchanged"
+    elif not baseline_ms:
+        status: ChangeStatus = "new"
+    elif not candidate_ms:
+        status = "gone"
+    else:
+        change = delta / baseline_ms * 100
+        if abs(change) <= config.threshold_percent:
+            status = "unchanged"
+        elif noise.band_percent is not None and abs(change) <= noise.band_percent:
+            status = "within_noise"
+        else:
+            status = "slower" if change > 0 else "faster"
+    return MetricChange(
+        kind=kind, name=name, label=label, baseline_ms=baseline_ms, candidate_ms=candidate_ms,
+        delta_ms=delta, change_percent=change, baseline_share_percent=share, status=status,
+        gating=gate, fails=gate and status == "slower",
+    )
+
+
+def _headline(rows: dict[str, dict[str, float]], noise: NoiseEstimate, config: CompareSettings) -> list[MetricChange]:
+    busy = rows["baseline"]["busy_time_ms"]
+    return [
+        metric_change("headline", column, label, rows["baseline"][column], rows["candidate"][column],
+                busy_ms=busy, gate=gate, noise=noise, config=config)
+        for column, label, gate in HEADLINE_METRICS
+    ]
+
+
+def _categories(db: duckdb.DuckDBPyConnection, params: dict, busy_ms: float, noise: NoiseEstimate,
+                config: CompareSettings) -> list[MetricChange]:
+    changes = [
+        metric_change("category", r["category"], f"{r['category']} kernel time", r["baseline_ms"], r["candidate_ms"],
+                busy_ms=busy_ms, gate=True, noise=noise, config=config)
+        for r in query_rows(db, CATEGORIES_SQL, params)
+    ]
+    return sorted(changes, key=lambda c: (-abs(c.delta_ms), c.name))
+
+
+def _op_label(row: dict) -> str:
+    return f"{row['name']} {row['input_dims']}".strip()
+
+
+def _ops(db: duckdb.DuckDBPyConnection, params: dict, busy_ms: float, noise: NoiseEstimate,
+         config: CompareSettings) -> list[OpSignatureChange]:
+    ops = []
+    for row in query_rows(db, OPS_SQL, params):
+        change = metric_change("op", row["name"], _op_label(row), row["baseline_ms"], row["candidate_ms"],
+                         busy_ms=busy_ms, gate=True, noise=noise, config=config)
+        ops.append(OpSignatureChange(
+            **change.model_dump(), op_category=row["op_category"], input_dims=row["input_dims"],
+            input_type=row["input_type"], input_strides=row["input_strides"],
+            concrete_inputs=row["concrete_inputs"], baseline_calls=row["baseline_calls"],
+            candidate_calls=row["candidate_calls"],
+        ))
+    return ops
+
+
+# ---- verdict ----------------------------------------------------------------------------------
+
+def _metric_confidence(metric: MetricChange, noise: NoiseEstimate, baseline: SideSamples,
+                       candidate: SideSamples, config: CompareSettings) -> Confidence:
+    """low: noise unknown, or the change lies within one noise band of the decision boundary;
+    high: both sides have enough samples of their own; medium otherwise."""
+    if not noise.estimated or noise.band_percent is None or metric.change_percent is None:
+        return "low"
+    boundary = max(config.threshold_percent, noise.band_percent)
+    if abs(abs(metric.change_percent) - boundary) <= noise.band_percent:
+        return "low"
+    enough = config.min_samples_high_confidence
+    if not noise.borrowed_spread and min(baseline.sample_count, candidate.sample_count) >= enough:
+        return "high"
+    return "medium"
+
+
+def _deciding(metrics: list[MetricChange], rank: dict[Confidence, int], confidence_of) -> MetricChange:
+    """The most certain metric, headline metrics first, then the largest absolute change."""
+    return min(metrics, key=lambda m: (rank[confidence_of(m)], m.kind != "headline", -abs(m.delta_ms)))
+
+
+def _noise_text(noise: NoiseEstimate, baseline: SideSamples, candidate: SideSamples) -> str:
+    if baseline.sample_source == candidate.sample_source:
+        samples = f"{baseline.sample_count} vs {candidate.sample_text}"
+    else:
+        samples = f"{baseline.sample_text} vs {candidate.sample_text}"
+    if noise.band_percent is None:
+        return f"noise not estimated, {samples}; threshold alone"
+    return f"noise ±{noise.band_percent:.1f} %, {samples}"
+
+
+def _summary(verdict: VerdictKind, deciding: MetricChange, total: MetricChange, failures: int,
+             noise_text: str, confidence: Confidence, config: CompareSettings) -> str:
+    tail = f"({noise_text}, {confidence} confidence)"
+    if verdict == "no_change":
+        change = 0.0 if total.change_percent is None else total.change_percent
+        return (f"NO CHANGE: total GPU time {change:+.1f} %, nothing slower beyond the "
+                f"{config.threshold_percent:g} % threshold {tail}")
+    word = "slower" if verdict == "regression" else "faster"
+    amount = abs(deciding.change_percent or 0.0)
+    if deciding.kind == "headline":
+        subject = f"candidate is {amount:.1f} % {word} in {deciding.label}"
+    else:
+        kind = "op category" if deciding.kind == "category" else "op"
+        label = deciding.label
+        if len(label) > SUMMARY_LABEL_CHARS:
+            label = label[: SUMMARY_LABEL_CHARS - 3] + "..."
+        subject = f"{kind} {label} is {amount:.1f} % {word}"
+    extras = []
+    if deciding is not total and total.change_percent is not None:
+        extras.append(f"total GPU time {total.change_percent:+.1f} %")
+    if verdict == "regression" and failures > 1:
+        extras.append(f"{failures} metrics fail")
+    extra = f"; {', '.join(extras)}" if extras else ""
+    return f"{verdict.upper()}: {subject}{extra} {tail}"
+
+
+def _verdict(headline: list[MetricChange], items: list[MetricChange], noise: NoiseEstimate,
+             baseline: SideSamples, candidate: SideSamples, config: CompareSettings
+             ) -> tuple[VerdictKind, Confidence, MetricChange, str]:
+    rank: dict[Confidence, int] = {"high": 0, "medium": 1, "low": 2}
+
+    def confidence_of(metric: MetricChange) -> Confidence:
+        return _metric_confidence(metric, noise, baseline, candidate, config)
+
+    total = headline[0]
+    gating = [m for m in headline + items if m.gating]
+    failing = [m for m in gating if m.fails]
+    faster = [m for m in gating if m.status == "faster"]
+    if failing:
+        verdict: VerdictKind = "regression"
+        deciding = _deciding(failing, rank, confidence_of)
+        confidence = confidence_of(deciding)
+    elif faster:
+        verdict = "improvement"
+        deciding = _deciding(faster, rank, confidence_of)
+        confidence = confidence_of(deciding)
+    else:  # as sure as the least certain headline gate
+        verdict = "no_change"
+        gates = [m for m in headline if m.gating]
+        deciding = max(gates, key=lambda m: rank[confidence_of(m)])
+        confidence = confidence_of(deciding)
+    noise_text = _noise_text(noise, baseline, candidate)
+    summary = _summary(verdict, deciding, total, len(failing), noise_text, confidence, config)
+    return verdict, confidence, deciding, summary
+
+
+# ---- entry point --------------------------------------------------------------------------------
+
+def _load_sides(db: duckdb.DuckDBPyConnection, params: dict) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
+    trace_rows = query_rows(db, HEADLINE_SQL, params)
+    missing = sorted(set(params["baseline"] + params["candidate"]) - {r["trace_id"] for r in trace_rows})
+    if missing:
+        raise ComparisonError(f"trace {missing[0]} is not in the warehouse; `tracelake traces` lists them")
+    no_gpu = [r for r in trace_rows if not r["has_gpu_work"]]
+    if no_gpu:
+        raise ComparisonError(
+            f"trace {no_gpu[0]['trace_id']} ({no_gpu[0]['file_name']}) has no GPU work linked to a host "
+            "launch; compare needs GPU kernels on both sides"
+        )
+    step_rows = query_rows(db, STEPS_SQL, params)
+    by_side = {side: [r for r in trace_rows if r["side"] == side] for side in ("baseline", "candidate")}
+    steps = {side: [r for r in step_rows if r["side"] == side] for side in ("baseline", "candidate")}
+    return by_side, steps
+
+
+def _pooled_means(rows: list[dict]) -> dict[str, float]:
+    return {column: sum(float(r[column] or 0.0) for r in rows) / len(rows) for column, _, _ in HEADLINE_METRICS}
+
+
+def compare(
+    db: duckdb.DuckDBPyConnection,
+    baseline_ids: list[str],
+    candidate_ids: list[str],
+    config: CompareSettings | None = None,
+) -> RegressionVerdict:
+    """Compare the candidate traces with the baseline traces (each side pooled as repeated samples)."""
+    config = config or CompareSettings()
+    if not baseline_ids or not candidate_ids:
+        raise ComparisonError("both the baseline and the candidate need at least one trace")
+    params = {"baseline": list(dict.fromkeys(baseline_ids)), "candidate": list(dict.fromkeys(candidate_ids))}
+    trace_rows, step_rows = _load_sides(db, params)
+    baseline = _side_samples(trace_rows["baseline"], step_rows["baseline"])
+    candidate = _side_samples(trace_rows["candidate"], step_rows["candidate"])
+    noise = estimate_noise(baseline, candidate, config)
+    means = {side: _pooled_means(rows) for side, rows in trace_rows.items()}
+    headline = _headline(means, noise, config)
+    busy = means["baseline"]["busy_time_ms"]
+    categories = _categories(db, params, busy, noise, config)
+    ops = _ops(db, params, busy, noise, config)
+    verdict, confidence, deciding, summary = _verdict(headline, categories + ops, noise, baseline, candidate, config)
+    failures = [m.label for m in headline + categories + ops if m.fails]
+    return RegressionVerdict(
+        verdict=verdict, regression=verdict == "regression", summary=summary, confidence=confidence,
+        deciding_metric=deciding.label, settings=config, baseline=baseline, candidate=candidate,
+        noise=noise, headline=headline, categories=categories, ops=ops, failures=failures,
+    )

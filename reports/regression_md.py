@@ -1,0 +1,125 @@
+"""Markdown for `tracelake compare`: the verdict line first, then the tables (jinja2 template).
+
+Only arranges and formats a RegressionVerdict; every number comes from the verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from agents.render import template_environment
+from analyzers import settings
+from analyzers.regression import MetricChange, OpSignatureChange, RegressionVerdict, SideSamples
+
+TEMPLATES = Path(__file__).parent / "templates"
+TEMPLATE = "regression.md.j2"
+DASH = "—"
+DIMS_CHARS = 60  # input dims longer than this are cut in the op table; --format json has them whole
+NAME_CHARS = 70
+FAILURES_LISTED = 10  # failing metrics named under the verdict line
+
+_environment = template_environment(TEMPLATES)
+
+
+def _ms(value: float | None) -> str:
+    return DASH if value is None or not math.isfinite(value) else f"{value:,.3f}"
+
+
+def _signed_ms(value: float | None) -> str:
+    return DASH if value is None or not math.isfinite(value) else f"{value:+,.3f}"
+
+
+def _pct(value: float | None) -> str:
+    return DASH if value is None or not math.isfinite(value) else f"{value:+.1f} %"
+
+
+def _share(value: float | None) -> str:
+    return DASH if value is None or not math.isfinite(value) else f"{value:.1f} %"
+
+
+def _calls(value: float | None) -> str:
+    return DASH if value is None else f"{value:g}"
+
+
+def _cell(text: str, limit: int | None = None) -> str:
+    text = " ".join(str(text).split()).replace("|", "\\|")
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 3].rstrip() + "..."
+    return text or DASH
+
+
+def _status(metric: MetricChange) -> str:
+    if metric.fails:
+        return "**FAIL** slower"
+    text = metric.status.replace("_", " ")
+    if metric.status in ("slower", "faster") and not metric.gating:
+        return f"{text} (not gating)"
+    return text
+
+
+def _row(metric: MetricChange) -> dict[str, str]:
+    return {
+        "label": _cell(metric.label if metric.kind == "headline" else metric.name, NAME_CHARS),
+        "baseline": _ms(metric.baseline_ms),
+        "candidate": _ms(metric.candidate_ms),
+        "delta": _signed_ms(metric.delta_ms),
+        "change": _pct(metric.change_percent),
+        "share": _share(metric.baseline_share_percent),
+        "status": _status(metric),
+        "gates": "yes" if metric.gating else "no",
+    }
+
+
+def _op_row(op: OpSignatureChange) -> dict[str, str]:
+    return {
+        **_row(op),
+        "category": _cell(op.op_category),
+        "dims": _cell(op.input_dims, DIMS_CHARS),
+        "calls": f"{_calls(op.baseline_calls)} → {_calls(op.candidate_calls)}",
+    }
+
+
+def _side(side: SideSamples) -> dict[str, str]:
+    traces = ", ".join(f"`{tid}` {_cell(name)}" for tid, name in zip(side.trace_ids, side.file_names))
+    spread = "" if side.kernel_time_std_ms is None else f" ± {side.kernel_time_std_ms:,.3f}"
+    unit = "step" if side.sample_source == "profiler_steps" else "trace"
+    return {
+        "traces": traces,
+        "trace_count": str(len(side.trace_ids)),
+        "samples": side.sample_text,
+        "kernel_time": f"{side.kernel_time_mean_ms:,.3f}{spread} ms per {unit}",
+    }
+
+
+def _top_ops(verdict: RegressionVerdict, limit: int) -> list[OpSignatureChange]:
+    """The largest absolute changes, plus every failing op signature."""
+    present = [op for op in verdict.ops if op.status not in ("new", "gone")]
+    top = present[:limit]
+    return top + [op for op in present[limit:] if op.fails]
+
+
+def _failures_text(failures: list[str]) -> str:
+    shown = "; ".join(_cell(label, NAME_CHARS) for label in failures[:FAILURES_LISTED])
+    return shown + ("; ... (all in --format json)" if len(failures) > FAILURES_LISTED else "")
+
+
+def render_regression_md(verdict: RegressionVerdict, top_ops: int = settings.COMPARE_TOP_OPS) -> str:
+    noise = verdict.noise
+    return _environment.get_template(TEMPLATE).render(
+        v=verdict,
+        baseline=_side(verdict.baseline),
+        candidate=_side(verdict.candidate),
+        noise_band=DASH if noise.band_percent is None else f"±{noise.band_percent:.1f} %",
+        baseline_cv=_share(noise.baseline_cv_percent),
+        candidate_cv=_share(noise.candidate_cv_percent),
+        welch_df=DASH if noise.welch_df is None else f"{noise.welch_df:.1f}",
+        headline=[_row(m) for m in verdict.headline],
+        categories=[_row(m) for m in verdict.categories],
+        ops=[_op_row(op) for op in _top_ops(verdict, top_ops)],
+        op_total=len(verdict.ops),
+        new_ops=[_op_row(op) for op in verdict.ops if op.status == "new"],
+        gone_ops=[_op_row(op) for op in verdict.ops if op.status == "gone"],
+        failures=verdict.failures,
+        failures_text=_failures_text(verdict.failures),
+    )

@@ -1,0 +1,108 @@
+"""Turn what a user typed for a trace into warehouse trace ids.
+
+A selector string is, in this order:
+- a trace file (.json / .json.gz) that exists: ingested if new (content-hash ids, so a no-op when
+  it is already there), giving its trace id; a missing *.json / *.json.gz path is an error;
+- `key=value[,key=value...]`: every trace whose `runs` column (model, run, commit, mode, platform)
+  or, for other keys, whose tag `key` equals value (case-insensitive; all pairs must hold);
+- 6 to 16 hex digits: a trace id, or a prefix of exactly one trace id.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ingest.errors import BadTraceError, TraceLakeError
+from tracelake.ingestion import ingest_paths
+from tracelake.warehouse import Warehouse
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+RUNS_COLUMNS = ("model", "run", "commit", "mode", "platform")  # the runs view's tag columns
+TRACE_ID_PATTERN = re.compile(r"[0-9a-f]{6,16}")
+MAX_LISTED = 5  # trace ids named in an ambiguous-prefix message
+
+
+class SelectorError(TraceLakeError):
+    """A trace selector matches no trace, several when one is needed, or is malformed."""
+
+
+def resolve_traces(warehouse: Warehouse, selector: str, jobs: int = 1) -> list[str]:
+    """The trace ids a selector names, in a stable order; raises a one-line TraceLakeError."""
+    text = selector.strip()
+    if not text:
+        raise SelectorError("empty trace selector; give a trace file, a trace id or KEY=VALUE")
+    path = Path(text).expanduser()
+    if path.is_file():
+        return [_ingest_file(warehouse, path, jobs)]
+    if path.is_dir():
+        raise SelectorError(f"{text} is a folder; give one trace file, a trace id or a KEY=VALUE selector")
+    if text.lower().endswith(TRACE_SUFFIXES):
+        raise BadTraceError(f"{text}: no such file; check the path")
+    if "=" in text:
+        return _match_tags(warehouse, text)
+    if TRACE_ID_PATTERN.fullmatch(text.lower()):
+        return [_match_trace_id(warehouse, text.lower())]
+    if "/" in text:
+        raise BadTraceError(f"{text}: no such file; check the path")
+    raise SelectorError(
+        f"{text!r} is not a trace file, a trace id (6-16 hex digits) or a KEY=VALUE[,KEY=VALUE] selector"
+    )
+
+
+def _ingest_file(warehouse: Warehouse, path: Path, jobs: int) -> str:
+    report = ingest_paths([path], warehouse, {}, jobs)
+    for outcome in report.outcomes:
+        if outcome.status == "failed":
+            raise BadTraceError(outcome.message)
+        if outcome.trace_id:
+            return outcome.trace_id
+    raise BadTraceError(f"{path}: not a profiler trace")
+
+
+def parse_tag_selector(text: str) -> dict[str, str]:
+    """`model=x,run=r1` -> {"model": "x", "run": "r1"}."""
+    pairs: dict[str, str] = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise SelectorError(f"selector {text!r}: {part.strip()!r} is not KEY=VALUE")
+        if key in pairs:
+            raise SelectorError(f"selector {text!r}: {key} is given twice")
+        pairs[key] = value
+    return pairs
+
+
+def _match_tags(warehouse: Warehouse, text: str) -> list[str]:
+    pairs = parse_tag_selector(text)
+    conditions, params = [], []
+    for key, value in pairs.items():
+        if key.lower() in RUNS_COLUMNS:
+            conditions.append(f"lower({key.lower()}) = lower(?)")
+            params.append(value)
+        else:
+            conditions.append("lower(tags[?]) = lower(?)")
+            params.extend([key, value])
+    query = f"select trace_id from runs where {' and '.join(conditions)} order by ingested_at, trace_id"
+    with warehouse.connect_read_only() as con:
+        trace_ids = [row[0] for row in con.execute(query, params).fetchall()]
+    if not trace_ids:
+        raise SelectorError(
+            f"selector {text!r} matches no trace in {warehouse.root}; `tracelake traces` lists the tags"
+        )
+    return trace_ids
+
+
+def _match_trace_id(warehouse: Warehouse, prefix: str) -> str:
+    with warehouse.connect_read_only() as con:
+        rows = con.execute(
+            "select trace_id from traces where starts_with(trace_id, ?) order by trace_id", [prefix]
+        ).fetchall()
+    matches = [row[0] for row in rows]
+    if not matches:
+        raise SelectorError(f"no trace {prefix} in {warehouse.root}; `tracelake traces` lists the trace ids")
+    if len(matches) > 1:
+        listed = ", ".join(matches[:MAX_LISTED]) + (", ..." if len(matches) > MAX_LISTED else "")
+        raise SelectorError(f"trace id prefix {prefix} is ambiguous ({len(matches)} traces: {listed}); give more digits")
+    return matches[0]
