@@ -6,7 +6,7 @@ SAMPLE := tests/data/traces/h100/gaunernst_bert-small-uncased__1016001.json.gz
 DEMO_WAREHOUSE := demo_output/warehouse
 export DO_NOT_TRACK := 1
 
-.PHONY: setup demo test bench clean
+.PHONY: setup browser demo test bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,14 @@ demo: setup
 	$(BIN)/tracelake sql "select name, operation_count, round(kernel_time_sum_us, 1) as kernel_us, round(pct_roofline_mean, 1) as pct_roofline from gemm_ops order by kernel_us desc" --warehouse $(DEMO_WAREHOUSE)
 	$(BIN)/tracelake sql "select check_name, verdict, detail from trace_quality order by check_name" --warehouse $(DEMO_WAREHOUSE)
 
-test: setup
+# Headless Chromium for the dashboard tests (tests/reports/test_dashboard.py): apt-get installs it
+# when missing (as root, else through sudo).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@command -v chromium >/dev/null || ($(SUDO) apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium)
+
+test: setup browser
 	$(BIN)/python -m pytest
 
 bench: setup

@@ -233,6 +233,17 @@ def traces(
     print(render(columns, rows, format.value))
 
 
+@app.command()
+def dashboard(
+    warehouse: WarehouseOption = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Output folder, replaced whole (default: <warehouse>/dashboard).")] = None,
+) -> None:
+    """Write a static HTML dashboard of the warehouse's runs (index.html; opens from disk, no server)."""
+    from tracelake.dashboard import write_dashboard
+
+    print(write_dashboard(_warehouse(warehouse), out))
+
+
 class CompareFormat(str, Enum):
     md = "md"
     json = "json"

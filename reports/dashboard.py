@@ -1,0 +1,102 @@
+"""The dashboard page: `index.html` rendered from `DashboardData` (jinja2, HTML autoescape) with inline
+SVG charts, and `dashboard.json`, the same model's dump.
+
+The page is self-contained: inline CSS, inline SVG, a few lines of inline script (filters by
+model / mode / platform, shown only when scripts run); no fonts, images or scripts from anywhere
+else, so it opens from disk with no server and no network.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from markupsafe import Markup
+
+from agents.render import template_environment
+from reports import svg_charts
+from reports.dashboard_data import REST_CATEGORY, DashboardData, RunGroup, TimeBreakdown, TraceRun
+from reports.svg_charts import BREAKDOWN_SEGMENTS, Column, Segment
+
+TEMPLATES = Path(__file__).parent / "templates"
+TEMPLATE = "dashboard.html.j2"
+INDEX = "index.html"
+DATA_JSON = "dashboard.json"
+DASH = "\u2014"
+
+_BREAKDOWN_FIELDS = ("computation", "exposed_comm", "exposed_memcpy", "idle")
+
+
+def fmt_ms(value: float | None) -> str:
+    """Milliseconds: 3 decimals under 10 ms, 2 under 1000, none above; a dash when missing."""
+    if value is None:
+        return DASH
+    if abs(value) < 10:
+        return f"{value:,.3f}"
+    return f"{value:,.2f}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def fmt_percent(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return DASH
+    return f"{value:+.1f}%" if signed else f"{value:.1f}%"
+
+
+def category_colour(category: str) -> str:
+    return svg_charts.REST_COLOUR if category == REST_CATEGORY else svg_charts.category_colour(category)
+
+
+def breakdown_parts(breakdown: TimeBreakdown) -> list[tuple[str, str, float | None, float | None]]:
+    """(label, colour, ms, percent) of the four timeline parts, in stacking order."""
+    return [(label, colour, getattr(breakdown, f"{field}_time_ms"), getattr(breakdown, f"{field}_time_percent"))
+            for (label, colour), field in zip(BREAKDOWN_SEGMENTS, _BREAKDOWN_FIELDS, strict=True)]
+
+
+def breakdown_bar(breakdown: TimeBreakdown, width: float = 260, height: float = 18) -> Markup:
+    segments = [Segment(label, ms or 0.0, colour, f"{label}: {fmt_ms(ms)} ms ({fmt_percent(pct)})")
+                for label, colour, ms, pct in breakdown_parts(breakdown)]
+    return Markup(svg_charts.stacked_bar(segments, width=width, height=height,
+                                         label=f"GPU time breakdown, E2E {fmt_ms(breakdown.total_time_ms)} ms"))
+
+
+def run_chart(group: RunGroup, width: float = 620, height: float = 250) -> Markup:
+    columns = []
+    for run in group.runs:
+        segments = tuple(
+            Segment(c.op_category, c.kernel_time_ms, category_colour(c.op_category),
+                    f"{run.run_label} \u00b7 {c.op_category}: {fmt_ms(c.kernel_time_ms)} ms ({fmt_percent(c.percent)})")
+            for c in run.categories)
+        tooltip = f"{run.run_label} ({run.file_name}): {fmt_ms(run.kernel_time_ms)} ms kernel time"
+        columns.append(Column(run.run_label, tooltip, segments))
+    return Markup(svg_charts.column_chart(columns, unit="kernel time (ms)", width=width, height=height,
+                                          label=f"kernel time per category and run, {group.key}"))
+
+
+def value_bar(value: float, maximum: float, colour: str = "#c03d3e", width: float = 140) -> Markup:
+    return Markup(svg_charts.value_bar(value, maximum, colour=colour, width=width))
+
+
+def swatch(colour: str) -> Markup:
+    return Markup(svg_charts.legend_swatch(colour))
+
+
+def render_dashboard(data: DashboardData) -> str:
+    """index.html's text."""
+    environment = template_environment(TEMPLATES)
+    environment.autoescape = True  # HTML: every value from the warehouse is escaped
+    traces_by_id: dict[str, TraceRun] = {t.trace_id: t for t in data.traces}
+    environment.globals.update(
+        breakdown_bar=breakdown_bar, breakdown_parts=breakdown_parts, run_chart=run_chart, value_bar=value_bar,
+        swatch=swatch, category_colour=category_colour, trace_of=traces_by_id.__getitem__,
+        breakdown_legend=[(label, colour) for label, colour in BREAKDOWN_SEGMENTS],
+    )
+    environment.filters.update(ms=fmt_ms, pct=fmt_percent)
+    return environment.get_template(TEMPLATE).render(data=data)
+
+
+def write_dashboard(data: DashboardData, folder: Path) -> Path:
+    """Write index.html and dashboard.json into folder; returns index.html's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    index = folder / INDEX
+    index.write_text(render_dashboard(data), encoding="utf-8")
+    (folder / DATA_JSON).write_text(data.model_dump_json(indent=1), encoding="utf-8")
+    return index
