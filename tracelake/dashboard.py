@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ingest.errors import TraceLakeError, WarehouseError
 from tracelake import __version__
+from tracelake.folders import swap_into_place
 from tracelake.warehouse import Warehouse
 
 DEFAULT_FOLDER = "dashboard"
@@ -35,16 +36,6 @@ def _check_out_dir(out_dir: Path, warehouse: Warehouse) -> None:
     if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / DATA_JSON).is_file():
         raise TraceLakeError(f"{out_dir} already holds files that are not a dashboard, and the dashboard "
                              "replaces its folder; choose an empty or new folder for --out")
-
-
-def _swap_into_place(staging: Path, out_dir: Path) -> None:
-    if out_dir.exists():
-        retired = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
-        os.replace(out_dir, retired)
-        os.replace(staging, out_dir)
-        shutil.rmtree(retired, ignore_errors=True)
-    else:
-        os.replace(staging, out_dir)
 
 
 def write_dashboard(warehouse: Warehouse, out_dir: Path | None = None) -> Path:
@@ -75,7 +66,7 @@ def write_dashboard(warehouse: Warehouse, out_dir: Path | None = None) -> Path:
         umask = os.umask(0)
         os.umask(umask)
         staging.chmod(0o777 & ~umask)  # mkdtemp makes it private; give it the mode any new folder gets
-        _swap_into_place(staging, target)
+        swap_into_place(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target / INDEX

@@ -8,7 +8,6 @@ and a failed run leaves the previous report intact.
 from __future__ import annotations
 
 import base64
-import os
 import shutil
 import tempfile
 import time
@@ -34,6 +33,7 @@ from reports.priority import build_priority_data
 from reports.validation import validate
 from tracelake import __version__
 from tracelake import comparative as comparative_scope
+from tracelake.folders import swap_into_place
 from tracelake.ingestion import IngestProgress, ingest_paths
 from tracelake.platforms import load_platforms, resolve_platform
 from tracelake.run_contracts import (
@@ -274,16 +274,6 @@ def _record_findings(warehouse: Warehouse, ctx: AnalysisContext, priority: Any, 
             str(out_dir / "analysis.md"), len(rows), now])
 
 
-def _swap_into_place(staging: Path, out_dir: Path) -> None:
-    if out_dir.exists():
-        retired = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
-        os.replace(out_dir, retired)
-        os.replace(staging, out_dir)
-        shutil.rmtree(retired, ignore_errors=True)
-    else:
-        os.replace(staging, out_dir)
-
-
 def run_analysis(
     trace: Path,
     warehouse: Warehouse,
@@ -315,7 +305,7 @@ def run_analysis(
     try:
         outcome = _analyze(trace, warehouse, options, (chosen_platform, chosen_platform2), out_dir, run, plot,
                            progress, on_stage)
-        _swap_into_place(staging, out_dir)
+        swap_into_place(staging, out_dir)
         return outcome
     finally:
         plot.close()
