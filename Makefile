@@ -3,6 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 SAMPLE := tests/data/traces/h100/gaunernst_bert-small-uncased__1016001.json.gz
+SAMPLE_MI300X := tests/data/traces/mi300/gaunernst_bert-small-uncased__1016001.json.gz
 DEMO_WAREHOUSE := demo_output/warehouse
 export DO_NOT_TRACK := 1
 
@@ -23,6 +24,8 @@ demo: setup
 	$(BIN)/tracelake sql "select computation_time_percent, idle_time_percent, busy_time_ms, total_time_ms from gpu_timeline" --warehouse $(DEMO_WAREHOUSE)
 	$(BIN)/tracelake sql "select name, operation_count, round(kernel_time_sum_us, 1) as kernel_us, round(pct_roofline_mean, 1) as pct_roofline from gemm_ops order by kernel_us desc" --warehouse $(DEMO_WAREHOUSE)
 	$(BIN)/tracelake sql "select check_name, verdict, detail from trace_quality order by check_name" --warehouse $(DEMO_WAREHOUSE)
+	$(BIN)/tracelake analyze $(SAMPLE) --compare $(SAMPLE_MI300X) --warehouse $(DEMO_WAREHOUSE) --out demo_output/compare
+	$(BIN)/tracelake dashboard --warehouse $(DEMO_WAREHOUSE) --out demo_output/dashboard
 
 # Headless Chromium for the dashboard tests (tests/reports/test_dashboard.py): apt-get installs it
 # when missing (as root, else through sudo).
