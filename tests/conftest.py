@@ -56,7 +56,8 @@ def trace_id_of(db: duckdb.DuckDBPyConnection, relative_path: str) -> str:
     return row[0]
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, user: int | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, env: dict[str, str] | None = None, user: int | None = None,
+            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "DO_NOT_TRACK": "1", **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "tracelake", *args],
@@ -64,5 +65,6 @@ def run_cli(*args: str, env: dict[str, str] | None = None, user: int | None = No
         text=True,
         env=full_env,
         user=user,
+        cwd=cwd,
         timeout=600,
     )

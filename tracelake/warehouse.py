@@ -43,6 +43,8 @@ STALE_STAGING_SECONDS = 24 * 3600
 
 class Warehouse:
     def __init__(self, root: Path) -> None:
+        # absolute: dbt runs from the project folder, where a relative warehouse path means another place
+        root = root.expanduser().absolute()
         self.root = root
         self.parquet_dir = root / "parquet"
         self.staging_dir = root / "staging"

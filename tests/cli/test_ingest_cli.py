@@ -131,3 +131,13 @@ def test_reingest_with_tags_updates_the_tags_only(tmp_path: Path) -> None:
     assert {k: v for k, v in snapshot(folder / "parquet").items() if "trace_files" not in k} == before
     same = run_cli("ingest", str(trace), "--warehouse", str(folder), "--tag", "run=r2")
     assert same.returncode == 0 and "already ingested" in same.stdout and "tags updated" not in same.stdout
+
+
+def test_relative_warehouse_path_from_another_folder(tmp_path: Path) -> None:
+    """dbt runs in the project folder: a relative --warehouse must still mean the caller's folder."""
+    result = run_cli("ingest", str(SMALL_TRACE), "--warehouse", "relative_wh", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "relative_wh" / "warehouse.duckdb").is_file()
+    rows = run_cli("sql", "select count(*) as n from gpu_timeline", "--warehouse", "relative_wh", "--format", "json",
+                   cwd=tmp_path)
+    assert json.loads(rows.stdout) == [{"n": 1}]

@@ -1,0 +1,622 @@
+"""Bulk-warehouse benchmark: ingest ~100 traces, then time cross-trace queries (each under 1 s).
+
+    .venv/bin/python bench/bulk.py [--traces 100] [--repeats 5] [--jobs 2] [--keep] [--skip-generate]
+
+1. Generates N distinct traces from the reference GPU traces in tests/data/traces into
+   bench/out/bulk/<model>/<mode>/<platform>/<run>/<model>-<platform>-<run>.json.gz: run r of a
+   source is shifted by r days, and its GPU events are re-timed: every kernel class (gemm,
+   attention, conv, norm, ...) gets a small run-dependent noise factor, and some commits
+   (3 nightly runs each) regress one class by 10-30 %, so the runs hold real regressions.
+   Generation time is not part of any figure.
+2. Ingests them into a fresh warehouse with one `tracelake ingest FOLDER --tag ...` call per
+   folder (model, mode, platform, run and commit tags), and into a second fresh warehouse with
+   one `tracelake ingest bench/out/bulk` call (no tags): wall time, per-trace median, traces/s,
+   MB/s of uncompressed JSON and peak RSS of the children (os.wait4).
+3. Reports the size of each warehouse (parquet/ and warehouse.duckdb) and its trace count.
+4. Times cross-trace queries on the tagged warehouse: median of --repeats runs in process
+   (duckdb, warehouse.duckdb opened read-only), and once through `tracelake sql` (wall time
+   with start-up). Each median is checked against 1 s.
+
+MB means 10^6 bytes. Warehouses live in bench/out/bulk-work-*/ (removed unless --keep).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from ingest import fmt, git_revision, json_bytes, plan_stamp, print_table  # bench/ is sys.path[0]
+from make_big_trace import SourceTrace, is_number, load_source, tile_event, write_trace
+from measure import MB, Child, run_child
+
+REPO = Path(__file__).resolve().parent.parent
+TRACES_DIR = REPO / "tests" / "data" / "traces"
+OUT_DIR = REPO / "bench" / "out"
+BULK_DIR = OUT_DIR / "bulk"
+DEFAULT_TRACELAKE = REPO / ".venv" / "bin" / "tracelake"
+QUERY_LIMIT_S = 1.0
+TREND_CALLS = 10  # calls compared at the start and the end of the tagged ingest
+
+FIRST_NIGHT = datetime.date(2026, 11, 1)
+DAY_US = 86_400 * 1_000_000
+RUNS_PER_COMMIT = 3
+REGRESSION_CHANCE = 0.4
+REGRESSION_PCT = (10.0, 30.0)
+NOISE_SIGMA = 0.015
+GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
+OVERLAP_EPS_US = 0.01  # source events closer than this count as back to back
+STREAM_GAP_US = 0.002  # a delayed event starts this long after the one before it (float-safe)
+
+
+# ---- what is generated ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Source:
+    model: str
+    mode: str  # the `mode` tag: training or inference (what the trace does)
+    platform: str
+    path: str  # under tests/data/traces
+    regress: tuple[str, ...]  # kernel classes a commit may regress
+
+
+SOURCES = (
+    Source("bert-small", "inference", "H100", "h100/gaunernst_bert-small-uncased__1016001.json.gz",
+           ("gemm", "attention", "norm")),
+    Source("bert-small", "inference", "MI300X", "mi300/gaunernst_bert-small-uncased__1016001.json.gz",
+           ("gemm", "attention", "norm")),
+    Source("qwen1.5-0.5b-chat", "inference", "H100", "h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+           ("gemm", "attention", "elementwise")),
+    Source("qwen1.5-0.5b-chat", "inference", "MI300X", "mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+           ("gemm", "attention", "elementwise")),
+    Source("resnet", "training", "MI300X", "mi300/resnet_act_checkpoint.json.gz", ("conv", "norm", "elementwise")),
+    Source("moe-mxfp4", "inference", "B200", "b200/eager_trace.json.gz", ("gemm", "norm", "elementwise")),
+    # GPU-only (no CPU ops): batch-norm backward and weight-gradient kernels, so training
+    Source("convnet", "training", "MI210", "mi210/gpu_only_trace/gpu_only_trace.json.gz",
+           ("conv", "norm", "elementwise")),
+    Source("compiled-block", "inference", "MI300X", "torch_compile_triton/trace.json.gz",
+           ("gemm", "attention", "triton")),
+)
+
+# First match wins (so igemm is conv and vectorized_layer_norm is norm); memcpy/memset by category.
+KERNEL_CLASSES = tuple((name, re.compile(pattern, re.IGNORECASE)) for name, pattern in (
+    ("comm", r"nccl|rccl|all_?reduce|multimem"),
+    ("attention", r"attn|flash|fmha|attention"),
+    ("conv", r"conv|igemm|winograd|batched_transpose|SubTensorOp"),
+    ("gemm", r"gemm|Cijk_|cutlass|xmma|nvjet|bmm_|matmul"),
+    ("norm", r"norm"),
+    ("triton", r"^triton_"),
+    ("elementwise", r"elementwise|vectorized|unroll"),
+))
+
+
+@lru_cache(maxsize=None)
+def kernel_class(category: str, name: str) -> str:
+    if category != "kernel":
+        return "memcpy"
+    return next((cls for cls, pattern in KERNEL_CLASSES if pattern.search(name)), "other")
+
+
+@dataclass(frozen=True)
+class Regression:
+    kernel_class: str
+    percent: float
+
+
+@dataclass(frozen=True)
+class Planned:
+    source: Source
+    run_index: int
+
+    @property
+    def run(self) -> str:
+        return (FIRST_NIGHT + datetime.timedelta(days=self.run_index)).isoformat()
+
+    @property
+    def commit_index(self) -> int:
+        return self.run_index // RUNS_PER_COMMIT
+
+    @property
+    def commit(self) -> str:
+        return hashlib.sha1(f"tracelake-bulk-commit-{self.commit_index}".encode()).hexdigest()[:8]
+
+    @property
+    def folder(self) -> Path:
+        s = self.source
+        return BULK_DIR / s.model / s.mode / s.platform / self.run
+
+    @property
+    def path(self) -> Path:
+        return self.folder / f"{self.source.model}-{self.source.platform}-{self.run}.json.gz"
+
+    @property
+    def tags(self) -> dict[str, str]:
+        s = self.source
+        return {"model": s.model, "mode": s.mode, "platform": s.platform, "run": self.run, "commit": self.commit}
+
+    @property
+    def regression(self) -> Regression | None:
+        """The regression this run's commit carries against the baseline (none on the first commit)."""
+        s = self.source
+        rng = random.Random(f"{s.model}/{s.platform}/commit-{self.commit_index}")
+        if self.commit_index == 0 or rng.random() >= REGRESSION_CHANCE:
+            return None
+        return Regression(rng.choice(s.regress), round(rng.uniform(*REGRESSION_PCT), 1))
+
+    def factor(self, cls: str) -> float:
+        """Duration factor of one kernel class in this run: noise, times the commit's regression."""
+        s = self.source
+        noise = random.Random(f"{s.model}/{s.platform}/{self.run_index}/{cls}").gauss(1.0, NOISE_SIGMA)
+        regression = self.regression
+        if regression is not None and regression.kernel_class == cls:
+            noise *= 1 + regression.percent / 100
+        return noise
+
+
+def plan(count: int) -> list[Planned]:
+    """Chronological, like a nightly job: night r ingests run r of every source."""
+    return [Planned(SOURCES[i % len(SOURCES)], i // len(SOURCES)) for i in range(count)]
+
+
+# ---- generating -----------------------------------------------------------------------------
+
+
+def is_gpu_event(event: dict[str, Any]) -> bool:
+    return (event.get("ph") == "X" and str(event.get("cat", "")).lower() in GPU_CATEGORIES
+            and is_number(event.get("ts")) and is_number(event.get("dur")))
+
+
+def retime_stream(events: list[dict[str, Any]], planned: Planned) -> dict[float, float]:
+    """Scale one GPU stream's durations in place. An event that started after the stream went idle
+    starts at its own time or, when the (now longer) work before it has not ended, just after it;
+    an event that overlapped the one before it in the source keeps its offset. Returns old ts ->
+    new ts."""
+    moved: dict[float, float] = {}
+    delay = 0.0
+    old_end = new_end = float("-inf")
+    for event in sorted(events, key=lambda e: e["ts"]):
+        ts, dur = event["ts"], event["dur"]
+        if ts >= old_end - OVERLAP_EPS_US:
+            new_ts = ts if ts >= new_end else round(new_end + STREAM_GAP_US, 3)
+        else:
+            new_ts = round(ts + delay, 3)
+        delay = new_ts - ts
+        new_dur = round(dur * planned.factor(kernel_class(str(event["cat"]).lower(), str(event.get("name", "")))), 3)
+        old_end, new_end = max(old_end, ts + dur), max(new_end, new_ts + new_dur)
+        event["ts"], event["dur"] = new_ts, new_dur
+        moved[ts] = new_ts
+    return moved
+
+
+def run_events(source: SourceTrace, planned: Planned) -> list[dict[str, Any]]:
+    """The source's events for one run: shifted by `run_index` days, then the GPU events re-timed
+    (the ac2g flow ends that point at them follow)."""
+    events = [tile_event(e, planned.run_index * DAY_US, 0) for e in source.tiled_events]
+    streams: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    for event in events:
+        if is_gpu_event(event):
+            streams.setdefault((event.get("pid"), event.get("tid")), []).append(event)
+    moved = {stream: retime_stream(stream_events, planned) for stream, stream_events in streams.items()}
+    for event in events:
+        if event.get("ph") == "f" and event.get("cat") == "ac2g":
+            new_ts = moved.get((event.get("pid"), event.get("tid")), {}).get(event.get("ts"))
+            if new_ts is not None:
+                event["ts"] = new_ts
+    return events
+
+
+def generate(plans: Sequence[Planned]) -> None:
+    """Writes every planned trace (the folder is emptied first); one source loaded at a time."""
+    shutil.rmtree(BULK_DIR, ignore_errors=True)
+    started = time.perf_counter()
+    for source in dict.fromkeys(p.source for p in plans):
+        loaded = load_source(TRACES_DIR / source.path)
+        for planned in (p for p in plans if p.source == source):
+            run = dataclasses.replace(loaded, tiled_events=run_events(loaded, planned))
+            planned.folder.mkdir(parents=True, exist_ok=True)
+            write_trace(run, planned.path, copies=1)
+        print(f"generated {source.model} {source.platform}: "
+              f"{sum(p.source == source for p in plans)} runs ({time.perf_counter() - started:.0f} s)",
+              file=sys.stderr, flush=True)
+
+
+def trace_files(folder: Path) -> set[Path]:
+    return {p for p in folder.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz"))}
+
+
+def ensure_traces(plans: Sequence[Planned], skip_generate: bool) -> None:
+    wanted = {p.path for p in plans}
+    if skip_generate and BULK_DIR.is_dir():
+        found = trace_files(BULK_DIR)
+        if found != wanted:
+            raise SystemExit(f"{BULK_DIR} holds {len(found)} trace files, not the {len(wanted)} planned "
+                             f"({len(wanted - found)} missing, {len(found - wanted)} extra); "
+                             "run without --skip-generate")
+        print(f"reusing the {len(found)} traces in {BULK_DIR}", file=sys.stderr)
+        return
+    generate(plans)
+
+
+# ---- ingesting ------------------------------------------------------------------------------
+
+
+def ingest_cmd(tracelake: Path, paths: Iterable[Path], warehouse: Path, jobs: int,
+               tags: dict[str, str] | None = None) -> list[str]:
+    cmd = [str(tracelake), "ingest", *map(str, paths), "--warehouse", str(warehouse), "--jobs", str(jobs)]
+    for key, value in (tags or {}).items():
+        cmd += ["--tag", f"{key}={value}"]
+    return cmd
+
+
+def new_count(child: Child) -> int:
+    """Traces the call added: one `ID  NAME  N events  Ts` line each."""
+    return sum(1 for line in child.stdout.splitlines() if line.split()[-2:-1] == ["events"])
+
+
+def models_path(child: Child) -> str:
+    found = re.search(r"\(models: (\w+)\)", child.stderr)
+    return found.group(1) if found else "?"
+
+
+@dataclass
+class IngestResult:
+    label: str
+    calls: list[Child]
+    traces: int  # new traces reported by the calls
+    errors: list[str]
+    notes: list[str]
+
+    @property
+    def seconds(self) -> float:
+        return sum(c.seconds for c in self.calls)
+
+    @property
+    def peak_rss_mb(self) -> float:
+        return max((c.peak_rss_mb for c in self.calls), default=0.0)
+
+
+def ingest_tagged(tracelake: Path, plans: Sequence[Planned], warehouse: Path, jobs: int) -> IngestResult:
+    """One call per folder, with that folder's tags, into a new warehouse."""
+    result = IngestResult("tagged: one call per folder", [], 0, [], [])
+    for n, planned in enumerate(plans, 1):
+        before = plan_stamp(warehouse)
+        child = run_child(ingest_cmd(tracelake, [planned.folder], warehouse, jobs, planned.tags))
+        result.calls.append(child)
+        if child.returncode != 0:
+            result.errors.append(child.failure(f"ingest {planned.folder.relative_to(REPO)}"))
+            print(result.errors[-1], file=sys.stderr, flush=True)
+            if n == 1:
+                result.notes.append("stopped: the first call, which makes the warehouse, failed")
+                break
+            continue
+        result.traces += new_count(child)
+        if n == 1:
+            result.notes.append(f"call 1 made the warehouse (full dbt run): {child.seconds:.2f} s")
+        elif models_path(child) != "fast" or plan_stamp(warehouse) != before:
+            result.notes.append(f"call {n} took the dbt path ({child.seconds:.2f} s): the project's dbt "
+                                "files changed during the run")
+        if n % 10 == 0 or n == len(plans):
+            print(f"  tagged ingest {n}/{len(plans)}: {result.seconds:.1f} s", file=sys.stderr, flush=True)
+    if len(result.calls) > 2 * TREND_CALLS:
+        first = statistics.median(c.seconds for c in result.calls[1:TREND_CALLS + 1])
+        last = statistics.median(c.seconds for c in result.calls[-TREND_CALLS:])
+        result.notes.append(f"median call of calls 2-{TREND_CALLS + 1}: {first:.2f} s, of the last {TREND_CALLS}: "
+                            f"{last:.2f} s (does a call get slower as the warehouse grows?)")
+    return result
+
+
+def ingest_bulk(tracelake: Path, warehouse: Path, jobs: int) -> IngestResult:
+    """One call on the whole folder, no tags, into a new warehouse."""
+    child = run_child(ingest_cmd(tracelake, [BULK_DIR], warehouse, jobs))
+    errors = [] if child.returncode == 0 else [child.failure(f"ingest {BULK_DIR.relative_to(REPO)}")]
+    for error in errors:
+        print(error, file=sys.stderr, flush=True)
+    return IngestResult("bulk: one call, whole folder", [child], new_count(child), errors,
+                        [f"bulk call models path: {models_path(child)}"])
+
+
+# ---- warehouses -----------------------------------------------------------------------------
+
+
+def tree_bytes(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+@dataclass(frozen=True)
+class WarehouseSize:
+    traces: int | None
+    tagged: int | None
+    parquet_mb: float
+    duckdb_mb: float
+    dbt_mb: float
+
+
+def warehouse_size(warehouse: Path) -> WarehouseSize:
+    traces = tagged = None
+    db = warehouse / "warehouse.duckdb"
+    if db.exists():
+        try:
+            with duckdb.connect(str(db), read_only=True) as con:
+                traces, tagged = con.execute(
+                    "select count(*), count(*) filter (where model is not null) from runs").fetchone()
+        except duckdb.Error as exc:
+            print(f"cannot count the traces in {warehouse}: {exc}", file=sys.stderr)
+    return WarehouseSize(traces, tagged, tree_bytes(warehouse / "parquet") / MB,
+                         sum(tree_bytes(p) for p in warehouse.glob("warehouse.duckdb*")) / MB,
+                         tree_bytes(warehouse / "dbt") / MB if (warehouse / "dbt").exists() else 0.0)
+
+
+# ---- queries --------------------------------------------------------------------------------
+
+REGRESSIONS_SQL = """
+with category_runs as (
+    select r.model, r.mode, r.platform, r.run, r.commit, c.op_category,
+           c.total_direct_kernel_time_ms as ms
+    from ops_summary_by_category c join runs r using (trace_id)
+),
+steps as (
+    select *,
+           lag(run) over w as previous_run,
+           lag(ms) over w as previous_ms
+    from category_runs
+    window w as (partition by model, mode, platform, op_category order by run)
+)
+select model, mode, platform, op_category, previous_run, run, commit,
+       round(previous_ms, 3) as previous_ms, round(ms, 3) as ms,
+       round(ms - previous_ms, 3) as delta_ms, round(100 * (ms / previous_ms - 1), 1) as delta_pct
+from steps
+where previous_ms > 0 and ms > previous_ms
+qualify row_number() over (partition by model, mode, platform order by ms - previous_ms desc) = 1
+order by delta_pct desc
+"""
+
+QUERIES = (
+    ("inference runs of bert-small on MI300X",
+     "select * from runs where model = 'bert-small' and mode = 'inference' and platform = 'MI300X' order by run"),
+    ("kernel time per trace (kernels x traces)",
+     "select t.trace_id, t.file_name, sum(k.dur_us) / 1e3 as kernel_ms "
+     "from kernels k join traces t using (trace_id) group by all order by kernel_ms desc"),
+    ("category time per run, qwen1.5-0.5b-chat",
+     "select r.platform, r.run, r.commit, c.op_category, c.total_direct_kernel_time_ms, c.percentage "
+     "from ops_summary_by_category c join runs r using (trace_id) where r.model = 'qwen1.5-0.5b-chat' "
+     "order by r.platform, r.run, c.total_direct_kernel_time_ms desc"),
+    ("top 20 op signatures by kernel time",
+     "select name, op_category, input_dims, input_type, count(distinct trace_id) as traces, "
+     "sum(operation_count) as ops, sum(kernel_time_sum_us) / 1e3 as kernel_ms "
+     "from op_perf where is_trace_platform group by all order by kernel_ms desc limit 20"),
+    ("GPU time breakdown, by idle %",
+     "select trace_id, model, platform, run, total_time_ms, computation_time_percent, "
+     "exposed_comm_time_percent, exposed_memcpy_time_percent, idle_time_percent "
+     "from runs order by idle_time_percent desc nulls last"),
+    ("largest category regression per group", " ".join(REGRESSIONS_SQL.split())),
+    ("kernel-name search: ilike '%gemm%'",
+     "select name, count(*) as launches, count(distinct trace_id) as traces, sum(dur_us) / 1e3 as total_ms "
+     "from kernels where name ilike '%gemm%' group by name order by total_ms desc"),
+)
+
+
+@dataclass
+class QueryResult:
+    label: str
+    sql: str
+    rows: int = 0
+    seconds: list[float] = dataclasses.field(default_factory=list)
+    cli: Child | None = None
+    cli_rows: int | None = None
+    error: str | None = None
+    columns: list[str] = dataclasses.field(default_factory=list)
+    result: list[tuple[Any, ...]] = dataclasses.field(default_factory=list)
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.seconds) if self.seconds else None
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and self.median is not None and self.median < QUERY_LIMIT_S
+
+
+def time_queries(warehouse: Path, repeats: int) -> list[QueryResult]:
+    results = [QueryResult(label, sql) for label, sql in QUERIES]
+    try:
+        con = duckdb.connect(str(warehouse / "warehouse.duckdb"), read_only=True)
+    except duckdb.Error as exc:
+        for q in results:
+            q.error = f"cannot open the warehouse: {exc}"
+        return results
+    with con:
+        for q in results:
+            try:
+                for _ in range(repeats):
+                    started = time.perf_counter()
+                    cursor = con.execute(q.sql)
+                    rows = cursor.fetchall()
+                    q.seconds.append(time.perf_counter() - started)
+                q.rows, q.result = len(rows), rows
+                q.columns = [d[0] for d in cursor.description]
+            except duckdb.Error as exc:
+                q.error = f"{type(exc).__name__}: {exc}"
+    return results
+
+
+def time_cli_queries(tracelake: Path, warehouse: Path, results: Sequence[QueryResult]) -> None:
+    for q in results:
+        if q.error:
+            continue
+        q.cli = run_child([str(tracelake), "sql", q.sql, "--warehouse", str(warehouse), "--format", "json"])
+        if q.cli.returncode != 0:
+            q.error = q.error or q.cli.failure("tracelake sql")
+            continue
+        try:
+            q.cli_rows = len(json.loads(q.cli.stdout))
+        except json.JSONDecodeError:
+            q.error = q.error or f"tracelake sql printed no JSON: {q.cli.stdout[-300:]!r}"
+
+
+# ---- report ---------------------------------------------------------------------------------
+
+
+def ingest_rows(results: Sequence[IngestResult], json_mb: float) -> list[list[str]]:
+    rows = [["ingest", "calls", "traces", "wall s", "per trace median s", "traces/s", "MB/s", "peak RSS MB",
+             "failed"]]
+    for r in results:
+        per_trace = statistics.median(c.seconds for c in r.calls) if len(r.calls) > 1 else None
+        if per_trace is None and r.traces:
+            per_trace = r.seconds / r.traces
+        rows.append([r.label, str(len(r.calls)), str(r.traces), f"{r.seconds:.1f}", fmt(per_trace, ".2f"),
+                     f"{r.traces / r.seconds:.2f}" if r.seconds else "-",
+                     f"{json_mb / r.seconds:.1f}" if r.seconds and not r.errors else "-", f"{r.peak_rss_mb:.0f}",
+                     str(len(r.errors))])
+    return rows
+
+
+def size_rows(sizes: Sequence[tuple[str, WarehouseSize]]) -> list[list[str]]:
+    rows = [["warehouse", "traces", "with tags", "parquet/ MB", "warehouse.duckdb MB", "dbt/ MB"]]
+    for label, s in sizes:
+        rows.append([label, fmt(s.traces, "d"), fmt(s.tagged, "d"), f"{s.parquet_mb:.1f}", f"{s.duckdb_mb:.1f}",
+                     f"{s.dbt_mb:.1f}"])
+    return rows
+
+
+def query_rows(results: Sequence[QueryResult], repeats: int) -> list[list[str]]:
+    rows = [["query", "rows", f"median s ({repeats})", "first s", "min-max s", "CLI wall s", "< 1 s"]]
+    for q in results:
+        spread = f"{min(q.seconds):.3f}-{max(q.seconds):.3f}" if q.seconds else "-"
+        rows.append([q.label, str(q.rows), fmt(q.median, ".3f"), fmt(q.seconds[0] if q.seconds else None, ".3f"),
+                     spread, fmt(q.cli.seconds if q.cli else None, ".2f"), "PASS" if q.passed else "FAIL"])
+    return rows
+
+
+def print_regressions(results: Sequence[QueryResult], plans: Sequence[Planned]) -> None:
+    q = next(r for r in results if r.sql == " ".join(REGRESSIONS_SQL.split()))
+    if q.error or not q.result:
+        return
+    print()
+    print("largest category regression per (model, mode, platform), found by the query:")
+    keep = ["model", "platform", "op_category", "previous_run", "run", "commit", "previous_ms", "ms", "delta_pct"]
+    index = [q.columns.index(c) for c in keep]
+    print_table([keep] + [[fmt(row[i], "") for i in index] for row in q.result])
+    planted = sorted({(p.source.model, p.source.platform, p.commit, p.regression) for p in plans
+                      if p.regression is not None}, key=lambda x: (x[0], x[1]))
+    listed = "; ".join(f"{m}/{pl} {c} {r.kernel_class} +{r.percent:g}%" for m, pl, c, r in planted)
+    print(f"planted by the generator: {len(planted)} commit regressions of one kernel class against the baseline "
+          f"(each commit spans {RUNS_PER_COMMIT} nights; every run also has +-{NOISE_SIGMA:.1%} noise per class)"
+          + (f": {listed}" if listed else ""))
+
+
+def print_report(*, plans: Sequence[Planned], json_mb: float, gzip_mb: float, jobs: int,
+                 ingests: Sequence[IngestResult], sizes: Sequence[tuple[str, WarehouseSize]],
+                 queries: Sequence[QueryResult], repeats: int, load: tuple[float, float], revision: str) -> None:
+    sources = len({p.source for p in plans})
+    runs = sorted({sum(p.source == s for p in plans) for s in {p.source for p in plans}})
+    print()
+    print(f"bulk warehouse at {revision}: {len(plans)} traces ({sources} sources x {runs[0]}-{runs[-1]} runs), "
+          f"{json_mb:.1f} MB uncompressed JSON ({gzip_mb:.1f} MB gzip), tracelake ingest --jobs {jobs}")
+    print(f"({os.cpu_count()} CPUs; load average {load[0]:.2f} at start, {load[1]:.2f} at end; MB = 10^6 bytes)")
+    print()
+    print_table(ingest_rows(ingests, json_mb))
+    print("(per trace s: median call of the tagged ingest, one trace each; wall / traces for the bulk call)")
+    for r in ingests:
+        for note in r.notes:
+            print(f"note: {r.label}: {note}")
+    print()
+    print_table(size_rows(sizes))
+    print()
+    print(f"cross-trace queries on the tagged warehouse: in-process duckdb (read-only), median of {repeats}; "
+          "CLI wall = one `tracelake sql` run, start-up included")
+    print_table(query_rows(queries, repeats))
+    errors: dict[str, list[str]] = {}
+    for q in queries:
+        if q.error:
+            errors.setdefault(q.error, []).append(q.label)
+        elif q.cli_rows is not None and q.cli_rows != q.rows:
+            print(f"note: {q.label}: the CLI returned {q.cli_rows} rows, in-process {q.rows}")
+    for error, labels in errors.items():
+        print(f"error: {'all queries' if len(labels) == len(queries) else ', '.join(labels)}: {error}")
+    print_regressions(queries, plans)
+    passed = sum(q.passed for q in queries)
+    slowest = max(queries, key=lambda q: q.median or float("inf"))
+    tagged, bulk = ingests
+    print()
+    print(f"summary: {passed}/{len(queries)} queries under {QUERY_LIMIT_S:g} s "
+          f"(slowest: {slowest.label}, median {fmt(slowest.median, '.3f')} s); "
+          f"{tagged.traces}/{len(plans)} traces ingested in {tagged.seconds:.1f} s with tags "
+          f"({len(tagged.calls)} calls), {bulk.traces}/{len(plans)} in {bulk.seconds:.1f} s in one bulk call; "
+          + ("all ingests succeeded" if not (tagged.errors or bulk.errors) else
+             f"{len(tagged.errors) + len(bulk.errors)} ingest call(s) FAILED"))
+
+
+# ---- main -----------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--traces", type=int, default=100, help="traces to generate and ingest (default 100)")
+    parser.add_argument("--repeats", type=int, default=5, help="runs per query; the table shows the median")
+    parser.add_argument("--jobs", type=int, default=2, help="`tracelake ingest --jobs` (default 2)")
+    parser.add_argument("--keep", action="store_true", help="keep the warehouses (bench/out/bulk-work-*)")
+    parser.add_argument("--skip-generate", action="store_true",
+                        help=f"reuse the traces already in {BULK_DIR.relative_to(REPO)}")
+    parser.add_argument("--tracelake", type=Path, default=DEFAULT_TRACELAKE, help="the tracelake executable")
+    args = parser.parse_args(argv)
+    if args.traces < 1 or args.repeats < 1 or args.jobs < 1:
+        parser.error("--traces, --repeats and --jobs must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    os.environ["DO_NOT_TRACK"] = "1"
+    tracelake = args.tracelake.resolve()
+    plans = plan(args.traces)
+    ensure_traces(plans, args.skip_generate)
+    json_mb = sum(json_bytes(p.path) for p in plans) / MB
+    gzip_mb = sum(p.path.stat().st_size for p in plans) / MB
+    load_start = os.getloadavg()[0]
+    revision = git_revision()
+    work = Path(tempfile.mkdtemp(prefix="bulk-work-", dir=OUT_DIR))
+    try:
+        tagged_wh, bulk_wh = work / "tagged", work / "bulk"
+        print(f"ingesting {len(plans)} traces ({json_mb:.0f} MB JSON), one call per folder, into {tagged_wh}",
+              file=sys.stderr, flush=True)
+        tagged = ingest_tagged(tracelake, plans, tagged_wh, args.jobs)
+        print(f"ingesting {BULK_DIR} in one call into {bulk_wh}", file=sys.stderr, flush=True)
+        bulk = ingest_bulk(tracelake, bulk_wh, args.jobs)
+        sizes = [("tagged", warehouse_size(tagged_wh)), ("bulk", warehouse_size(bulk_wh))]
+        print("timing queries", file=sys.stderr, flush=True)
+        queries = time_queries(tagged_wh, args.repeats)
+        time_cli_queries(tracelake, tagged_wh, queries)
+    finally:
+        if args.keep:
+            print(f"kept the warehouses in {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    print_report(plans=plans, json_mb=json_mb, gzip_mb=gzip_mb, jobs=args.jobs, ingests=[tagged, bulk],
+                 sizes=sizes, queries=queries, repeats=args.repeats, load=(load_start, os.getloadavg()[0]),
+                 revision=revision)
+    failed = tagged.errors or bulk.errors or any(q.error for q in queries)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
