@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,8 +145,12 @@ def compile_incremental_plan(db_path: Path, work_dir: Path) -> IncrementalPlan:
     return IncrementalPlan(fingerprint=project_fingerprint(), models=models)
 
 
-def execute_plan(con: duckdb.DuckDBPyConnection, plan: IncrementalPlan, trace_ids: list[str]) -> None:
-    """Append the new traces' rows to every incremental model, in one transaction."""
+def execute_plan(con: duckdb.DuckDBPyConnection, plan: IncrementalPlan, trace_ids: list[str],
+                 scope_sources: Callable[[list[str] | None], None] = lambda _: None) -> None:
+    """Append the new traces' rows to every incremental model, in one transaction.
+
+    `scope_sources(trace_ids)` narrows the raw sources to the new traces for the inserts and
+    `scope_sources(None)` widens them again before the commit (both inside the transaction)."""
     if not trace_ids:
         return
     for trace_id in trace_ids:
@@ -154,10 +159,12 @@ def execute_plan(con: duckdb.DuckDBPyConnection, plan: IncrementalPlan, trace_id
     id_list = ", ".join(f"'{trace_id}'" for trace_id in trace_ids)
     con.begin()
     try:
+        scope_sources(trace_ids)
         for model in plan.models:
             sql = model.sql.replace(f"'{NEW_TRACE_IDS_PLACEHOLDER}'", id_list).strip().rstrip(";")
             con.execute(f"delete from {model.relation} where trace_id in ({id_list})")
             con.execute(f"insert into {model.relation} by name select * from ({sql})")
+        scope_sources(None)
         con.commit()
     except Exception:
         con.rollback()
