@@ -7,8 +7,10 @@ import math
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from tests.conftest import TRACES
+from tracelake import warehouse as warehouse_module
 from tracelake.ingestion import ingest_paths
 from tracelake.warehouse import Warehouse
 
@@ -31,9 +33,19 @@ def _same(x: object, y: object) -> bool:
     return x == y
 
 
-def test_fast_path_equals_a_dbt_run_over_every_trace(tmp_path: Path) -> None:
-    together = Warehouse(tmp_path / "together")
-    assert ingest_paths([FIRST, SECOND], together, {}, jobs=2).model_update == "dbt"
+@pytest.fixture(scope="module")
+def together(tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
+    """Both traces in one ingest: a dbt run over every trace."""
+    warehouse = Warehouse(tmp_path_factory.mktemp("together"))
+    assert ingest_paths([FIRST, SECOND], warehouse, {}, jobs=2).model_update == "dbt"
+    return warehouse
+
+
+@pytest.mark.parametrize("scoped", [True, False], ids=["scoped-sources", "all-sources"])
+def test_fast_path_equals_a_dbt_run_over_every_trace(together: Warehouse, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch, scoped: bool) -> None:
+    # scoping starts at SCOPED_UPDATE_MIN_OTHER_TRACES other traces; this warehouse has one
+    monkeypatch.setattr(warehouse_module, "SCOPED_UPDATE_MIN_OTHER_TRACES", 1 if scoped else 2)
     one_by_one = Warehouse(tmp_path / "one_by_one")
     ingest_paths([FIRST], one_by_one, {}, jobs=1)
     report = ingest_paths([SECOND], one_by_one, {}, jobs=1)
