@@ -315,12 +315,14 @@ def run_analysis(
 def _trace_platform(db: duckdb.DuckDBPyConnection, trace_id: str, chosen: str | None,
                     label: str, option: str) -> tuple[str, str, str | None]:
     """(platform, how it was chosen: given | detected | default, a warning for the default)."""
-    detected, is_detected, device_name = db.execute(
-        "select platform, platform_detected, device_name from traces where trace_id = ?", [trace_id]).fetchall()[0]
+    detected, is_detected, device_name, gpu_events = db.execute(
+        "select platform, platform_detected, device_name, gpu_event_count from traces where trace_id = ?",
+        [trace_id]).fetchall()[0]
     platform = chosen or detected
     source = "given" if chosen else ("detected" if is_detected else "default")
+    # without GPU events no roofline is drawn, so the default platform is nothing to warn about
     warning = (f"{label}: the device name {device_name!r} matches no known platform; the roofline uses "
-               f"{platform} (pass {option} to choose)") if source == "default" else None
+               f"{platform} (pass {option} to choose)") if source == "default" and gpu_events else None
     return platform, source, warning
 
 

@@ -213,3 +213,16 @@ def test_out_folder_holding_the_warehouse_is_refused(tmp_path: Path) -> None:
                      "--warehouse", str(tmp_path / "out" / "wh"), "--out", str(tmp_path / "out"))
     assert result.returncode == 2 and "inside the output folder" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("relative", "warns"), [
+    ("inference/vllm_decode_full/graph_execution.json.gz", True),  # GPU work, no device name
+    ("cpu_only/cpu_mlp_training.json.gz", False),  # no GPU work: no roofline, nothing to warn about
+])
+def test_default_platform_warns_only_when_a_roofline_is_drawn(analysis_warehouse: Warehouse, tmp_path: Path,
+                                                              relative: str, warns: bool) -> None:
+    outcome = run_analysis(TRACES / relative, analysis_warehouse, AnalyzeOptions(out_dir=tmp_path / "out"))
+    assert outcome.platform_source == "default"
+    assert any("matches no known platform" in w for w in outcome.warnings) == warns
+    markdown = (tmp_path / "out" / "analysis.md").read_text()
+    assert ("matches no known platform" in markdown) == warns
