@@ -85,7 +85,9 @@ ops{n} as (
         coalesce(input_dims, '') as input_dims,
         coalesce(input_type, '') as input_type,
         coalesce(arg_max(array_to_string(module_chain, ' > '), kernel_time_sum_us), '') as module_path,
-        coalesce(json_extract(any_value(input_dims), '$[0]')::varchar, '') as first_shape,
+        -- synthetic ops (kernels no cpu op launched) have no input dims
+        coalesce(case when json_valid(any_value(input_dims)) then json_extract(any_value(input_dims), '$[0]')::varchar end,
+                 '') as first_shape,
         sum(operation_count) as op_count,
         sum(kernel_time_sum_us) / 1000.0 as time_ms
     from op_perf
@@ -110,7 +112,8 @@ with
 {_OPS_CTE.format(n=1)},
 {_OPS_CTE.format(n=2)},
 by_name as (
-    select ops1.*, ops2.name as name2, ops2.op_count as op_count2, ops2.time_ms as time2_ms,
+    select ops1.*, ops2.name as name2, ops2.op_category as op_category2, ops2.input_dims as input_dims2,
+        ops2.input_type as input_type2, ops2.op_count as op_count2, ops2.time_ms as time2_ms,
         'name_and_shapes' as matched_by
     from ops1
     inner join ops2
@@ -119,8 +122,9 @@ by_name as (
 {_REST_CTE.format(n=1)},
 {_REST_CTE.format(n=2)},
 by_module as (
-    select rest1.* exclude (pair_rank), rest2.name as name2, rest2.op_count as op_count2, rest2.time_ms as time2_ms,
-        'module_path' as matched_by
+    select rest1.* exclude (pair_rank), rest2.name as name2, rest2.op_category as op_category2,
+        rest2.input_dims as input_dims2, rest2.input_type as input_type2, rest2.op_count as op_count2,
+        rest2.time_ms as time2_ms, 'module_path' as matched_by
     from rest1
     inner join rest2
         on rest1.op_category = rest2.op_category and rest1.module_path = rest2.module_path
@@ -141,13 +145,14 @@ from matches
 order by time_ms desc, name, input_dims
 """
 
+# {side}: "" for trace 1's columns of a match, "2" for trace 2's
 _UNMATCHED_SQL = MATCHES_SQL + """
 select name, op_category, input_dims, input_type, module_path, op_count, time_ms
 from ops{n}
 where not exists (
     select 1 from matches
-    where matches.{name_column} = ops{n}.name and matches.op_category = ops{n}.op_category
-        and matches.input_dims = ops{n}.input_dims and matches.input_type = ops{n}.input_type)
+    where matches.name{side} = ops{n}.name and matches.op_category{side} = ops{n}.op_category
+        and matches.input_dims{side} = ops{n}.input_dims and matches.input_type{side} = ops{n}.input_type)
 order by time_ms desc, name, input_dims
 """
 
@@ -187,15 +192,15 @@ def compare_ops(db: duckdb.DuckDBPyConnection, trace1: str, platform1: str, trac
         for r in db.execute(_MATCHED_SQL, params).fetchall()
     ]
 
-    def unmatched(n: int, name_column: str) -> list[UnmatchedOp]:
-        rows = db.execute(_UNMATCHED_SQL.format(n=n, name_column=name_column), params).fetchall()
+    def unmatched(n: int) -> list[UnmatchedOp]:
+        rows = db.execute(_UNMATCHED_SQL.format(n=n, side="" if n == 1 else "2"), params).fetchall()
         return [UnmatchedOp(name=r[0], op_category=r[1], input_dims=r[2], input_type=r[3], module_path=r[4],
                             count=int(r[5]), time_ms=r[6]) for r in rows]
 
     total1, total2 = db.execute(_TOTALS_SQL, params).fetchone() or (0.0, 0.0)
     return OpComparison(
         trace1_id=trace1, trace2_id=trace2, platform1=platform1, platform2=platform2,
-        matched=matched, only_in_trace1=unmatched(1, "name"), only_in_trace2=unmatched(2, "name2"),
+        matched=matched, only_in_trace1=unmatched(1), only_in_trace2=unmatched(2),
         time_trace1_ms=total1, time_trace2_ms=total2,
         matched_time_trace1_ms=sum(m.time_trace1_ms for m in matched),
         matched_time_trace2_ms=sum(m.time_trace2_ms for m in matched),
@@ -211,15 +216,16 @@ def signature_matches(db: duckdb.DuckDBPyConnection, trace1: str, platform1: str
             for r in rows}
 
 
-def evidence_sql(trace1: str, platform1: str, trace2: str, platform2: str, names: list[str]) -> str:
-    """A query that reproduces the matched times of the ops `names` of trace 1 (for findings)."""
+def evidence_sql(trace1: str, platform1: str, trace2: str, platform2: str,
+                 ops: list[tuple[str, str, str]]) -> str:
+    """A query that reproduces the matched times of trace 1's ops (name, input dims, input type)."""
     def literal(value: str) -> str:
         return "'" + value.replace("'", "''") + "'"
 
     sql = MATCHES_SQL
     for key, value in _params(trace1, platform1, trace2, platform2).items():
         sql = sql.replace(f"${key}", literal(value))
-    name_list = ", ".join(literal(n) for n in sorted(set(names))) or "''"
+    keys = ", ".join(f"({literal(n)}, {literal(d)}, {literal(t)})" for n, d, t in sorted(set(ops))) or "('', '', '')"
     return (sql.strip() + "\nselect name, input_dims, op_count, time_ms as time_trace1_ms, name2, op_count2, "
             "time2_ms as time_trace2_ms, 100.0 * time2_ms / nullif(time_ms, 0) as efficiency_percent, matched_by\n"
-            f"from matches where name in ({name_list})\norder by time_ms desc")
+            f"from matches where (name, input_dims, input_type) in ({keys})\norder by time_ms desc")

@@ -814,7 +814,7 @@ def evidence_sql(group: OpGroup, ctx: AnalysisContext) -> str:
     keys = ", ".join(sql_literal(op.signature_key) for op in group.members)
     if group.comparative and ctx.trace2_id:
         return comparison.evidence_sql(ctx.trace_id, ctx.platform, ctx.trace2_id, ctx.platform2 or ctx.platform,
-                                       [op.name for op in group.members])
+                                       [(op.name, op.input_dims, op.input_type) for op in group.members])
     if group.chain:
         return _chain_evidence_sql(group, ctx, keys)
     share = "p.kernel_time_sum_us / 1000.0 / t.total_time_ms * 100"

@@ -127,10 +127,7 @@ def test_compute_findings_are_measured_gaps_where_trace1_is_slower(comparisons, 
 
 def test_op_comparison_covers_every_op_of_both_traces(comparisons, compare_warehouse: Warehouse) -> None:
     comparison = json.loads((comparisons["qwen"] / "category_data" / "op_comparison.json").read_text())
-    assert comparison["matched_time_trace1_ms"] + sum(o["time_ms"] for o in comparison["only_in_trace1"]) == \
-        pytest.approx(comparison["time_trace1_ms"], rel=1e-9)
-    assert comparison["matched_time_trace2_ms"] + sum(o["time_ms"] for o in comparison["only_in_trace2"]) == \
-        pytest.approx(comparison["time_trace2_ms"], rel=1e-9)
+    _assert_every_op_counted_once(comparison)
     with compare_warehouse.connect_read_only() as con:
         recorded = con.execute("select comparison_scope, trace2_id from analyses where trace2_id = ?",
                                [comparison["trace2_id"]]).fetchall()
@@ -141,11 +138,23 @@ def test_op_comparison_covers_every_op_of_both_traces(comparisons, compare_wareh
 
 
 def _renamed_copy(source: Path, target: Path, old: str, new: str) -> None:
+    """`old` renamed to `new`, with one more (scalar) argument, as a vendor's own op would have."""
     data = json.loads(gzip.decompress(source.read_bytes()))
     for event in data["traceEvents"]:
         if event.get("name") == old:
             event["name"] = new
+            args = event.get("args", {})
+            if "Input Dims" in args:
+                args["Input Dims"] = [*args["Input Dims"], []]
+                args["Input type"] = [*args["Input type"], "Scalar"]
     target.write_bytes(gzip.compress(json.dumps(data).encode()))
+
+
+def _assert_every_op_counted_once(comparison: dict) -> None:
+    assert comparison["matched_time_trace1_ms"] + sum(o["time_ms"] for o in comparison["only_in_trace1"]) == \
+        pytest.approx(comparison["time_trace1_ms"], rel=1e-9)
+    assert comparison["matched_time_trace2_ms"] + sum(o["time_ms"] for o in comparison["only_in_trace2"]) == \
+        pytest.approx(comparison["time_trace2_ms"], rel=1e-9)
 
 
 def test_ops_named_differently_are_matched_by_model_layer(compare_warehouse: Warehouse, tmp_path: Path) -> None:
@@ -161,6 +170,32 @@ def test_ops_named_differently_are_matched_by_model_layer(compare_warehouse: War
         ("aten::gelu", "vendor::fast_gelu", "[[1,141,2048],[]]"), ("aten::gelu", "vendor::fast_gelu", "[[1,141,512],[]]")]
     assert all(m["count_trace1"] == m["count_trace2"] and m["module_path"].endswith("GELUActivation") for m in by_layer)
     assert comparison["only_in_trace1"] == [] and comparison["only_in_trace2"] == []
+    _assert_every_op_counted_once(comparison)
+
+
+def test_ops_without_a_cpu_op_are_matched_too(compare_warehouse: Warehouse, tmp_path: Path) -> None:
+    """The B200 trace has synthetic ops (kernels no cpu op launched; no input shapes)."""
+    trace = TRACES / "b200" / "eager_trace.json.gz"
+    run_analysis(trace, compare_warehouse, AnalyzeOptions(out_dir=tmp_path / "out", jobs=1, compare=trace))
+    comparison = json.loads((tmp_path / "out" / "category_data" / "op_comparison.json").read_text())
+    synthetic = [m for m in comparison["matched"] if m["name"].endswith("(Synthetic Op)")]
+    assert synthetic and all(m["efficiency_percent"] == pytest.approx(100.0) for m in comparison["matched"])
+    assert comparison["only_in_trace1"] == [] and comparison["only_in_trace2"] == []
+    _assert_every_op_counted_once(comparison)
+
+
+@pytest.mark.parametrize("pair", sorted(PAIRS))
+def test_comparative_evidence_sql_reproduces_each_finding(comparisons, compare_warehouse: Warehouse,
+                                                          pair: str) -> None:
+    priority = PriorityData.model_validate_json((comparisons[pair] / "priority_data.json").read_text())
+    compute = [f for f in priority.findings if f.tier == "compute"]
+    assert compute
+    with compare_warehouse.connect_read_only() as con:
+        for finding in compute:
+            rows = con.execute(finding.evidence_sql).fetchall()
+            members = finding.evidence["members"]
+            assert len(rows) == len(members), finding.title
+            assert sorted(r[3] for r in rows) == pytest.approx(sorted(m["time_ms"] for m in members))
 
 
 def test_compare_cli_bad_inputs(compare_warehouse: Warehouse, tmp_path: Path) -> None:
