@@ -18,7 +18,7 @@ try:  # typer >= 0.20 ships its own copy of click
 except ImportError:  # pragma: no cover - older typer uses click itself
     from click.exceptions import ClickException
 
-from ingest.errors import TraceLakeError
+from ingest.errors import TraceLakeError, WarehouseError
 from tracelake.config import default_jobs, default_warehouse
 from tracelake.ingestion import ingest_paths
 from tracelake.output import render
@@ -26,9 +26,10 @@ from tracelake.progress import ProgressBar
 from tracelake.warehouse import Warehouse
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_COMPARE_CRASHED = 3  # `compare` keeps 1 for "regression": a crash must not read as a verdict in CI
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
-_state = {"debug": False}
+_state: dict[str, object] = {"debug": False}
 
 
 class TableFormat(str, Enum):
@@ -264,7 +265,8 @@ def compare(
     warehouse: WarehouseOption = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Parse workers for trace files (default: cores).")] = None,
 ) -> None:
-    """Regression verdict for CI: exit 0 = no regression beyond the threshold, 1 = regression, 2 = bad input."""
+    """Regression verdict for CI: exit 0 = no regression beyond the threshold, 1 = regression, 2 = bad input,
+    3 = internal error."""
     import math
 
     from analyzers.regression import CompareSettings
@@ -275,11 +277,17 @@ def compare(
     if threshold_pct is not None and not (math.isfinite(threshold_pct) and threshold_pct >= 0):
         raise typer.BadParameter(f"{threshold_pct:g} is not a percentage >= 0", param_hint="--threshold-pct")
     config = CompareSettings() if threshold_pct is None else CompareSettings(threshold_percent=threshold_pct)
+    _state["internal_error_exit"] = EXIT_COMPARE_CRASHED
     wh = _warehouse(warehouse)
-    baseline_ids = resolve_traces(wh, baseline, jobs or default_jobs())
-    candidate_ids = resolve_traces(wh, candidate, jobs or default_jobs())
-    with wh.connect_read_only() as con:
-        verdict = compare_traces(con, baseline_ids, candidate_ids, config)
+    try:
+        baseline_ids = resolve_traces(wh, baseline, jobs or default_jobs())
+        candidate_ids = resolve_traces(wh, candidate, jobs or default_jobs())
+        with wh.connect_read_only() as con:
+            verdict = compare_traces(con, baseline_ids, candidate_ids, config)
+    except duckdb.CatalogException as exc:
+        missing = str(exc).splitlines()[0]
+        raise WarehouseError(f"warehouse {wh.root} lacks a table compare reads ({missing}); it was built by an "
+                             f"older TraceLake: run `tracelake build --warehouse {wh.root}`") from None
     if format is CompareFormat.json:
         print(verdict.model_dump_json(indent=1))
     else:
@@ -308,5 +316,6 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # noqa: BLE001 - the one place that turns crashes into a line
         if "--debug" in args:
             raise
-        print(f"tracelake: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", file=sys.stderr)
-        sys.exit(EXIT_FAILED)
+        summary = (str(exc).strip().splitlines() or [""])[0]  # DuckDB appends the query context on more lines
+        print(f"tracelake: internal error: {type(exc).__name__}: {summary} (rerun with --debug)", file=sys.stderr)
+        sys.exit(int(_state.get("internal_error_exit", EXIT_FAILED)))  # type: ignore[call-overload]

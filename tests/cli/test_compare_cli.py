@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from tests.conftest import TRACES, run_cli
@@ -245,3 +247,28 @@ def test_bad_input_is_one_line_and_exit_2(cwh: CompareWarehouse, tmp_path: Path)
 def test_missing_warehouse_is_exit_2(tmp_path: Path) -> None:
     result = run_cli("compare", "0123456789abcdef", "0123456789abcdef", "--warehouse", str(tmp_path / "none"))
     assert "no warehouse" in _assert_one_clean_line(result)
+
+
+def _damaged_copy(cwh: CompareWarehouse, tmp_path: Path, statement: str) -> Path:
+    folder = tmp_path / "wh"
+    shutil.copytree(cwh.folder, folder)
+    with duckdb.connect(str(folder / "warehouse.duckdb")) as con:
+        con.execute(statement)
+    return folder
+
+
+def test_warehouse_from_an_older_version_asks_for_a_build(cwh: CompareWarehouse, tmp_path: Path) -> None:
+    resnet_id = _trace_id(cwh, RESNET)
+    folder = _damaged_copy(cwh, tmp_path, "drop table profiler_steps")
+    line = _assert_one_clean_line(run_cli("compare", resnet_id, resnet_id, "--warehouse", str(folder)))
+    assert "profiler_steps" in line and "tracelake build" in line
+
+
+def test_an_internal_error_is_not_a_regression_verdict(cwh: CompareWarehouse, tmp_path: Path) -> None:
+    """Exit 1 means "regression" to CI; a crash exits 3 with one line."""
+    resnet_id = _trace_id(cwh, RESNET)
+    folder = _damaged_copy(cwh, tmp_path, "drop table gpu_timeline; create table gpu_timeline as select 1 as x")
+    result = run_cli("compare", resnet_id, resnet_id, "--warehouse", str(folder))
+    assert result.returncode == 3, (result.returncode, result.stderr)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("tracelake: internal error:") and "Traceback" not in result.stderr
