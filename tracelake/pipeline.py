@@ -265,8 +265,9 @@ def _record_findings(warehouse: Warehouse, ctx: AnalysisContext, priority: Any, 
         """)
         con.execute("delete from findings where trace_id = ? and trace2_id is not distinct from ?",
                     [ctx.trace_id, ctx.trace2_id])
-        con.execute("delete from analyses where trace_id = ? and trace2_id is not distinct from ?",
-                    [ctx.trace_id, ctx.trace2_id])
+        # an output folder holds one report: an older analysis written to the same folder is gone
+        con.execute("delete from analyses where (trace_id = ? and trace2_id is not distinct from ?) or analysis_md = ?",
+                    [ctx.trace_id, ctx.trace2_id, str(out_dir / "analysis.md")])
         if rows:
             con.executemany("insert into findings values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
         con.execute("insert into analyses values (?, ?, ?, ?, ?, ?, ?, ?)", [
@@ -303,9 +304,12 @@ def run_analysis(
         trace2_path=str(options.compare.resolve()) if options.compare else None), staging)
     plot = PlotProcess()  # imports matplotlib in a child process while the trace is ingested
     try:
+        after_swap: list[Callable[[], None]] = []
         outcome = _analyze(trace, warehouse, options, (chosen_platform, chosen_platform2), out_dir, run, plot,
-                           progress, on_stage)
+                           progress, on_stage, after_swap)
         swap_into_place(staging, out_dir)
+        for record in after_swap:  # the warehouse points at the report only once the report is in place
+            record()
         return outcome
     finally:
         plot.close()
@@ -327,8 +331,9 @@ def _trace_platform(db: duckdb.DuckDBPyConnection, trace_id: str, chosen: str | 
 
 
 def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
-             chosen_platforms: tuple[str | None, str | None], out_dir: Path, run: _Run, plot: PlotProcess, progress: IngestProgress | None,
-             on_stage: Callable[[str], None]) -> AnalysisOutcome:
+             chosen_platforms: tuple[str | None, str | None], out_dir: Path, run: _Run, plot: PlotProcess,
+             progress: IngestProgress | None, on_stage: Callable[[str], None],
+             after_swap: list[Callable[[], None]]) -> AnalysisOutcome:
     from reports.analysis_md import render_analysis, validate_analysis  # noqa: PLC0415
     from reports.model_id import identify_model  # noqa: PLC0415
     from reports.report_inputs import ReportInputs  # noqa: PLC0415
@@ -466,7 +471,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
     finally:
         db.close()
 
-    _record_findings(warehouse, ctx, priority, out_dir, ctx.comparison_scope)
+    after_swap.append(lambda: _record_findings(warehouse, ctx, priority, out_dir, ctx.comparison_scope))
     run.metadata.finished_at = datetime.now(timezone.utc)
     run.metadata.warnings = list(run.warnings)
     run.write("metadata/run.json", run.metadata)

@@ -226,3 +226,17 @@ def test_default_platform_warns_only_when_a_roofline_is_drawn(analysis_warehouse
     assert any("matches no known platform" in w for w in outcome.warnings) == warns
     markdown = (tmp_path / "out" / "analysis.md").read_text()
     assert ("matches no known platform" in markdown) == warns
+
+
+def test_a_reused_output_folder_points_only_at_its_latest_report(analysis_warehouse: Warehouse,
+                                                                 tmp_path: Path) -> None:
+    out = tmp_path / "shared_out"
+    first = run_analysis(TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz", analysis_warehouse,
+                         AnalyzeOptions(platform="MI300X", out_dir=out))
+    second = run_analysis(TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", analysis_warehouse,
+                          AnalyzeOptions(platform="MI300X", out_dir=out))
+    with analysis_warehouse.connect_read_only() as con:
+        rows = con.execute("select trace_id from analyses where analysis_md = ?",
+                           [str(out.resolve() / "analysis.md")]).fetchall()
+    assert rows == [(second.trace_id,)] and first.trace_id != second.trace_id
+    assert "Qwen" in (out / "analysis.md").read_text().splitlines()[0]
