@@ -511,11 +511,14 @@ def gather_dashboard(db: duckdb.DuckDBPyConnection, request: DashboardRequest) -
     for link in sorted(reports, key=lambda r: r.trace2_id is not None):  # standalone report first
         reports_by_trace.setdefault(link.trace_id, []).append(link)
     traces = _ordered_runs(_rows(db, _RUNS_SQL), reports_by_trace)
-    db.register(_RUN_ORDER, _run_order_table(traces))
+    # a trace without GPU work is listed in its group but has no kernel time to compare: it is not a
+    # run of the regression pairs or of the training / inference means
+    gpu_traces = [t for t in traces if t.breakdown.total_time_ms is not None]
+    db.register(_RUN_ORDER, _run_order_table(gpu_traces))
     try:
         groups = _groups(db, traces)
-        regressions = _regressions(db, traces)
-        comparisons = _mode_comparisons(db, traces)
+        regressions = _regressions(db, gpu_traces)
+        comparisons = _mode_comparisons(db, gpu_traces)
     finally:
         db.unregister(_RUN_ORDER)
     return DashboardData(

@@ -45,7 +45,11 @@ final as (
                 then 'detected'
             else 'unknown'
         end as mode_source,
-        coalesce(traces.tags['platform'], traces.platform) as platform,
+        -- a trace without GPU work ran on no GPU platform (traces.platform is only a roofline default)
+        coalesce(
+            traces.tags['platform'],
+            case when traces.platform_detected or traces.gpu_event_count > 0 then traces.platform end
+        ) as platform,
         traces.device_name,
         traces.tags,
         traces.quality_verdict,

@@ -54,6 +54,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     _ok("ingest", str(runs / "bert_train.json.gz"), "--warehouse", str(warehouse), "--quiet",
         *_tags(model="bert", mode="training", run="r1"))
     _ok("ingest", str(CPU_ONLY), str(GPU_ONLY), "--warehouse", str(warehouse), "--quiet")
+    # the CPU-only trace tagged into the bert training runs: no GPU time, so it must not join them
+    _ok("ingest", str(CPU_ONLY), "--warehouse", str(warehouse), "--quiet", *_tags(model="bert", mode="training", run="r0"))
     _ok("analyze", str(BERT), "--warehouse", str(warehouse), "--out", str(root / "analysis_bert"), "--quiet")
     printed = _ok("dashboard", "--warehouse", str(warehouse))
     return {"root": root, "warehouse": warehouse, "printed": Path(printed.strip()),
@@ -89,7 +91,18 @@ def test_runs_are_grouped_and_ordered(data: DashboardData) -> None:
     assert group.categories[0] == "GEMM"
     untagged = {t.file_name: t for t in data.traces if t.model_source == "file name"}
     assert untagged["gpu_only_trace.json.gz"].model == "gpu_only_trace"
-    assert untagged["cpu_mlp_training.json.gz"].breakdown.total_time_ms is None
+    cpu_only = next(t for t in data.traces if t.file_name == CPU_ONLY.name)
+    assert cpu_only.breakdown.total_time_ms is None and cpu_only.platform is None  # listed, no GPU platform
+
+
+def test_traces_without_gpu_work_stay_out_of_groups_and_comparisons(data: DashboardData) -> None:
+    cpu_only = next(t for t in data.traces if t.file_name == CPU_ONLY.name)
+    assert cpu_only.model == "bert" and cpu_only.mode == "training"
+    group = next(g for g in data.groups if cpu_only.trace_id in [r.trace_id for r in g.runs])
+    assert group.key == "bert | training | unknown"  # no GPU platform: not one of the H100 bert groups
+    assert all(cpu_only.trace_id not in (c.before_trace_id, c.after_trace_id) for c in data.regressions)
+    training = next(p for p in data.mode_comparisons if (p.model, p.platform) == ("bert", "H100")).training
+    assert cpu_only.trace_id not in training.trace_ids and len(training.trace_ids) == 1
 
 
 def test_gemm_slowdown_is_the_top_regression(data: DashboardData) -> None:
