@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from typing import Any
 
 from pydantic import BaseModel
@@ -37,18 +38,30 @@ class PlotProcess:
         except OSError:
             self._child = None
         self._request: PlotRequest | None = None
+        self._writer: threading.Thread | None = None
 
     def submit(self, priority: PriorityData, gpu_utilization: dict[str, Any]) -> None:
-        """Hand the child its request; it draws while this process goes on with the next steps."""
+        """Hand the child its request; it draws while this process goes on with the next steps.
+        The request is written from a thread: the child reads it only after its warm-up drawing,
+        and a request larger than the pipe buffer must not block the analysis meanwhile."""
         self._request = PlotRequest(priority=priority, gpu_utilization=gpu_utilization)
-        if self._child is None or self._child.stdin is None:
+        child = self._child
+        if child is None or child.stdin is None:
             return
-        try:
-            self._child.stdin.write(self._request.model_dump_json().encode())
-            self._child.stdin.close()
-            self._child.stdin = None  # closed here; communicate() must not flush it again
-        except OSError:
-            self.close()
+        payload = self._request.model_dump_json().encode()
+
+        def write() -> None:
+            stdin = child.stdin
+            try:
+                if stdin is not None:
+                    stdin.write(payload)
+                    stdin.close()
+            except (OSError, ValueError):
+                pass  # the child is gone: _collect() sees it fail and the plot is drawn here
+            child.stdin = None  # closed here; communicate() must not flush it again
+
+        self._writer = threading.Thread(target=write, name="plot-request", daemon=True)
+        self._writer.start()
 
     def result(self) -> bytes:
         """The PNG of the submitted request: from the child, else drawn here."""
@@ -65,7 +78,11 @@ class PlotProcess:
         child, self._child = self._child, None
         if child is None or child.stdout is None:
             return None
+        if self._writer is not None:
+            self._writer.join(settings.PLOT_TIMEOUT_SECONDS)
         try:
+            if child.stdin is not None:  # the request never went out
+                raise subprocess.TimeoutExpired(child.args, settings.PLOT_TIMEOUT_SECONDS)
             png, _ = child.communicate(timeout=settings.PLOT_TIMEOUT_SECONDS)
         except (subprocess.TimeoutExpired, OSError):
             child.kill()

@@ -287,11 +287,26 @@ def test_plot_child_draws_the_same_png_as_the_analysis_process(findings) -> None
     plot = PlotProcess()
     try:
         plot.submit(priority, GPU)
-        png = plot.result()
+        png = plot._collect()  # the child's drawing only, no in-process fallback
     finally:
         plot.close()
-    assert png.startswith(PNG_SIGNATURE)
+    assert png is not None and png.startswith(PNG_SIGNATURE)
     assert png == perf_improvement_png(priority, GPU)
+
+
+def test_a_request_larger_than_the_pipe_buffer_reaches_the_child(findings) -> None:
+    """The request goes out from a thread (the child reads it only after warming up)."""
+    many = [f.model_copy(update={"finding_id": f"{f.finding_id}-{i}", "details": "x" * 2000})
+            for i in range(40) for f in findings]
+    priority = _priority(many)
+    assert len(priority.model_dump_json()) > 200_000  # well above a 64 KiB pipe buffer
+    plot = PlotProcess()
+    try:
+        plot.submit(priority, GPU)
+        png = plot._collect()
+    finally:
+        plot.close()
+    assert png is not None and png.startswith(PNG_SIGNATURE)
 
 
 def test_a_dead_plot_child_falls_back_to_drawing_in_process(findings) -> None:
