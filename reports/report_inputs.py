@@ -47,5 +47,5 @@ class ReportInputs(BaseModel):
     skipped_steps: list[str] = Field(default_factory=list)  # what the quality-gate fallback skipped, and why
     reproduce_sql: list[tuple[str, str]] = Field(default_factory=list)  # (label, sql)
     plot_png_base64: str | None = None
-    relabelled_ops_note: str | None = None
-    op_matching_note: str | None = None  # comparative: how many ops matched, what stayed unmatched  # e.g. "ops labelled other were analyzed as GEMM: ..."
+    relabelled_ops_note: str | None = None  # e.g. "ops labelled other were analyzed as GEMM: ..."
+    op_matching_note: str | None = None  # comparative: how many ops matched, what stayed unmatched

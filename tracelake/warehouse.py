@@ -141,8 +141,11 @@ class Warehouse:
         index = table.schema.get_field_index("tags")
         column = pa.array([list(merged.items())], type=table.schema.field("tags").type)
         temporary = partition / f".{files[0].name}.{uuid.uuid4().hex[:8]}.tmp"
-        pq.write_table(table.set_column(index, table.schema.field("tags"), column), temporary)
-        os.replace(temporary, files[0])
+        try:
+            pq.write_table(table.set_column(index, table.schema.field("tags"), column), temporary)
+            os.replace(temporary, files[0])
+        finally:
+            temporary.unlink(missing_ok=True)
         return True
 
     def remove_orphans(self) -> None:

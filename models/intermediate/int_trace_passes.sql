@@ -1,5 +1,5 @@
-{#- Per trace: how many host ops belong to a backward pass or an optimizer step, the evidence
-    `runs` uses to call an untagged trace training or inference. -#}
+{#- Per trace: how many host ops run a backward pass, the evidence `runs` uses to call an
+    untagged trace training or inference. -#}
 {{ config(materialized='incremental') }}
 
 with host_ops as (
@@ -10,9 +10,7 @@ with host_ops as (
 final as (
     select
         trace_id,
-        count(*) filter (where name like 'autograd::engine::evaluate_function:%') as backward_op_count,
-        count(*) filter (where name like 'aten::_fused_adam%' or name like 'aten::_fused_sgd%'
-            or name like 'aten::_foreach_%') as optimizer_op_count
+        count(*) filter (where name like 'autograd::engine::evaluate_function:%') as backward_op_count
     from host_ops
     group by trace_id
 )

@@ -8,7 +8,7 @@ with annotations as (
     select * from {{ ref('stg_trace__events') }}
     where {{ is_new_trace() }}
         and category in ('user_annotation', 'gpu_user_annotation')
-        and regexp_full_match(name, 'ProfilerStep#[0-9]+')
+        and {{ regex_search('name', "'^ProfilerStep#[0-9]+$'") }}
         and dur_us is not null
 ),
 
