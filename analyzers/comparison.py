@@ -12,7 +12,7 @@ trace 1), above 100 % trace 2 is slower.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import duckdb
 from pydantic import BaseModel, Field
@@ -229,3 +229,40 @@ def evidence_sql(trace1: str, platform1: str, trace2: str, platform2: str,
     return (sql.strip() + "\nselect name, input_dims, op_count, time_ms as time_trace1_ms, name2, op_count2, "
             "time2_ms as time_trace2_ms, 100.0 * time2_ms / nullif(time_ms, 0) as efficiency_percent, matched_by\n"
             f"from matches where (name, input_dims, input_type) in ({keys})\norder by time_ms desc")
+
+
+class CategoryTime(BaseModel):
+    """A row of trace2_ops_summary_by_category (TraceLens' keys)."""
+
+    op_category: str
+    count: int
+    total_direct_kernel_time_ms: float
+    percentage: float
+    cumulative_percentage: float
+
+    def seed_keys(self) -> dict[str, Any]:
+        return {"op category": self.op_category, "Count": self.count,
+                "total_direct_kernel_time_ms": self.total_direct_kernel_time_ms,
+                "Percentage (%)": self.percentage, "Cumulative Percentage (%)": self.cumulative_percentage}
+
+
+def category_times(db: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> list[CategoryTime]:
+    """Kernel time per op category of the unified perf table (op_perf), as TraceLens builds
+    trace2_ops_summary_by_category from trace 2's unified_perf_summary: the categories the
+    compute agents see (the ops_summary_by_category mart counts direct kernel time instead)."""
+    rows = db.execute("""
+        with categories as (
+            select op_category, sum(operation_count) as op_count, sum(kernel_time_sum_us) / 1000.0 as time_ms
+            from op_perf where trace_id = ? and platform = ?
+            group by op_category
+        ),
+        shares as (
+            select *, 100.0 * time_ms / nullif(sum(time_ms) over (), 0) as percentage
+            from categories
+        )
+        select op_category, op_count, time_ms, coalesce(percentage, 0),
+            coalesce(sum(percentage) over (order by time_ms desc, op_category rows unbounded preceding), 0)
+        from shares order by time_ms desc, op_category
+    """, [trace_id, platform]).fetchall()
+    return [CategoryTime(op_category=r[0], count=int(r[1]), total_direct_kernel_time_ms=r[2], percentage=r[3],
+                         cumulative_percentage=r[4]) for r in rows]

@@ -22,17 +22,18 @@ import duckdb
 from pydantic import BaseModel
 
 from agents.llm import LlmCommand
-from agents.registry import COMPUTE_AGENTS, FUSION_AGENT, SYSTEM_AGENTS, AgentDefinition
+from agents.registry import COMPUTE_AGENTS, FUSION_AGENT, SYSTEM_AGENTS
 from agents.runner import RunnerSettings, run_tier
 from analyzers import settings
+from analyzers.comparison import category_times, compare_ops
 from analyzers.contracts import AgentResult, AnalysisContext
 from ingest.errors import BadTraceError, WarehouseError
 from reports.perf_report import perf_report_tables, write_perf_report
+from reports.comparative_report import op_comparison_frame, report_fields
 from reports.plot_process import PlotProcess
 from reports.priority import build_priority_data
 from reports.validation import validate
 from tracelake import __version__
-from tracelake import comparative as comparative_scope
 from tracelake.folders import swap_into_place
 from tracelake.ingestion import IngestProgress, ingest_paths
 from tracelake.platforms import load_platforms, resolve_platform
@@ -396,16 +397,17 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
         with run.step("3-6 category data", on_stage):
             owned = _agent_category_rows(db, trace_id, platform) if gate.run_compute_tier else {}
             entries, category_time = _write_category_data(run, db, ctx, owned, gpu, platform_spec, gate)
-            categories2 = (comparative_scope.ops_summary_by_category(db, trace2_id, platform2)
+            categories2 = (category_times(db, trace2_id, platform2)
                            if trace2_id is not None and platform2 is not None else [])
             run.write("category_data/category_manifest.json", CategoryManifest(
                 platform=platform, trace_path=str(trace.resolve()), comparison_scope=ctx.comparison_scope,
                 gpu_utilization=gpu, categories=entries, trace2_gpu_utilization=gpu2,
                 trace2_ops_summary_by_category=[c.seed_keys() for c in categories2] if comparative else None))
-            op_comparison = comparative_scope.op_comparison(db, ctx) if comparative else None
+            op_comparison = (compare_ops(db, trace_id, platform, trace2_id, platform2)
+                             if trace2_id is not None and platform2 is not None else None)
             if op_comparison is not None:
                 run.write("category_data/op_comparison.json", op_comparison)
-                comparative_scope.op_comparison_frame(op_comparison).write_csv(
+                op_comparison_frame(op_comparison).write_csv(
                     run.staging / "perf_report_trace1_csvs" / "op_comparison.csv")
 
         runner = RunnerSettings(
@@ -459,9 +461,9 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
             fields = _report_inputs(db, trace, trace_id, platform, platform_spec, mode, mode_reason,
                                     gpu, gate, priority, results, model_info, run.warnings, png)
             if op_comparison is not None and options.compare is not None and gpu2 is not None:
-                extra = comparative_scope.report_fields(
+                extra = report_fields(
                     op_comparison, gpu.total_time_ms, options.compare.name, gpu2.model_dump(),
-                    comparative_scope.ops_summary_by_category(db, trace_id, platform), categories2,
+                    category_times(db, trace_id, platform), categories2,
                     next(p for p in load_platforms() if p.platform == op_comparison.platform2).model_dump())
                 fields.update(extra, reproduce_sql=fields["reproduce_sql"] + extra["reproduce_sql"])
             inputs = ReportInputs(**fields)

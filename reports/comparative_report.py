@@ -1,59 +1,17 @@
-"""The comparative scope of `tracelake analyze TRACE --compare TRACE2`: what trace 2 adds to the
-standalone steps (trace 1 is the baseline, trace 2 the target). Everything reads the warehouse."""
+"""What a comparative analysis.md adds: the Top Operations rows with trace 2's side, the note on
+how the ops were matched, the bottleneck categories of both traces, and the op comparison as a
+CSV table (TraceLens' diff_stats idea). Trace 1 is the baseline, trace 2 the target."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import duckdb
 import polars as pl
-from pydantic import BaseModel
 
-from analyzers.comparison import OpComparison, compare_ops
-from analyzers.contracts import AnalysisContext
+from analyzers.comparison import CategoryTime, OpComparison
 
 TOP_OPERATIONS = 10  # rows of the report's Top Operations table
 UNMATCHED_LISTED = 5  # unmatched ops named in the report's matching note, per side
-
-
-class CategoryTime(BaseModel):
-    """A row of trace2_ops_summary_by_category (TraceLens' keys)."""
-
-    op_category: str
-    count: int
-    total_direct_kernel_time_ms: float
-    percentage: float
-    cumulative_percentage: float
-
-    def seed_keys(self) -> dict[str, Any]:
-        return {"op category": self.op_category, "Count": self.count,
-                "total_direct_kernel_time_ms": self.total_direct_kernel_time_ms,
-                "Percentage (%)": self.percentage, "Cumulative Percentage (%)": self.cumulative_percentage}
-
-
-def ops_summary_by_category(db: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> list[CategoryTime]:
-    """Kernel time per op category from op_perf (the categories the compute agents see)."""
-    rows = db.execute("""
-        with categories as (
-            select op_category, sum(operation_count) as op_count, sum(kernel_time_sum_us) / 1000.0 as time_ms
-            from op_perf where trace_id = ? and platform = ?
-            group by op_category
-        ),
-        shares as (
-            select *, 100.0 * time_ms / nullif(sum(time_ms) over (), 0) as percentage
-            from categories
-        )
-        select op_category, op_count, time_ms, coalesce(percentage, 0),
-            coalesce(sum(percentage) over (order by time_ms desc, op_category rows unbounded preceding), 0)
-        from shares order by time_ms desc, op_category
-    """, [trace_id, platform]).fetchall()
-    return [CategoryTime(op_category=r[0], count=int(r[1]), total_direct_kernel_time_ms=r[2], percentage=r[3],
-                         cumulative_percentage=r[4]) for r in rows]
-
-
-def op_comparison(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> OpComparison:
-    assert ctx.trace2_id is not None
-    return compare_ops(db, ctx.trace_id, ctx.platform, ctx.trace2_id, ctx.platform2 or ctx.platform)
 
 
 def op_comparison_frame(comparison: OpComparison) -> pl.DataFrame:
