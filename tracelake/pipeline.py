@@ -26,6 +26,7 @@ from agents.registry import COMPUTE_AGENTS, FUSION_AGENT, SYSTEM_AGENTS
 from agents.runner import RunnerSettings, run_tier
 from analyzers import settings
 from analyzers.comparison import category_times, compare_ops
+from analyzers.compute import load_op_rows
 from analyzers.contracts import AgentResult, AnalysisContext
 from ingest.errors import BadTraceError, WarehouseError
 from reports.perf_report import perf_report_tables, write_perf_report
@@ -429,6 +430,10 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
             # every compute agent runs (NO_DATA when it has nothing): ops re-labelled from `other`
             # by their kernels reach the gemm / sdpa agents even without such an op category
             compute = list(COMPUTE_AGENTS) if gate.run_compute_tier else []
+            if compute:
+                # the compute agents share one load of the op rows: done here, it counts against no
+                # agent's time limit (else the agent that happens to load them could time out for all)
+                load_op_rows(db, ctx, None)
             compute_results = run_tier(compute, connect, ctx, runner, run.warnings)
             results += compute_results
             category_time = {
