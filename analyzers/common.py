@@ -17,6 +17,15 @@ def query_rows(db: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> li
     return [dict(zip(columns, row)) for row in cursor.fetchall()]
 
 
+NO_GPU_TIMELINE = "the trace has no linked GPU time (no gpu_timeline row)"
+
+
+def gpu_timeline_row(db: duckdb.DuckDBPyConnection, sql: str, trace_id: str) -> dict[str, Any] | None:
+    """The trace's gpu_timeline row as `sql` selects it (one `?`: the trace id); None without GPU time."""
+    rows = query_rows(db, sql, [trace_id])
+    return rows[0] if rows and rows[0]["total_time_ms"] else None
+
+
 def inline_trace_id(sql: str, trace_id: str) -> str:
     """The query with its single `?` replaced by the trace id literal (a finding's evidence_sql)."""
     return sql.replace("?", "'" + trace_id.replace("'", "''") + "'", 1).strip()

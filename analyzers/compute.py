@@ -362,6 +362,16 @@ def sql_literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def kind_totals(ops: Sequence[OpRecord]) -> tuple[dict[str, int], dict[str, float]]:
+    """Op signatures and their kernel time (ms) per agent classification (`op.kind`)."""
+    counts: dict[str, int] = {}
+    times: dict[str, float] = {}
+    for op in ops:
+        counts[op.kind] = counts.get(op.kind, 0) + 1
+        times[op.kind] = times.get(op.kind, 0.0) + op.time_ms
+    return counts, times
+
+
 def efficiency_bucket(efficiency_percent: float | None) -> EffBucket:
     """TraceLens buckets: below 30, below 60, else 60-100; None -> unknown."""
     if efficiency_percent is None:

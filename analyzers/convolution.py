@@ -134,9 +134,7 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
 
 def facts(data: AgentData) -> ConvolutionFacts:
     ops = data.ops
-    counts: dict[str, int] = {}
-    for op in ops:
-        counts[op.kind] = counts.get(op.kind, 0) + 1
+    counts, _ = compute.kind_totals(ops)
     return ConvolutionFacts(
         kind_counts=counts,
         forward_time_ms=sum(op.time_ms for op in ops if op.op_category != "CONV_bwd"),

@@ -21,7 +21,9 @@ import duckdb
 from pydantic import BaseModel
 
 from analyzers import settings
-from analyzers.common import confidence_from_quality, inline_trace_id, no_data_result, query_rows
+from analyzers.common import (
+    NO_GPU_TIMELINE, confidence_from_quality, gpu_timeline_row, inline_trace_id, no_data_result, query_rows,
+)
 from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
 
 AGENT_NAME = "cpu_idle"
@@ -220,10 +222,9 @@ def _gap_table(metrics: CpuIdleMetrics) -> str:
 
 def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
     """Idle time of one trace: how much, in which kind of gaps, and what would recover it."""
-    timeline = query_rows(db, TIMELINE_SQL, [ctx.trace_id])
-    if not timeline or not timeline[0]["total_time_ms"]:
-        return no_data_result(AGENT_NAME, "system", "the trace has no linked GPU time (no gpu_timeline row)")
-    tl = timeline[0]
+    tl = gpu_timeline_row(db, TIMELINE_SQL, ctx.trace_id)
+    if tl is None:
+        return no_data_result(AGENT_NAME, "system", NO_GPU_TIMELINE)
     e2e_ms = float(tl["total_time_ms"])
     kernel_stats = query_rows(db, KERNEL_STATS_SQL, [ctx.trace_id])[0]
     summary = query_rows(db, GAP_SUMMARY_SQL, [ctx.trace_id])[0]

@@ -121,11 +121,7 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
 
 def facts(data: AgentData) -> ElementwiseFacts:
     ops = data.ops
-    counts: dict[str, int] = {}
-    times: dict[str, float] = {}
-    for op in ops:
-        counts[op.kind] = counts.get(op.kind, 0) + 1
-        times[op.kind] = times.get(op.kind, 0.0) + op.time_ms
+    counts, times = compute.kind_totals(ops)
     baseline = [op for op in ops if op.kind == "baseline" and op.efficiency_percent is not None]
     baseline_time = sum(op.time_ms for op in baseline)
     return ElementwiseFacts(

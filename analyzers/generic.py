@@ -205,12 +205,9 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
 
 def facts(data: AgentData) -> GenericFacts:
     ops = data.ops
-    counts: dict[str, int] = {}
-    times: dict[str, float] = {}
+    counts, times = compute.kind_totals(ops)
     categories: dict[str, int] = {}
     for op in ops:
-        counts[op.kind] = counts.get(op.kind, 0) + 1
-        times[op.kind] = times.get(op.kind, 0.0) + op.time_ms
         categories[op.op_category] = categories.get(op.op_category, 0) + 1
     return GenericFacts(
         kind_counts=counts,

@@ -113,12 +113,9 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
 
 def facts(data: AgentData) -> MoeFacts:
     ops = data.ops
-    counts: dict[str, int] = {}
-    times: dict[str, float] = {}
+    counts, times = compute.kind_totals(ops)
     precisions: dict[str, int] = {}
     for op in ops:
-        counts[op.kind] = counts.get(op.kind, 0) + 1
-        times[op.kind] = times.get(op.kind, 0.0) + op.time_ms
         p = precision(op)
         precisions[p] = precisions.get(p, 0) + 1
     return MoeFacts(

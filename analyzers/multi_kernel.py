@@ -18,7 +18,9 @@ import duckdb
 from pydantic import BaseModel
 
 from analyzers import settings
-from analyzers.common import confidence_from_quality, inline_trace_id, no_data_result, query_rows
+from analyzers.common import (
+    NO_GPU_TIMELINE, confidence_from_quality, gpu_timeline_row, inline_trace_id, no_data_result, query_rows,
+)
 from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
 
 AGENT_NAME = "multi_kernel"
@@ -165,10 +167,9 @@ def _round(value: float | None, digits: int = 4) -> float | None:
 
 def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
     """Memcpy, collective and overlap issues for one trace."""
-    timeline = query_rows(db, TIMELINE_SQL, [ctx.trace_id])
-    if not timeline or not timeline[0]["total_time_ms"]:
-        return no_data_result(AGENT_NAME, "system", "the trace has no linked GPU time (no gpu_timeline row)")
-    tl = timeline[0]
+    tl = gpu_timeline_row(db, TIMELINE_SQL, ctx.trace_id)
+    if tl is None:
+        return no_data_result(AGENT_NAME, "system", NO_GPU_TIMELINE)
     e2e_ms = float(tl["total_time_ms"])
 
     directions: dict[str, TransferStats] = {d: TransferStats() for d in ("D2H", "H2D", "D2D", "other")}

@@ -105,11 +105,7 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
 
 def facts(data: AgentData) -> NormFacts:
     ops = data.ops
-    counts: dict[str, int] = {}
-    times: dict[str, float] = {}
-    for op in ops:
-        counts[op.kind] = counts.get(op.kind, 0) + 1
-        times[op.kind] = times.get(op.kind, 0.0) + op.time_ms
+    counts, times = compute.kind_totals(ops)
     computation = data.ctx.computation_time_ms
     return NormFacts(
         variant_counts=counts,

@@ -99,9 +99,7 @@ def exclude(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, ops: list[OpRec
 
 def facts(data: AgentData) -> ReduceFacts:
     ops = data.ops
-    counts: dict[str, int] = {}
-    for op in ops:
-        counts[op.kind] = counts.get(op.kind, 0) + 1
+    counts, _ = compute.kind_totals(ops)
     return ReduceFacts(
         softmax_count=sum(1 for op in ops if compute.SOFTMAX_PATTERN.search(op.name)),
         kind_counts=counts,

@@ -28,6 +28,11 @@ class PlotRequest(BaseModel):
     gpu_utilization: dict[str, Any]
 
 
+def _stop(child: subprocess.Popen[bytes]) -> None:
+    child.kill()
+    child.wait()
+
+
 class PlotProcess:
     def __init__(self) -> None:
         try:
@@ -80,13 +85,13 @@ class PlotProcess:
             return None
         if self._writer is not None:
             self._writer.join(settings.PLOT_TIMEOUT_SECONDS)
+        if child.stdin is not None:  # the request never went out
+            _stop(child)
+            return None
         try:
-            if child.stdin is not None:  # the request never went out
-                raise subprocess.TimeoutExpired(child.args, settings.PLOT_TIMEOUT_SECONDS)
             png, _ = child.communicate(timeout=settings.PLOT_TIMEOUT_SECONDS)
         except (subprocess.TimeoutExpired, OSError):
-            child.kill()
-            child.wait()
+            _stop(child)
             return None
         return png if child.returncode == 0 and png.startswith(PNG_SIGNATURE) else None
 
@@ -94,8 +99,7 @@ class PlotProcess:
         """Stop a child that was never asked for a plot (the analysis failed before the report)."""
         child, self._child = self._child, None
         if child is not None:
-            child.kill()
-            child.wait()
+            _stop(child)
 
 
 def main() -> None:
