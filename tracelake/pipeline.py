@@ -29,8 +29,8 @@ from analyzers.comparison import category_times, compare_ops
 from analyzers.compute import load_op_rows
 from analyzers.contracts import AgentResult, AnalysisContext
 from ingest.errors import BadTraceError, WarehouseError
-from reports.perf_report import perf_report_tables, write_perf_report
 from reports.comparative_report import op_comparison_frame, report_fields
+from reports.perf_report import perf_report_tables, write_perf_report
 from reports.plot_process import PlotProcess
 from reports.priority import build_priority_data
 from reports.validation import validate
@@ -387,8 +387,8 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
 
         gpu = _gpu_utilization(db, trace_id)
         gpu2 = _gpu_utilization(db, trace2_id) if trace2_id is not None else None
-        spec = next(p for p in load_platforms() if p.platform == platform)
-        platform_spec = spec.model_dump()
+        platform_specs = {spec.platform: spec.model_dump() for spec in load_platforms()}
+        platform_spec = platform_specs[platform]
         ctx = AnalysisContext(
             trace_id=trace_id, platform=platform, mode=mode if mode in ("default", "inference") else "default",
             comparison_scope="comparative" if comparative else "standalone", trace2_id=trace2_id, platform2=platform2,
@@ -468,8 +468,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
             if op_comparison is not None and options.compare is not None and gpu2 is not None:
                 extra = report_fields(
                     op_comparison, gpu.total_time_ms, options.compare.name, gpu2.model_dump(),
-                    category_times(db, trace_id, platform), categories2,
-                    next(p for p in load_platforms() if p.platform == op_comparison.platform2).model_dump())
+                    category_times(db, trace_id, platform), categories2, platform_specs[op_comparison.platform2])
                 fields.update(extra, reproduce_sql=fields["reproduce_sql"] + extra["reproduce_sql"])
             inputs = ReportInputs(**fields)
             markdown = render_analysis(inputs)
