@@ -6,15 +6,20 @@ from __future__ import annotations
 
 from typing import Any
 
-import polars as pl
+import pyarrow as pa
 
 from analyzers.comparison import CategoryTime, OpComparison
 
 TOP_OPERATIONS = 10  # rows of the report's Top Operations table
 UNMATCHED_LISTED = 5  # unmatched ops named in the report's matching note, per side
+OP_COMPARISON_SCHEMA = pa.schema(
+    [(name, pa.string()) for name in ("source", "name", "name_trace2", "op_category", "input_dims", "input_type",
+                                      "module_path", "matched_by")]
+    + [(name, pa.int64()) for name in ("count_trace1", "count_trace2")]
+    + [(name, pa.float64()) for name in ("time_trace1_ms", "time_trace2_ms", "difference_ms", "efficiency_percent")])
 
 
-def op_comparison_frame(comparison: OpComparison) -> pl.DataFrame:
+def op_comparison_table(comparison: OpComparison) -> pa.Table:
     """Every op of both traces in one table (TraceLens' diff_stats idea): matched pairs, then the
     ops only one trace has."""
     rows = [{
@@ -35,11 +40,7 @@ def op_comparison_frame(comparison: OpComparison) -> pl.DataFrame:
             "time_trace2_ms": o.time_ms if source == "trace2" else None,
             "difference_ms": None, "efficiency_percent": None,
         } for o in ops]
-    schema = {"source": pl.String, "name": pl.String, "name_trace2": pl.String, "op_category": pl.String,
-              "input_dims": pl.String, "input_type": pl.String, "module_path": pl.String, "matched_by": pl.String,
-              "count_trace1": pl.Int64, "count_trace2": pl.Int64, "time_trace1_ms": pl.Float64,
-              "time_trace2_ms": pl.Float64, "difference_ms": pl.Float64, "efficiency_percent": pl.Float64}
-    return pl.DataFrame(rows, schema=schema)
+    return pa.Table.from_pylist(rows, schema=OP_COMPARISON_SCHEMA)
 
 
 def top_operations(comparison: OpComparison, e2e_ms: float) -> list[dict[str, Any]]:

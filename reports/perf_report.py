@@ -11,10 +11,13 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import duckdb
-import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from reports.csv_files import write_csv
 from reports.formatting import json_as_list_repr, json_as_tuple_repr
 
 TIMELINE_ROWS = (
@@ -28,35 +31,48 @@ SHEETS = ("GEMM", "SDPA_fwd", "SDPA_bwd", "CONV_fwd", "CONV_bwd", "UnaryElementw
           "BinaryElementwise", "Normalization", "Reduce_fwd", "Reduce_bwd")
 
 
-def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[object]) -> pl.DataFrame:
-    return pl.from_arrow(con.sql(sql, params=params).to_arrow_table())
+def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[object]) -> pa.Table:
+    return con.sql(sql, params=params).to_arrow_table()
+
+
+def _map_column(table: pa.Table, column: str, formatter: Callable[[Any], str]) -> pa.Table:
+    """`column` replaced by its values passed through `formatter` (a few hundred rows per sheet)."""
+    index = table.schema.get_field_index(column)
+    values = pa.array([formatter(value) for value in table.column(column).to_pylist()], pa.string())
+    return table.set_column(index, pa.field(column, pa.string()), values)
 
 
 def _format_arguments(
-    frame: pl.DataFrame,
+    table: pa.Table,
     columns: tuple[str, ...] = ARGUMENT_COLUMNS,
     formatter: Callable[[str | None], str] = json_as_tuple_repr,
-) -> pl.DataFrame:
+) -> pa.Table:
     """Argument columns as TraceLens prints them: tuples in the op tables, lists in the sheets."""
-    present = [c for c in columns if c in frame.columns]
-    return frame.with_columns([pl.col(c).map_elements(formatter, return_dtype=pl.String) for c in present])
+    for column in columns:
+        if column in table.column_names:
+            table = _map_column(table, column, formatter)
+    return table
 
 
-def gpu_timeline(con: duckdb.DuckDBPyConnection, trace_id: str) -> pl.DataFrame:
+def _list_repr(values: list[str] | None) -> str:
+    return repr(list(values or []))
+
+
+TIMELINE_SCHEMA = pa.schema([("type", pa.string()), ("time ms", pa.float64()), ("percent", pa.float64())])
+
+
+def gpu_timeline(con: duckdb.DuckDBPyConnection, trace_id: str) -> pa.Table:
     rows = con.execute(
         "select " + ", ".join(f"{n}_ms, {n}_percent" for n in TIMELINE_ROWS) + " from gpu_timeline where trace_id = ?",
         [trace_id],
     ).fetchall()
     row = rows[0] if rows else None
     if row is None:
-        return pl.DataFrame(schema={"type": pl.String, "time ms": pl.Float64, "percent": pl.Float64})
-    return pl.DataFrame(
-        {"type": list(TIMELINE_ROWS), "time ms": list(row[0::2]), "percent": list(row[1::2])},
-        schema={"type": pl.String, "time ms": pl.Float64, "percent": pl.Float64},
-    )
+        return TIMELINE_SCHEMA.empty_table()
+    return pa.table([list(TIMELINE_ROWS), list(row[0::2]), list(row[1::2])], schema=TIMELINE_SCHEMA)
 
 
-def ops_summary_by_category(con: duckdb.DuckDBPyConnection, trace_id: str) -> pl.DataFrame:
+def ops_summary_by_category(con: duckdb.DuckDBPyConnection, trace_id: str) -> pa.Table:
     return _frame(con, """
         select op_category as "op category", op_count as "Count",
                total_direct_kernel_time_ms, percentage as "Percentage (%)",
@@ -65,7 +81,7 @@ def ops_summary_by_category(con: duckdb.DuckDBPyConnection, trace_id: str) -> pl
     """, [trace_id])
 
 
-def ops_summary(con: duckdb.DuckDBPyConnection, trace_id: str) -> pl.DataFrame:
+def ops_summary(con: duckdb.DuckDBPyConnection, trace_id: str) -> pa.Table:
     frame = _frame(con, """
         select name, total_direct_kernel_time_us as total_direct_kernel_time_sum,
                total_subtree_kernel_time_us as total_subtree_kernel_time_sum,
@@ -74,10 +90,10 @@ def ops_summary(con: duckdb.DuckDBPyConnection, trace_id: str) -> pl.DataFrame:
                cumulative_percentage as "Cumulative Percentage (%)"
         from ops_summary where trace_id = ? order by total_direct_kernel_time_us desc, name
     """, [trace_id])
-    return frame.with_columns(pl.col("Categories").map_elements(lambda c: repr(list(c)), return_dtype=pl.String))
+    return _map_column(frame, "Categories", _list_repr)
 
 
-def ops_unique_args(con: duckdb.DuckDBPyConnection, trace_id: str) -> pl.DataFrame:
+def ops_unique_args(con: duckdb.DuckDBPyConnection, trace_id: str) -> pa.Table:
     paired = ", ".join(
         f"direct_kernel_time_{s}_us as total_direct_kernel_time_{s}, subtree_kernel_time_{s}_us as total_subtree_kernel_time_{s}"
         for s in (*STATS, "sum")
@@ -90,8 +106,7 @@ def ops_unique_args(con: duckdb.DuckDBPyConnection, trace_id: str) -> pl.DataFra
                cumulative_percentage as "Cumulative Percentage (%)"
         from ops_unique_args where trace_id = ? order by direct_kernel_time_sum_us desc, example_op_id
     """, [trace_id])
-    frame = frame.with_columns(pl.col("kernel_names").map_elements(lambda c: repr(list(c)), return_dtype=pl.String))
-    return _format_arguments(frame)
+    return _format_arguments(_map_column(frame, "kernel_names", _list_repr))
 
 
 def _roofline_columns(prefix_first: bool) -> str:
@@ -108,7 +123,7 @@ def _roofline_columns(prefix_first: bool) -> str:
     )
 
 
-def unified_perf_summary(con: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> pl.DataFrame:
+def unified_perf_summary(con: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> pa.Table:
     frame = _frame(con, f"""
         select name, op_category as "op category", process_name, process_label, thread_name,
                input_dims as "Input Dims", input_type as "Input type", input_strides as "Input Strides",
@@ -122,14 +137,12 @@ def unified_perf_summary(con: duckdb.DuckDBPyConnection, trace_id: str, platform
         from op_perf where trace_id = ? and platform = ?
         order by kernel_time_sum_us desc, example_op_id
     """, [trace_id, platform])
-    frame = frame.with_columns(
-        pl.col("perf_params").map_elements(json_as_list_repr, return_dtype=pl.String),
-        pl.col("module_chain").map_elements(lambda c: " > ".join(c) if c is not None else "", return_dtype=pl.String),
-    )
+    frame = _map_column(frame, "perf_params", json_as_list_repr)
+    frame = _map_column(frame, "module_chain", lambda chain: " > ".join(chain) if chain is not None else "")
     return _format_arguments(frame)
 
 
-def roofline_sheets(con: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> dict[str, pl.DataFrame]:
+def roofline_sheets(con: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> dict[str, pa.Table]:
     """The per-category roofline sheets (GEMM, SDPA_fwd, ...), from one query."""
     frame = _frame(con, f"""
         select sheet, name, perf_params, num_kernels::integer as num_kernels, {_roofline_columns(True)},
@@ -141,13 +154,13 @@ def roofline_sheets(con: duckdb.DuckDBPyConnection, trace_id: str, platform: str
         from roofline_summary where trace_id = ? and platform = ?
         order by kernel_time_sum_us desc, example_op_id
     """, [trace_id, platform])
-    frame = frame.with_columns(pl.col("perf_params").map_elements(json_as_list_repr, return_dtype=pl.String))
+    frame = _map_column(frame, "perf_params", json_as_list_repr)
     frame = _format_arguments(frame, tuple(f"{c}_first" for c in ARGUMENT_COLUMNS), json_as_list_repr)
-    sheets = {key[0]: part.drop("sheet") for key, part in frame.partition_by("sheet", as_dict=True).items()}
-    return {sheet: sheets[sheet] for sheet in SHEETS if sheet in sheets}
+    sheets = {sheet: frame.filter(pc.equal(frame.column("sheet"), sheet)).drop_columns(["sheet"]) for sheet in SHEETS}
+    return {sheet: table for sheet, table in sheets.items() if table.num_rows > 0}
 
 
-def kernel_summary(con: duckdb.DuckDBPyConnection, trace_id: str) -> pl.DataFrame:
+def kernel_summary(con: duckdb.DuckDBPyConnection, trace_id: str) -> pa.Table:
     return _frame(con, """
         select parent_op_category as "Parent op category", parent_cpu_op as "Parent cpu_op",
                kernel_name as "Kernel name", stream as "Kernel stream",
@@ -159,9 +172,9 @@ def kernel_summary(con: duckdb.DuckDBPyConnection, trace_id: str) -> pl.DataFram
     """, [trace_id])
 
 
-def perf_report_tables(con: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> dict[str, pl.DataFrame]:
+def perf_report_tables(con: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> dict[str, pa.Table]:
     """Every sheet of the report, named as TraceLens names its CSVs; empty sheets left out."""
-    builders: dict[str, Callable[[], pl.DataFrame]] = {
+    builders: dict[str, Callable[[], pa.Table]] = {
         "gpu_timeline": lambda: gpu_timeline(con, trace_id),
         "ops_summary_by_category": lambda: ops_summary_by_category(con, trace_id),
         "ops_summary": lambda: ops_summary(con, trace_id),
@@ -171,17 +184,17 @@ def perf_report_tables(con: duckdb.DuckDBPyConnection, trace_id: str, platform: 
     }
     tables = {name: build() for name, build in builders.items()}
     tables.update(roofline_sheets(con, trace_id, platform))
-    return {name: frame for name, frame in tables.items() if frame.height > 0}
+    return {name: frame for name, frame in tables.items() if frame.num_rows > 0}
 
 
-def write_perf_report(tables: dict[str, pl.DataFrame], csv_dir: Path, xlsx_path: Path | None = None) -> None:
+def write_perf_report(tables: dict[str, pa.Table], csv_dir: Path, xlsx_path: Path | None = None) -> None:
     """Write the CSVs (and optionally one workbook) atomically: a half-written report never
     replaces a complete one."""
     csv_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{csv_dir.name}-", dir=csv_dir.parent))
     try:
         for name, frame in tables.items():
-            frame.write_csv(staging / f"{name}.csv")
+            write_csv(frame, staging / f"{name}.csv")
         if csv_dir.exists():
             shutil.rmtree(csv_dir)
         os.replace(staging, csv_dir)
@@ -189,9 +202,10 @@ def write_perf_report(tables: dict[str, pl.DataFrame], csv_dir: Path, xlsx_path:
         shutil.rmtree(staging, ignore_errors=True)
     if xlsx_path is not None:
         temporary = xlsx_path.with_name(f".{xlsx_path.name}.partial")
-        import xlsxwriter  # only with --xlsx
+        import polars as pl  # noqa: PLC0415 - only with --xlsx: ~26 MB and 0.1 s of start-up otherwise
+        import xlsxwriter  # noqa: PLC0415
 
         with xlsxwriter.Workbook(str(temporary)) as workbook:
             for name, frame in tables.items():
-                frame.write_excel(workbook=workbook, worksheet=name[:31])
+                pl.from_arrow(frame).write_excel(workbook=workbook, worksheet=name[:31])
         os.replace(temporary, xlsx_path)

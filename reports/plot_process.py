@@ -10,6 +10,7 @@ depends on the child.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -103,6 +104,7 @@ class PlotProcess:
 
 
 def main() -> None:
+    os.nice(settings.PLOT_CHILD_NICENESS)
     from reports.plot import perf_improvement_png  # noqa: PLC0415 - imported before the request arrives
 
     # a first drawing loads the fonts and warms matplotlib's caches while the analysis still runs

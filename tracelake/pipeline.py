@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -29,7 +30,8 @@ from analyzers.comparison import category_times, compare_ops
 from analyzers.compute import load_op_rows
 from analyzers.contracts import AgentResult, AnalysisContext
 from ingest.errors import BadTraceError, WarehouseError
-from reports.comparative_report import op_comparison_frame, report_fields
+from reports.comparative_report import op_comparison_table, report_fields
+from reports.csv_files import write_csv
 from reports.perf_report import perf_report_tables, write_perf_report
 from reports.plot_process import PlotProcess
 from reports.priority import build_priority_data
@@ -207,11 +209,9 @@ def _write_category_data(run: _Run, db: duckdb.DuckDBPyConnection, ctx: Analysis
                 f"select * exclude (module_chain), array_to_string(module_chain, ' > ') as module_chain from op_perf "
                 f"where trace_id = ? and platform = ? and op_category in ({placeholders}) order by kernel_time_sum_us desc",
                 params=[ctx.trace_id, ctx.platform, *categories]).to_arrow_table()
-            import pyarrow.csv as pacsv  # noqa: PLC0415
-
             path = run.staging / "category_data" / f"{definition.name}_ops.csv"
             path.parent.mkdir(parents=True, exist_ok=True)
-            pacsv.write_csv(table, path)
+            write_csv(table, path)
             time_ms = float(sum(table.column("kernel_time_sum_us").to_pylist()) / 1000.0)
             category_time[definition.name] = time_ms
             run.write(f"metadata/{definition.name}_metadata.json", CategoryMetadata(
@@ -365,15 +365,6 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
             "mode_reason": mode_reason, "trace2_id": trace2_id, "platform2": platform2, "platform2_source": source2})
         run.write("metadata/run.json", run.metadata)
 
-        with run.step("1 perf report", on_stage):
-            tables = perf_report_tables(db, trace_id, platform)
-            stem = "perf_report_trace1" if comparative else "perf_report"
-            write_perf_report(tables, run.staging / f"{stem}_csvs",
-                              run.staging / f"{stem}.xlsx" if options.xlsx else None)
-            if trace2_id is not None and platform2 is not None:
-                write_perf_report(perf_report_tables(db, trace2_id, platform2), run.staging / "perf_report_trace2_csvs",
-                                  run.staging / "perf_report_trace2.xlsx" if options.xlsx else None)
-
         with run.step("2 quality gate", on_stage):
             gate = _quality_gate(db, trace_id, options.capture_folder)
             run.write("metadata/trace_quality.json", gate)
@@ -394,38 +385,58 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
             comparison_scope="comparative" if comparative else "standalone", trace2_id=trace2_id, platform2=platform2,
             e2e_time_ms=gpu.total_time_ms, computation_time_ms=gpu.computation_time_ms,
             quality_verdicts={c.check_name: c.verdict for c in gate.checks})
-
-        with run.step("3-6 category data", on_stage):
-            owned = _agent_category_rows(db, trace_id, platform) if gate.run_compute_tier else {}
-            entries, category_time = _write_category_data(run, db, ctx, owned, gpu, platform_spec, gate)
-            categories2 = (category_times(db, trace2_id, platform2)
-                           if trace2_id is not None and platform2 is not None else [])
-            run.write("category_data/category_manifest.json", CategoryManifest(
-                platform=platform, trace_path=str(trace.resolve()), comparison_scope=ctx.comparison_scope,
-                gpu_utilization=gpu, categories=entries, trace2_gpu_utilization=gpu2,
-                trace2_ops_summary_by_category=[c.seed_keys() for c in categories2] if comparative else None))
-            op_comparison = (compare_ops(db, trace_id, platform, trace2_id, platform2)
-                             if trace2_id is not None and platform2 is not None else None)
-            if op_comparison is not None:
-                run.write("category_data/op_comparison.json", op_comparison)
-                op_comparison_frame(op_comparison).write_csv(
-                    run.staging / "perf_report_trace1_csvs" / "op_comparison.csv")
-
         runner = RunnerSettings(
             timeout_seconds=settings.AGENT_TIMEOUT_SECONDS, attempts=settings.AGENT_ATTEMPTS,
             llm=LlmCommand(options.llm_cmd, settings.AGENT_TIMEOUT_SECONDS) if options.agents == "llm" and options.llm_cmd else None)
         connect = warehouse.connect_read_only
-        results: list[AgentResult] = []
-        with run.step("7 system agents", on_stage):
-            system = [d for d in SYSTEM_AGENTS if gate.run_system_tier]
-            results += run_tier(system, connect, ctx, runner, run.warnings)
-            fusion = next((r for r in results if r.agent == FUSION_AGENT and r.status == "OK"), None)
-            if fusion is not None:
-                ctx = ctx.model_copy(update={"fusion_flagged_ops": fusion.metrics.get("high_confidence_ops", {})})
-                run.write("category_data/fusion_candidates.json", _JsonList(items=fusion.metrics.get("candidates", [])))
-            multi = next((r for r in results if r.agent == "multi_kernel" and r.status == "OK"), None)
-            if multi is not None:
-                run.write("category_data/multi_kernel_data.json", _JsonList(items=multi.metrics))
+
+        def system_tier() -> list[AgentResult]:
+            with run.step("7 system agents", lambda _: None):
+                return run_tier([d for d in SYSTEM_AGENTS if gate.run_system_tier], connect, ctx, runner, run.warnings)
+
+        # The system agents read only the marts, so they run while this thread writes the perf
+        # report, the category data and the model identification (each mostly DuckDB, GIL released).
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="system-tier") as background:
+            system_results = background.submit(system_tier)
+            with run.step("1 perf report", on_stage):
+                tables = perf_report_tables(db, trace_id, platform)
+                stem = "perf_report_trace1" if comparative else "perf_report"
+                write_perf_report(tables, run.staging / f"{stem}_csvs",
+                                  run.staging / f"{stem}.xlsx" if options.xlsx else None)
+                if trace2_id is not None and platform2 is not None:
+                    write_perf_report(perf_report_tables(db, trace2_id, platform2),
+                                      run.staging / "perf_report_trace2_csvs",
+                                      run.staging / "perf_report_trace2.xlsx" if options.xlsx else None)
+
+            with run.step("3-6 category data", on_stage):
+                owned = _agent_category_rows(db, trace_id, platform) if gate.run_compute_tier else {}
+                entries, category_time = _write_category_data(run, db, ctx, owned, gpu, platform_spec, gate)
+                categories2 = (category_times(db, trace2_id, platform2)
+                               if trace2_id is not None and platform2 is not None else [])
+                run.write("category_data/category_manifest.json", CategoryManifest(
+                    platform=platform, trace_path=str(trace.resolve()), comparison_scope=ctx.comparison_scope,
+                    gpu_utilization=gpu, categories=entries, trace2_gpu_utilization=gpu2,
+                    trace2_ops_summary_by_category=[c.seed_keys() for c in categories2] if comparative else None))
+                op_comparison = (compare_ops(db, trace_id, platform, trace2_id, platform2)
+                                 if trace2_id is not None and platform2 is not None else None)
+                if op_comparison is not None:
+                    run.write("category_data/op_comparison.json", op_comparison)
+                    write_csv(op_comparison_table(op_comparison),
+                              run.staging / "perf_report_trace1_csvs" / "op_comparison.csv")
+
+            with run.step("10 model identification", on_stage):
+                model_info = identify_model(db, trace_id)
+                run.write("metadata/model_info.json", model_info)
+
+            on_stage("7 system agents")
+            results: list[AgentResult] = system_results.result()
+        fusion = next((r for r in results if r.agent == FUSION_AGENT and r.status == "OK"), None)
+        if fusion is not None:
+            ctx = ctx.model_copy(update={"fusion_flagged_ops": fusion.metrics.get("high_confidence_ops", {})})
+            run.write("category_data/fusion_candidates.json", _JsonList(items=fusion.metrics.get("candidates", [])))
+        multi = next((r for r in results if r.agent == "multi_kernel" and r.status == "OK"), None)
+        if multi is not None:
+            run.write("category_data/multi_kernel_data.json", _JsonList(items=multi.metrics))
         with run.step("8 compute agents", on_stage):
             # every compute agent runs (NO_DATA when it has nothing): ops re-labelled from `other`
             # by their kernels reach the gemm / sdpa agents even without such an op category
@@ -455,10 +466,6 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
             validation = validate(results, priority, category_time, anomalous, ctx)
             run.write("metadata/validation.json", validation)
             run.warnings.extend(validation.problems)
-
-        with run.step("10 model identification", on_stage):
-            model_info = identify_model(db, trace_id)
-            run.write("metadata/model_info.json", model_info)
 
         with run.step("11 report", on_stage):
             png = plot.result()

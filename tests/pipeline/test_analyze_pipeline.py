@@ -105,7 +105,13 @@ def test_agents_of_a_tier_run_in_parallel(analyses) -> None:
     latest_start = max(a["started_at"] for a in compute)
     earliest_finish = min(a["finished_at"] for a in compute)
     assert latest_start < earliest_finish  # every compute agent had started before the first finished
-    assert [s["step"] for s in run["steps"]][:2] == ["1 ingest", "1 perf report"]
+    steps = {s["step"]: s for s in run["steps"]}
+    assert run["steps"][0]["step"] == "1 ingest"
+    # the system tier runs beside the perf report; the compute tier only after it (fusion first)
+    assert steps["7 system agents"]["started_at"] < steps["1 perf report"]["finished_at"]
+    assert steps["1 perf report"]["started_at"] < steps["7 system agents"]["finished_at"]
+    system = [a for a in run["agents"] if a["tier"] == "system"]
+    assert max(a["finished_at"] for a in system) <= min(a["started_at"] for a in compute)
 
 
 def test_findings_table_holds_the_ranked_findings(analyses, analysis_warehouse: Warehouse) -> None:

@@ -34,7 +34,7 @@ def test_all_default_mode_references_are_covered() -> None:
 
 @pytest.mark.parametrize("folder", DEFAULT_MODE)
 def test_ops_summary_by_category_matches(reports, folder: str) -> None:
-    ours = {row["op category"]: row for row in reports[folder]["ops_summary_by_category"].to_dicts()}
+    ours = {row["op category"]: row for row in reports[folder]["ops_summary_by_category"].to_pylist()}
     reference = {row["op category"]: row for row in _reference(folder, "ops_summary_by_category")}
     assert sorted(ours) == sorted(reference)
     for category, expected in reference.items():
@@ -46,7 +46,7 @@ def test_ops_summary_by_category_matches(reports, folder: str) -> None:
 
 @pytest.mark.parametrize("folder", DEFAULT_MODE)
 def test_ops_summary_kernel_time_per_op_matches(reports, folder: str) -> None:
-    ours = {row["name"]: row for row in reports[folder]["ops_summary"].to_dicts()}
+    ours = {row["name"]: row for row in reports[folder]["ops_summary"].to_pylist()}
     for expected in _reference(folder, "ops_summary"):
         row = ours[expected["name"]]
         assert row["Count"] == int(expected["Count"]), expected["name"]
@@ -66,7 +66,7 @@ def _signature(row: dict) -> tuple:
 
 @pytest.mark.parametrize("folder", DEFAULT_MODE)
 def test_unified_gemm_rows_match(reports, folder: str) -> None:
-    ours = {_signature(row): row for row in reports[folder]["unified_perf_summary"].to_dicts()}
+    ours = {_signature(row): row for row in reports[folder]["unified_perf_summary"].to_pylist()}
     gemm_rows = [row for row in _reference(folder, "unified_perf_summary") if row["op category"] == "GEMM"]
     assert gemm_rows
     for expected in gemm_rows:
@@ -104,7 +104,7 @@ def test_roofline_sheets_match(reports, folder: str) -> None:
     for sheet in OWN_OP_SHEETS:
         if not (EXPECTED / folder / f"{sheet}.csv").exists():
             continue
-        ours = _sheet_totals(reports[folder][sheet].to_dicts(), "_first")
+        ours = _sheet_totals(reports[folder][sheet].to_pylist(), "_first")
         for key, expected in _sheet_totals(_reference(folder, sheet), "_first").items():
             assert key in ours, (sheet, key)
             mine, theirs = ours[key]["row"], expected["row"]
@@ -139,7 +139,7 @@ def test_unified_rows_and_kernel_time_match(reports, folder: str) -> None:
             out[key] = (count + 1, time + float(row["Kernel Time (µs)_sum"]))
         return out
 
-    ours = totals(reports[folder]["unified_perf_summary"].to_dicts())
+    ours = totals(reports[folder]["unified_perf_summary"].to_pylist())
     reference = totals(_reference(folder, "unified_perf_summary"))
     assert sorted(ours) == sorted(reference)
     for key, (count, time) in reference.items():
