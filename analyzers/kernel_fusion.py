@@ -27,6 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import duckdb
+import pyarrow as pa
 from pydantic import BaseModel
 
 from analyzers import settings
@@ -322,14 +323,33 @@ def _output_bytes(unit: Unit) -> float:
 # ---- candidate formation ------------------------------------------------------------------------
 
 
-def _load_units(db: duckdb.DuckDBPyConnection, trace_id: str) -> tuple[list[Unit], dict[int, dict]]:
-    ops = {r["op_id"]: r for r in query_rows(db, OPS_SQL, [trace_id])}
+class _Ops:
+    """The trace's cpu ops by op id, held as columns (a dict per op cost more than the query);
+    `get` builds one op's row when a candidate needs it."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self._columns = {name: table.column(name).to_pylist() for name in table.column_names}
+        self._row_of = {op_id: row for row, op_id in enumerate(self._columns["op_id"])}
+
+    def __contains__(self, op_id: object) -> bool:
+        return op_id in self._row_of
+
+    def parent(self, op_id: int) -> int | None:
+        return self._columns["parent_id"][self._row_of[op_id]]
+
+    def get(self, op_id: int | None) -> dict | None:
+        row = self._row_of.get(op_id)
+        return None if row is None else {name: values[row] for name, values in self._columns.items()}
+
+
+def _load_units(db: duckdb.DuckDBPyConnection, trace_id: str) -> tuple[list[Unit], _Ops]:
+    ops = _Ops(db.sql(OPS_SQL, params=[trace_id]).to_arrow_table())
     units: dict[str, Unit] = {}
     for op_id, event_idx, name, ts, dur, kernel_type, module_id in db.execute(KERNELS_SQL, [trace_id]).fetchall():
         key = f"op{op_id}" if op_id is not None else f"k{event_idx}"
         unit = units.get(key)
         if unit is None:
-            op = ops.get(op_id, {})
+            op = ops.get(op_id) or {}
             unit = units[key] = Unit(
                 key=key, op_id=op_id, name=op.get("name") or name, module_id=module_id,
                 flops=op.get("flops"), bytes=op.get("bytes"), compute_spec=op.get("compute_spec"),
@@ -343,7 +363,7 @@ def _module_chain(op: dict | None) -> list[str]:
     return [] if chain == ["root"] else chain
 
 
-def _eager_attention(units: list[Unit], ops: dict[int, dict], covered: set[str]) -> list[Instance]:
+def _eager_attention(units: list[Unit], ops: _Ops, covered: set[str]) -> list[Instance]:
     """bmm -> (scale / mask) -> softmax -> (dropout) -> bmm issued in one module / under one parent."""
 
     def container(u: Unit):
@@ -471,7 +491,7 @@ def _module_instances(units: list[Unit], modules: dict[int, dict], covered: set[
     return found
 
 
-def _op_subtree_instances(units: list[Unit], ops: dict[int, dict], covered: set[str]) -> list[Instance]:
+def _op_subtree_instances(units: list[Unit], ops: _Ops, covered: set[str]) -> list[Instance]:
     """Outermost cpu op whose subtree (over the remaining kernels) has 2..FUSION_MAX_KERNELS kernels."""
     remaining = [u for u in units if u.key not in covered and u.op_id is not None]
     ancestors: dict[str, list[int]] = {}
@@ -481,7 +501,7 @@ def _op_subtree_instances(units: list[Unit], ops: dict[int, dict], covered: set[
         while op_id is not None and op_id in ops and op_id not in seen:
             seen.add(op_id)
             chain.append(op_id)
-            op_id = ops[op_id]["parent_id"]
+            op_id = ops.parent(op_id)
         ancestors[u.key] = chain
         for a in chain:
             counts[a] += len(u.kernels)
@@ -492,7 +512,7 @@ def _op_subtree_instances(units: list[Unit], ops: dict[int, dict], covered: set[
             groups[fitting[-1]].append(u)
     found = []
     for root, members in groups.items():
-        op = ops[root]
+        op = ops.get(root) or {}
         chain = _module_chain(op)
         found.append(Instance("op_subtree", op["name"], sorted(members, key=lambda u: (u.ts, u.key)), chain))
         covered.update(u.key for u in members)

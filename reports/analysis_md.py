@@ -8,6 +8,7 @@ cards (one per ranked finding, numbered by global rank) and the Executive Summar
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import re
@@ -17,7 +18,7 @@ from typing import Any
 from agents.render import template_environment
 from analyzers.contracts import PriorityData, RankedFinding
 from reports.model_id import UNKNOWN
-from reports.report_inputs import ReportInputs
+from reports.report_inputs import PLOT_PENDING, ReportInputs
 
 TEMPLATES = Path(__file__).parent / "templates"
 TEMPLATE = "analysis.md.j2"
@@ -421,6 +422,13 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "scope": inputs.comparison_scope,
         "reproduce": reproduce,
     }
+
+
+def embed_plot(markdown: str, png: bytes) -> str:
+    """`markdown` rendered with plot_png_base64=PLOT_PENDING, with the plot in place."""
+    if markdown.count(PLOT_PENDING) != 1:
+        raise ValueError("the rendered report does not hold exactly one pending plot")
+    return markdown.replace(PLOT_PENDING, base64.b64encode(png).decode())
 
 
 def render_analysis(inputs: ReportInputs) -> str:

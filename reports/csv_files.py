@@ -1,8 +1,8 @@
 """CSV files the pipeline writes: one writer, so every CSV formats values the same way.
 
 Values are written as pandas (and so TraceLens) writes them: quoted only when they hold a comma,
-quote or newline, nulls empty, booleans `True` / `False`, floats in their shortest round-trip form.
-Arrow's own writer quotes every string, which TraceLens-reading tools do not expect.
+quote or newline, nulls empty, booleans `True` / `False`, floats as Python prints them (`5.0`,
+`1e-07`). Arrow's own writer quotes every string and prints floats differently (`5`, `1e-7`).
 """
 
 from __future__ import annotations

@@ -13,6 +13,10 @@ from pydantic import BaseModel, Field
 from analyzers.contracts import AgentResult, PriorityData
 from reports.model_id import ModelInfo
 
+# A report can be rendered while its plot is still being drawn: plot_png_base64 is then this
+# token, which reports.analysis_md.embed_plot() replaces with the PNG's base64 text.
+PLOT_PENDING = "tracelake-plot-pending"
+
 
 class ReportInputs(BaseModel):
     """The inputs of ``render_analysis``; trace 1 is the baseline, trace 2 the target."""

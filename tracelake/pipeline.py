@@ -7,7 +7,6 @@ and a failed run leaves the previous report intact.
 
 from __future__ import annotations
 
-import base64
 import shutil
 import tempfile
 import time
@@ -20,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import BaseModel
 
 from agents.llm import LlmCommand
@@ -35,6 +36,7 @@ from reports.csv_files import write_csv
 from reports.perf_report import perf_report_tables, write_perf_report
 from reports.plot_process import PlotProcess
 from reports.priority import build_priority_data
+from reports.report_inputs import PLOT_PENDING, ReportInputs
 from reports.validation import validate
 from tracelake import __version__
 from tracelake.folders import swap_into_place
@@ -178,10 +180,17 @@ def _detect_mode(db: duckdb.DuckDBPyConnection, trace_id: str, requested: str) -
     return "default", "no serving-engine ops or GPU graph replays found"
 
 
-def _agent_category_rows(db: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> dict[str, list[str]]:
-    """Op categories present in the trace, assigned to the compute agent that owns them."""
-    present = [row[0] for row in db.execute(
-        "select distinct op_category from op_perf where trace_id = ? and platform = ?", [trace_id, platform]).fetchall()]
+def _op_perf_rows(db: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> pa.Table:
+    """The trace's op_perf rows, largest kernel time first: read once, split per agent."""
+    return db.sql(
+        "select * exclude (module_chain), array_to_string(module_chain, ' > ') as module_chain from op_perf "
+        "where trace_id = ? and platform = ? order by kernel_time_sum_us desc",
+        params=[trace_id, platform]).to_arrow_table()
+
+
+def _agent_categories(op_perf: pa.Table) -> dict[str, list[str]]:
+    """Op categories present in the trace (largest first), assigned to the compute agent that owns them."""
+    present = pc.unique(op_perf.column("op_category")).to_pylist()
     owned: dict[str, list[str]] = {}
     claimed: set[str] = set()
     for definition in COMPUTE_AGENTS:
@@ -195,20 +204,18 @@ def _agent_category_rows(db: duckdb.DuckDBPyConnection, trace_id: str, platform:
 
 
 def _write_category_data(run: _Run, db: duckdb.DuckDBPyConnection, ctx: AnalysisContext,
-                         owned: dict[str, list[str]], gpu: GpuUtilization, platform_spec: dict[str, Any],
+                         gpu: GpuUtilization, platform_spec: dict[str, Any],
                          gate: QualityGate) -> tuple[list[CategoryEntry], dict[str, float]]:
     entries: list[CategoryEntry] = []
     category_time: dict[str, float] = {}
     if gate.run_compute_tier:
+        op_perf = _op_perf_rows(db, ctx.trace_id, ctx.platform)
+        owned = _agent_categories(op_perf)
         for definition in COMPUTE_AGENTS:
             categories = owned.get(definition.name) or []
             if not categories:
                 continue
-            placeholders = ", ".join("?" for _ in categories)
-            table = db.sql(
-                f"select * exclude (module_chain), array_to_string(module_chain, ' > ') as module_chain from op_perf "
-                f"where trace_id = ? and platform = ? and op_category in ({placeholders}) order by kernel_time_sum_us desc",
-                params=[ctx.trace_id, ctx.platform, *categories]).to_arrow_table()
+            table = op_perf.filter(pc.is_in(op_perf.column("op_category"), pa.array(categories, pa.string())))
             path = run.staging / "category_data" / f"{definition.name}_ops.csv"
             path.parent.mkdir(parents=True, exist_ok=True)
             write_csv(table, path)
@@ -336,9 +343,8 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
              chosen_platforms: tuple[str | None, str | None], out_dir: Path, run: _Run, plot: PlotProcess,
              progress: IngestProgress | None, on_stage: Callable[[str], None],
              after_swap: list[Callable[[], None]]) -> AnalysisOutcome:
-    from reports.analysis_md import render_analysis, validate_analysis  # noqa: PLC0415
+    from reports.analysis_md import embed_plot, render_analysis, validate_analysis  # noqa: PLC0415
     from reports.model_id import identify_model  # noqa: PLC0415
-    from reports.report_inputs import ReportInputs  # noqa: PLC0415
 
     comparative = options.compare is not None
     with run.step("1 ingest", on_stage):
@@ -390,14 +396,16 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
             llm=LlmCommand(options.llm_cmd, settings.AGENT_TIMEOUT_SECONDS) if options.agents == "llm" and options.llm_cmd else None)
         connect = warehouse.connect_read_only
 
-        def system_tier() -> list[AgentResult]:
+        def system_tier_then_model() -> tuple[list[AgentResult], Any]:
             with run.step("7 system agents", lambda _: None):
-                return run_tier([d for d in SYSTEM_AGENTS if gate.run_system_tier], connect, ctx, runner, run.warnings)
+                tier = run_tier([d for d in SYSTEM_AGENTS if gate.run_system_tier], connect, ctx, runner, run.warnings)
+            with run.step("10 model identification", lambda _: None), connect() as model_db:
+                return tier, identify_model(model_db, trace_id)
 
-        # The system agents read only the marts, so they run while this thread writes the perf
-        # report, the category data and the model identification (each mostly DuckDB, GIL released).
+        # The system agents and the model identification read only the marts, so they run while
+        # this thread writes the perf report and the category data (mostly DuckDB, GIL released).
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="system-tier") as background:
-            system_results = background.submit(system_tier)
+            system_results = background.submit(system_tier_then_model)
             with run.step("1 perf report", on_stage):
                 tables = perf_report_tables(db, trace_id, platform)
                 stem = "perf_report_trace1" if comparative else "perf_report"
@@ -409,8 +417,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
                                       run.staging / "perf_report_trace2.xlsx" if options.xlsx else None)
 
             with run.step("3-6 category data", on_stage):
-                owned = _agent_category_rows(db, trace_id, platform) if gate.run_compute_tier else {}
-                entries, category_time = _write_category_data(run, db, ctx, owned, gpu, platform_spec, gate)
+                entries, category_time = _write_category_data(run, db, ctx, gpu, platform_spec, gate)
                 categories2 = (category_times(db, trace2_id, platform2)
                                if trace2_id is not None and platform2 is not None else [])
                 run.write("category_data/category_manifest.json", CategoryManifest(
@@ -424,12 +431,14 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
                     write_csv(op_comparison_table(op_comparison),
                               run.staging / "perf_report_trace1_csvs" / "op_comparison.csv")
 
-            with run.step("10 model identification", on_stage):
-                model_info = identify_model(db, trace_id)
-                run.write("metadata/model_info.json", model_info)
-
+            if gate.run_compute_tier:
+                # the compute agents share one load of the op rows: done here, beside the system tier,
+                # it counts against no agent's time limit (else the agent that happens to load them
+                # could time out for all); fusion flags change no row
+                load_op_rows(db, ctx, None)
             on_stage("7 system agents")
-            results: list[AgentResult] = system_results.result()
+            results, model_info = system_results.result()
+            run.write("metadata/model_info.json", model_info)
         fusion = next((r for r in results if r.agent == FUSION_AGENT and r.status == "OK"), None)
         if fusion is not None:
             ctx = ctx.model_copy(update={"fusion_flagged_ops": fusion.metrics.get("high_confidence_ops", {})})
@@ -441,10 +450,6 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
             # every compute agent runs (NO_DATA when it has nothing): ops re-labelled from `other`
             # by their kernels reach the gemm / sdpa agents even without such an op category
             compute = list(COMPUTE_AGENTS) if gate.run_compute_tier else []
-            if compute:
-                # the compute agents share one load of the op rows: done here, it counts against no
-                # agent's time limit (else the agent that happens to load them could time out for all)
-                load_op_rows(db, ctx, None)
             compute_results = run_tier(compute, connect, ctx, runner, run.warnings)
             results += compute_results
             category_time = {
@@ -468,17 +473,18 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
             run.warnings.extend(validation.problems)
 
         with run.step("11 report", on_stage):
-            png = plot.result()
-            run.write("perf_improvement.png", png)
+            # rendered while the plot child draws; the PNG goes in last
             fields = _report_inputs(db, trace, trace_id, platform, platform_spec, mode, mode_reason,
-                                    gpu, gate, priority, results, model_info, run.warnings, png)
+                                    gpu, gate, priority, results, model_info, run.warnings)
             if op_comparison is not None and options.compare is not None and gpu2 is not None:
                 extra = report_fields(
                     op_comparison, gpu.total_time_ms, options.compare.name, gpu2.model_dump(),
                     category_times(db, trace_id, platform), categories2, platform_specs[op_comparison.platform2])
                 fields.update(extra, reproduce_sql=fields["reproduce_sql"] + extra["reproduce_sql"])
-            inputs = ReportInputs(**fields)
-            markdown = render_analysis(inputs)
+            markdown = render_analysis(ReportInputs(**fields))
+            png = plot.result()
+            run.write("perf_improvement.png", png)
+            markdown = embed_plot(markdown, png)
             problems = validate_analysis(markdown, priority)
             run.write("analysis.md", markdown)
     finally:
@@ -495,7 +501,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
 def _report_inputs(db: duckdb.DuckDBPyConnection, trace: Path, trace_id: str, platform: str,
                    platform_spec: dict[str, Any], mode: str, mode_reason: str, gpu: GpuUtilization,
                    gate: QualityGate, priority: Any, results: list[AgentResult], model_info: Any,
-                   warnings: list[str], png: bytes) -> dict[str, Any]:
+                   warnings: list[str]) -> dict[str, Any]:
     top_operations = _rows(db, """
         select name, op_category as category, operation_count as count, kernel_time_sum_us / 1000.0 as time_ms,
                100.0 * kernel_time_sum_us / 1000.0 / nullif(?, 0) as percent_of_e2e,
@@ -530,6 +536,6 @@ def _report_inputs(db: duckdb.DuckDBPyConnection, trace: Path, trace_id: str, pl
             ("Trace quality", f"select check_name, value, verdict, detail from trace_quality where trace_id = '{trace_id}'"),
             ("Findings", f"select global_rank, title, impact_mid_percent from findings where trace_id = '{trace_id}' order by global_rank"),
         ],
-        "plot_png_base64": base64.b64encode(png).decode(),
+        "plot_png_base64": PLOT_PENDING,
         "relabelled_ops_note": None,
     }
