@@ -43,14 +43,15 @@ def decode_to_parquet(raw_events: list[msgspec.Raw], events_dir: Path, workers: 
     try:
         if len(ranges) == 1:
             return _decode_range(0, len(raw_events), events_dir, 0)
+        # Every range is decoded in a forked worker, this process only waits: the millions of
+        # short-lived objects of a decode then never fragment its heap, which holds the warehouse
+        # update and the analysis next (55 MB trace: -40 MB peak RSS, same time; bench/analyze.py).
         context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=len(ranges) - 1, mp_context=context) as pool:
+        with ProcessPoolExecutor(max_workers=len(ranges), mp_context=context) as pool:
             futures = [
                 pool.submit(_decode_range, first, stop, events_dir, part)
-                for part, (first, stop) in enumerate(ranges[1:], start=1)
+                for part, (first, stop) in enumerate(ranges)
             ]
-            parts = [_decode_range(*ranges[0], events_dir, 0)]
-            parts += [future.result() for future in futures]
-        return merge_decoded(parts)
+            return merge_decoded([future.result() for future in futures])
     finally:
         _inherited_events = []

@@ -22,6 +22,7 @@ import duckdb
 from ingest.errors import WarehouseError
 from tracelake import __version__
 from tracelake.config import PROJECT_ROOT
+from tracelake.memory import MemoryReleaser
 
 NEW_TRACE_IDS_PLACEHOLDER = "@@NEW_TRACE_IDS@@"
 _PROJECT_PARTS = ("dbt_project.yml", "profiles.yml", "models", "macros", "seeds", "dbt_tests")
@@ -158,12 +159,14 @@ def execute_plan(con: duckdb.DuckDBPyConnection, plan: IncrementalPlan, trace_id
             raise WarehouseError(f"refusing malformed trace id {trace_id!r}")
     id_list = ", ".join(f"'{trace_id}'" for trace_id in trace_ids)
     con.begin()
+    memory = MemoryReleaser()
     try:
         scope_sources(trace_ids)
         for model in plan.models:
             sql = model.sql.replace(f"'{NEW_TRACE_IDS_PLACEHOLDER}'", id_list).strip().rstrip(";")
             con.execute(f"delete from {model.relation} where trace_id in ({id_list})")
             con.execute(f"insert into {model.relation} by name select * from ({sql})")
+            memory.step_done()
         scope_sources(None)
         con.commit()
     except Exception:

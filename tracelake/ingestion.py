@@ -17,6 +17,7 @@ from ingest.errors import BadTraceError, NotATraceError, TraceLakeError
 from ingest.reader import PreRead, file_sha256, is_trace_file, read_file_bytes
 from ingest.trace_ingest import StagedTrace, stage_trace, trace_id_from_sha256
 from tracelake import __version__
+from tracelake.memory import release_free_memory
 from tracelake.warehouse import Warehouse
 
 
@@ -141,6 +142,7 @@ def ingest_paths(
                 if warehouse.retag(outcome.trace_id or "", tags):
                     outcome.message = "already ingested; tags updated"
     staged = _stage_all(pending, warehouse, tags, jobs, report, progress)
+    release_free_memory()
     if staged:
         progress.stage("updating the marts")
         with warehouse.write_lock():

@@ -41,6 +41,7 @@ from reports.validation import validate
 from tracelake import __version__
 from tracelake.folders import swap_into_place
 from tracelake.ingestion import IngestProgress, ingest_paths
+from tracelake.memory import release_free_memory
 from tracelake.platforms import load_platforms, resolve_platform
 from tracelake.run_contracts import (
     AgentTiming,
@@ -356,6 +357,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
         trace_id = ids[trace]
         trace2_id = ids[options.compare] if options.compare is not None else None
         assert trace_id is not None
+    release_free_memory()  # what the ingest's decode and model update left behind
     db = warehouse.connect_read_only()
     try:
         platform, source, warning = _trace_platform(db, trace_id, chosen_platforms[0], "trace 1" if comparative
@@ -399,6 +401,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
         def system_tier_then_model() -> tuple[list[AgentResult], Any]:
             with run.step("7 system agents", lambda _: None):
                 tier = run_tier([d for d in SYSTEM_AGENTS if gate.run_system_tier], connect, ctx, runner, run.warnings)
+            release_free_memory()
             with run.step("10 model identification", lambda _: None), connect() as model_db:
                 return tier, identify_model(model_db, trace_id)
 
@@ -416,6 +419,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
                                       run.staging / "perf_report_trace2_csvs",
                                       run.staging / "perf_report_trace2.xlsx" if options.xlsx else None)
 
+            release_free_memory()
             with run.step("3-6 category data", on_stage):
                 entries, category_time = _write_category_data(run, db, ctx, gpu, platform_spec, gate)
                 categories2 = (category_times(db, trace2_id, platform2)
@@ -459,6 +463,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
         run.metadata.agents = [AgentTiming(agent=r.agent, tier=r.tier, status=r.status, attempts=r.attempts,
                                            started_at=r.started_at, finished_at=r.finished_at) for r in results]
 
+        release_free_memory()
         with run.step("8.5 priorities", on_stage):
             priority = build_priority_data(results, category_time, ctx)
             run.write("priority_data.json", priority)

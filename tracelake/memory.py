@@ -1,0 +1,69 @@
+"""Give memory that is already freed back to the operating system between heavy steps.
+
+Both allocators in this process keep freed memory for reuse: glibc (Python objects, Arrow
+buffers) and the jemalloc that DuckDB links in (query memory, purged only after about a second).
+An ingest or an analysis runs a series of short, heavy queries, so without this the peak RSS
+grows towards the sum of what the queries used instead of the largest of them (bench/analyze.py,
+55 MB trace). Where either allocator is missing (another libc, a DuckDB build without jemalloc),
+that part does nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+from collections.abc import Callable
+from functools import cache
+
+_ALL_ARENAS_PURGE = b"arena.4096.purge"  # jemalloc mallctl; 4096 is MALLCTL_ARENAS_ALL
+# Purging costs a few ms plus page faults when the memory is used again: only worth it once this
+# much has been allocated since the last release (a DuckDB model query on a 55 MB trace: 30-130 MB).
+RELEASE_MIN_GROWTH_BYTES = 24 << 20
+_PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+@cache
+def _releasers() -> tuple[Callable[[], object], ...]:
+    releasers: list[Callable[[], object]] = []
+    try:
+        trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        trim.argtypes = [ctypes.c_size_t]
+        releasers.append(lambda: trim(0))
+    except (OSError, AttributeError):
+        pass
+    try:
+        import _duckdb  # noqa: PLC0415 - the extension module that links jemalloc
+
+        mallctl = ctypes.CDLL(_duckdb.__file__).duckdb_je_mallctl
+        mallctl.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+        releasers.append(lambda: mallctl(_ALL_ARENAS_PURGE, None, None, None, 0))
+    except (OSError, AttributeError, ImportError):
+        pass
+    return tuple(releasers)
+
+
+def resident_bytes() -> int | None:
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE_BYTES
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def release_free_memory() -> None:
+    for release in _releasers():
+        release()
+
+
+class MemoryReleaser:
+    """release_free_memory() after a step, when resident memory grew enough since the last one."""
+
+    def __init__(self) -> None:
+        self._after_release = resident_bytes()
+
+    def step_done(self) -> None:
+        now = resident_bytes()
+        if now is None or self._after_release is None or now - self._after_release >= RELEASE_MIN_GROWTH_BYTES:
+            release_free_memory()
+            self._after_release = resident_bytes()
