@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import sys
@@ -298,8 +299,9 @@ def compare(
 
 def main(argv: list[str] | None = None) -> None:
     """The console script. Run as the `tracelake` command (no `argv`), the process ends without
-    the interpreter's teardown once the exit code is known: every file and warehouse connection is
-    closed by then, and freeing a big analysis object by object took ~0.2 s (bench/analyze.py)."""
+    the interpreter's teardown once the exit code is known and the atexit handlers ran: every file
+    and warehouse connection is closed by then, and freeing a big analysis object by object took
+    ~0.2 s (bench/analyze.py)."""
     try:
         _run(argv)
     except SystemExit as done:
@@ -308,6 +310,11 @@ def main(argv: list[str] | None = None) -> None:
         code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
         if done.code is not None and not isinstance(done.code, int):
             print(done.code, file=sys.stderr)
+        run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+        if run_exit_handlers is None:  # not CPython: the normal way out
+            raise
+        # the registered clean-ups still run (multiprocessing's, which dbt's worker pools need)
+        run_exit_handlers()
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

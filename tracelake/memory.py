@@ -19,7 +19,7 @@ from functools import cache
 _ALL_ARENAS_PURGE = b"arena.4096.purge"  # jemalloc mallctl; 4096 is MALLCTL_ARENAS_ALL
 # Purging costs a few ms plus page faults when the memory is used again: only worth it once this
 # much has been allocated since the last release (a DuckDB model query on a 55 MB trace: 30-130 MB).
-RELEASE_MIN_GROWTH_BYTES = 24 << 20
+RELEASE_MIN_GROWTH_BYTES = 64 << 20
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 

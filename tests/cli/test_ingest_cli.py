@@ -141,3 +141,11 @@ def test_relative_warehouse_path_from_another_folder(tmp_path: Path) -> None:
     rows = run_cli("sql", "select count(*) as n from gpu_timeline", "--warehouse", "relative_wh", "--format", "json",
                    cwd=tmp_path)
     assert json.loads(rows.stdout) == [{"n": 1}]
+
+
+def test_the_first_ingest_says_nothing_on_stderr(tmp_path: Path) -> None:
+    # the first trace of a warehouse runs dbt, whose worker pools leave clean-up work for exit:
+    # ending the process early must still do it (else multiprocessing warns of leaked semaphores)
+    result = run_cli("ingest", str(SMALL_TRACE), "--warehouse", str(tmp_path / "wh"), "--quiet")
+    assert result.returncode == 0
+    assert result.stderr == ""
