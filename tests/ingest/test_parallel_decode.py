@@ -1,9 +1,11 @@
-"""Decoding one trace on several cores gives exactly the single-core result."""
+"""Decoding one trace on several cores gives exactly the single-core result; forked workers' results
+and failures reach the caller."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pyarrow.parquet as pq
 import pytest
 
@@ -29,3 +31,30 @@ def test_parallel_decode_equals_serial(tmp_path: Path, monkeypatch: pytest.Monke
     serial_events = pq.read_table(tmp_path / "serial").sort_by("event_idx")
     parallel_events = pq.read_table(tmp_path / "parallel").sort_by("event_idx")
     assert parallel_events.equals(serial_events)
+
+
+EVENT = msgspec.Raw(b'{"ph":"X","cat":"cpu_op","name":"aten::add","ts":1.0,"dur":2.0,"pid":1,"tid":1}')
+COUNT = 2 * parallel_decode.MIN_EVENTS_PER_WORKER + 10  # enough for two workers
+
+
+def test_two_workers_decode_every_event_once(tmp_path: Path) -> None:
+    decoded = parallel_decode.decode_to_parquet([EVENT] * COUNT, tmp_path / "events", workers=2)
+    assert decoded.event_count == COUNT
+    assert decoded.host.num_rows == COUNT
+    assert sorted(decoded.host.column("event_idx").to_pylist()) == list(range(COUNT))
+    assert sum(pq.read_metadata(p).num_rows for p in (tmp_path / "events").glob("*.parquet")) == COUNT
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["events"]  # no result files left behind
+
+
+def test_a_failing_worker_raises_in_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = parallel_decode._decode_range
+
+    def second_range_fails(first: int, stop: int, events_dir: Path, part: int):
+        if part == 1:
+            raise ValueError("worker 1 could not decode its range")
+        return real(first, stop, events_dir, part)
+
+    monkeypatch.setattr(parallel_decode, "_decode_range", second_range_fails)  # inherited by the fork
+    with pytest.raises(ValueError, match="worker 1 could not decode"):
+        parallel_decode.decode_to_parquet([EVENT] * COUNT, tmp_path / "events", workers=2)
+    assert not list(tmp_path.glob(".decoded-*"))
