@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import os
 import sys
@@ -28,6 +29,8 @@ from tracelake.progress import ProgressBar
 from tracelake.warehouse import Warehouse
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+# gen0 / gen1 / gen2 thresholds of the cyclic collector; CPython's default is (700, 10, 10)
+GC_THRESHOLDS = (100_000, 20, 20)
 EXIT_COMPARE_CRASHED = 3  # `compare` keeps 1 for "regression": a crash must not read as a verdict in CI
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -325,6 +328,11 @@ def main(argv: list[str] | None = None) -> None:
 
 def _run(argv: list[str] | None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    # The modules imported so far live as long as the process: the cyclic collector skips them from
+    # here on, and runs far less often. Decoding and analysing allocate millions of short-lived
+    # containers, almost none in cycles (55 MB trace: ingest -0.05 s, analyze -0.1 s, same RSS).
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         code = app(args=args, standalone_mode=False)
         sys.exit(code if isinstance(code, int) else EXIT_OK)

@@ -2,9 +2,13 @@
     GEMM (mm, addmm, bmm, baddbmm, _scaled_mm), SDPA forward (flash / efficient / cuDNN,
     flash_attn), convolution forward, unary and binary elementwise, reduce, and layer / batch
     normalization forward. Shapes come from `Input Dims`, dtypes from `Input type`. -#}
+{{ config(materialized='incremental') }}
+{#- Materialized per new trace: op_perf_instances (at ingest) and the roofline sheets (read by every
+    analysis) both need it, and parsing the JSON shapes is the costly part of either. #}
+
 with host_ops as (
     select * from {{ ref('stg_trace__host_ops') }}
-    where category = 'cpu_op' and in_tree
+    where category = 'cpu_op' and in_tree and {{ is_new_trace() }}
 ),
 
 op_categories as (
