@@ -398,17 +398,21 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
             llm=LlmCommand(options.llm_cmd, settings.AGENT_TIMEOUT_SECONDS) if options.agents == "llm" and options.llm_cmd else None)
         connect = warehouse.connect_read_only
 
-        def system_tier_then_model() -> tuple[list[AgentResult], Any]:
+        def system_tier() -> list[AgentResult]:
             with run.step("7 system agents", lambda _: None):
                 tier = run_tier([d for d in SYSTEM_AGENTS if gate.run_system_tier], connect, ctx, runner, run.warnings)
             release_free_memory()
+            return tier
+
+        def model_identification() -> Any:
             with run.step("10 model identification", lambda _: None), connect() as model_db:
-                return tier, identify_model(model_db, trace_id)
+                return identify_model(model_db, trace_id)
 
         # The system agents and the model identification read only the marts, so they run while
         # this thread writes the perf report and the category data (mostly DuckDB, GIL released).
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="system-tier") as background:
-            system_results = background.submit(system_tier_then_model)
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="beside-perf-report") as background:
+            system_results = background.submit(system_tier)
+            model_result = background.submit(model_identification)
             with run.step("1 perf report", on_stage):
                 tables = perf_report_tables(db, trace_id, platform)
                 stem = "perf_report_trace1" if comparative else "perf_report"
@@ -441,7 +445,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
                 # could time out for all); fusion flags change no row
                 load_op_rows(db, ctx, None)
             on_stage("7 system agents")
-            results, model_info = system_results.result()
+            results, model_info = system_results.result(), model_result.result()
             run.write("metadata/model_info.json", model_info)
         fusion = next((r for r in results if r.agent == FUSION_AGENT and r.status == "OK"), None)
         if fusion is not None:
