@@ -6,7 +6,7 @@ For every trace (default: each .json/.json.gz under ../shared/traces that is a p
 and for each big trace made by make_big_trace.py (once, into bench/out/), each repeat:
 
   1. copies a warmed-up warehouse (it holds one small trace and the compiled fast-path plan),
-  2. times `tracelake ingest --quiet --jobs 1 TRACE` as a child process: wall seconds until the
+  2. times `tracelake ingest --quiet --jobs N TRACE` (N = --jobs, default all cores) as a child process: wall seconds until the
      marts are up to date, and the child's peak RSS (os.wait4),
   3. times `tracelake sql "select total_time_ms from gpu_timeline where trace_id = ..."`,
   4. times the same ingest again (a no-op: the trace is already there).
