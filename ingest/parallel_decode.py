@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -67,8 +68,10 @@ def _collect(pid: int, result: Path, part: int) -> DecodedTrace:
     return outcome
 
 
-def decode_to_parquet(raw_events: list[msgspec.Raw], events_dir: Path, workers: int) -> DecodedTrace:
-    """Decode all events, writing the `events` table under `events_dir`."""
+def decode_to_parquet(raw_events: list[msgspec.Raw], events_dir: Path, workers: int,
+                      while_workers_run: Callable[[], None] | None = None) -> DecodedTrace:
+    """Decode all events, writing the `events` table under `events_dir`. `while_workers_run` is
+    called once the workers are forked (only then, so they do not inherit what it sets up)."""
     usable_workers = min(workers, max(1, len(raw_events) // MIN_EVENTS_PER_WORKER))
     if multiprocessing.current_process().daemon:  # already a pool worker: no children allowed
         usable_workers = 1
@@ -84,6 +87,8 @@ def decode_to_parquet(raw_events: list[msgspec.Raw], events_dir: Path, workers: 
         results = [events_dir.parent / f".decoded-{part}.pickle" for part in range(len(ranges))]
         pids = [_fork_decode(first, stop, events_dir, part, results[part])
                 for part, (first, stop) in enumerate(ranges)]
+        if while_workers_run is not None:
+            while_workers_run()
         parts: list[DecodedTrace] = []
         errors: list[BaseException] = []
         for part, (pid, result) in enumerate(zip(pids, results)):

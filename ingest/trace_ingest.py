@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,14 +40,15 @@ def trace_id_from_sha256(sha256: str) -> str:
 
 def stage_trace(
     path: Path, sha256: str, staging_dir: Path, tags: dict[str, str], version: str, workers: int = 1,
-    pre_read: PreRead | None = None,
+    pre_read: PreRead | None = None, while_decoding: Callable[[], None] | None = None,
 ) -> StagedTrace:
-    """Parse `path` once and write its tables under `staging_dir/<table>/part-*.parquet`."""
+    """Parse `path` once and write its tables under `staging_dir/<table>/part-*.parquet`;
+    `while_decoding` runs here while forked workers decode the events (not called without them)."""
     started = time.perf_counter()
     data = read_trace_bytes(path, pre_read)
     document = parse_trace_document(path, data)
     del data
-    decoded = decode_to_parquet(document.raw_events, staging_dir / "events", workers)
+    decoded = decode_to_parquet(document.raw_events, staging_dir / "events", workers, while_decoding)
     del document.raw_events[:]
     timed = sum(c for ph, c in decoded.phase_counts.items() if ph in _TIMED_PHASES)
     if timed == 0:

@@ -9,6 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from ingest import parallel_decode
 from tests.conftest import TRACES
 from tracelake import warehouse as warehouse_module
 from tracelake.ingestion import ingest_paths
@@ -42,14 +43,18 @@ def together(tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
     return warehouse
 
 
-@pytest.mark.parametrize("scoped", [True, False], ids=["scoped-sources", "all-sources"])
+@pytest.mark.parametrize(("scoped", "jobs"), [(True, 1), (False, 1), (False, 3)],
+                         ids=["scoped-sources", "all-sources", "forked-decode-workers"])
 def test_fast_path_equals_a_dbt_run_over_every_trace(together: Warehouse, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch, scoped: bool) -> None:
+                                                     monkeypatch: pytest.MonkeyPatch, scoped: bool,
+                                                     jobs: int) -> None:
     # scoping starts at SCOPED_UPDATE_MIN_OTHER_TRACES other traces; this warehouse has one
     monkeypatch.setattr(warehouse_module, "SCOPED_UPDATE_MIN_OTHER_TRACES", 1 if scoped else 2)
+    # with workers, the warehouse is opened for the update in a thread while they decode
+    monkeypatch.setattr(parallel_decode, "MIN_EVENTS_PER_WORKER", 1000)
     one_by_one = Warehouse(tmp_path / "one_by_one")
     ingest_paths([FIRST], one_by_one, {}, jobs=1)
-    report = ingest_paths([SECOND], one_by_one, {}, jobs=1)
+    report = ingest_paths([SECOND], one_by_one, {}, jobs=jobs)
     assert report.model_update == "fast"
     trace_id = report.new_trace_ids[0]
     with together.connect_read_only() as a, one_by_one.connect_read_only() as b:
