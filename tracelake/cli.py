@@ -308,14 +308,12 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _run(argv)
     except SystemExit as done:
-        if argv is not None:
+        run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+        if argv is not None or run_exit_handlers is None:  # in-process caller, or not CPython
             raise
         code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
         if done.code is not None and not isinstance(done.code, int):
             print(done.code, file=sys.stderr)
-        run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
-        if run_exit_handlers is None:  # not CPython: the normal way out
-            raise
         # the registered clean-ups still run (multiprocessing's, which dbt's worker pools need)
         run_exit_handlers()
         for stream in (sys.stdout, sys.stderr):

@@ -36,6 +36,7 @@ from reports.csv_files import write_csv
 from reports.perf_report import perf_report_tables, write_perf_report
 from reports.plot_process import PlotProcess
 from reports.priority import build_priority_data
+from reports.model_id import ModelInfo, identify_model
 from reports.report_inputs import PLOT_PENDING, ReportInputs
 from reports.validation import validate
 from tracelake import __version__
@@ -345,7 +346,6 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
              progress: IngestProgress | None, on_stage: Callable[[str], None],
              after_swap: list[Callable[[], None]]) -> AnalysisOutcome:
     from reports.analysis_md import embed_plot, render_analysis, validate_analysis  # noqa: PLC0415
-    from reports.model_id import identify_model  # noqa: PLC0415
 
     comparative = options.compare is not None
     with run.step("1 ingest", on_stage):
@@ -404,7 +404,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
             release_free_memory()
             return tier
 
-        def model_identification() -> Any:
+        def model_identification() -> ModelInfo:
             with run.step("10 model identification", lambda _: None), connect() as model_db:
                 return identify_model(model_db, trace_id)
 
