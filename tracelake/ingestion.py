@@ -119,15 +119,15 @@ class _WarehouseOpener:
     def start(self) -> None:
         if self._opening is None and self._prepared is None:
             self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warehouse-open")
-            self._opening = self._thread.submit(self._open)
+            self._opening = self._thread.submit(self._open, True)
 
-    def _open(self) -> PreparedUpdate:
+    def _open(self, warm_up: bool) -> PreparedUpdate:
         self._lock.enter_context(self._warehouse.write_lock())
-        return self._warehouse.prepare_update()
+        return self._warehouse.prepare_update(warm_up)
 
     def prepared(self) -> PreparedUpdate:
         if self._prepared is None:
-            self._prepared = self._opening.result() if self._opening is not None else self._open()
+            self._prepared = self._opening.result() if self._opening is not None else self._open(False)
         return self._prepared
 
     def close(self) -> None:

@@ -208,17 +208,19 @@ class Warehouse:
         tmp.write_text(plan.to_json())
         os.replace(tmp, self.plan_path)
 
-    def prepare_update(self) -> PreparedUpdate:
+    def prepare_update(self, warm_up: bool = False) -> PreparedUpdate:
         """The warehouse opened for a model update (caller holds the write lock): the plan read,
-        the database open, the raw views current and DuckDB's Parquet reader set up. Ingest does
-        this while its workers decode a trace."""
+        the database open and the raw views current. With `warm_up`, DuckDB's Parquet reader is
+        set up too, which only pays when this runs beside other work (ingest: while its workers
+        decode a trace); else the first model sets it up."""
         plan = self._load_plan()
         if plan is None:  # a dbt run follows, which opens the database itself
             return PreparedUpdate(None, None)
         con = duckdb.connect(str(self.db_path))
         try:
             self._refresh_raw_views(con)
-            con.execute("select count(*) from raw.trace_files").fetchall()  # first Parquet read: ~0.05 s
+            if warm_up:
+                con.execute("select count(*) from raw.trace_files").fetchall()  # first Parquet read: ~0.05 s
         except BaseException:
             con.close()
             raise
