@@ -25,32 +25,23 @@ flow_ends as (
     group by trace_id, flow_id
 ),
 
-addressable_events as (
-    select
-        trace_id,
-        pid,
-        tid,
-        link_id,
-        max(event_idx) as target_event_idx
-    from link_ids
-    where has_args and link_id is not null and pid is not null and tid is not null
-    group by trace_id, pid, tid, link_id
-),
-
-final as (
+landing_events as (
+    -- joined before grouping: only the events on a flow end's thread that carry its id are kept
     select
         flow_ends.trace_id,
         flow_ends.flow_id,
-        addressable_events.target_event_idx
+        max(link_ids.event_idx) as target_event_idx
     from flow_ends
     inner join flow_starts
         on flow_ends.trace_id = flow_starts.trace_id
         and flow_ends.flow_id = flow_starts.flow_id
-    inner join addressable_events
-        on flow_ends.trace_id = addressable_events.trace_id
-        and flow_ends.pid = addressable_events.pid
-        and flow_ends.tid = addressable_events.tid
-        and flow_ends.flow_id = addressable_events.link_id
+    inner join link_ids
+        on flow_ends.trace_id = link_ids.trace_id
+        and flow_ends.pid = link_ids.pid
+        and flow_ends.tid = link_ids.tid
+        and flow_ends.flow_id = link_ids.link_id
+    where link_ids.has_args
+    group by flow_ends.trace_id, flow_ends.flow_id
 )
 
-select * from final
+select * from landing_events

@@ -10,8 +10,8 @@ host_ops as (
     select * from {{ ref('stg_trace__host_ops') }}
 ),
 
-link_ids as (
-    select * from {{ ref('int_link_ids') }}
+trace_files as (
+    select * from {{ ref('stg_trace__files') }}
 ),
 
 flow_targets as (
@@ -26,14 +26,15 @@ runtime_calls as (
         host_ops.category,
         host_ops.launcher_op_idx,
         host_ops.cpu_parent_idx,
-        link_ids.link_id,
+        case trace_files.linking_key
+            when 'correlation' then host_ops.correlation
+            else host_ops.external_id
+        end as link_id,
         host_ops.name in (
             {%- for name in var('graph_launch_names') %}'{{ name }}'{{ "," if not loop.last }}{% endfor -%}
         ) as is_graph_launch
     from host_ops
-    inner join link_ids
-        on host_ops.trace_id = link_ids.trace_id
-        and host_ops.event_idx = link_ids.event_idx
+    inner join trace_files on host_ops.trace_id = trace_files.trace_id
     where host_ops.category in ('cuda_runtime', 'cuda_driver')
 ),
 
