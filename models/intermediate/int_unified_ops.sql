@@ -1,6 +1,6 @@
 {#- The ops of TraceLens' unified perf table (reference §6.1), one row per op instance:
-    1. the top-most op with a TraceLens perf model that has GPU work in its subtree;
-    2. otherwise the leaf cpu op that launched the kernels (through the runtime API);
+    1.-2. the op rows of int_unified_op_rows (top-most modelled ops with GPU work, then leaf
+    launchers), with their host columns, kernel time and category;
     3. any linked GPU event still uncovered becomes a synthetic op
        "<parent>-><kernel> (Synthetic Op)" (graph replays, driver-API launches).
     Collective kernels are left out, as in TraceLens' default. -#}
@@ -28,8 +28,8 @@ subtree_time as (
     where {{ is_new_trace() }}
 ),
 
-launchers as (
-    select * from {{ ref('int_kernel_launchers') }}
+op_rows as (
+    select * from {{ ref('int_unified_op_rows') }}
     where {{ is_new_trace() }}
 ),
 
@@ -37,102 +37,23 @@ op_categories as (
     select * from {{ ref('op_categories') }}
 ),
 
-modelled_candidates as (
-    -- ops TraceLens has a perf model for: registry ops with a sheet family, and compiled
-    -- Inductor kernels (triton_poi/red/per_*), whose model TraceLens matches by name
-    select host_ops.trace_id, host_ops.event_idx as op_id
-    from host_ops
-    left join op_categories on host_ops.name = op_categories.op_name
-    inner join subtree_time
-        on host_ops.trace_id = subtree_time.trace_id
-        and host_ops.event_idx = subtree_time.op_id
-    where host_ops.category = 'cpu_op'
-        and host_ops.in_tree
-        and (
-            coalesce(op_categories.perf_family, '') <> ''
-            or {{ regex_search('host_ops.name', "'^triton_(poi|red|per)_'") }}
-        )
-),
-
-modelled_ancestors as (
-    select ancestors.trace_id, ancestors.op_id, ancestors.ancestor_op_id, ancestors.distance
+ops_under_op_rows as materialized (
+    -- every cpu op in an op row's subtree. Joined on its own: with op_rows read from a table that
+    -- holds only a small trace's rows until this update commits, DuckDB's join order put op_rows
+    -- x kernels (trace_id only, 53M rows) first when the three were joined in one step.
+    select ancestors.trace_id, ancestors.op_id
     from ancestors
-    inner join modelled_candidates
-        on ancestors.trace_id = modelled_candidates.trace_id
-        and ancestors.ancestor_op_id = modelled_candidates.op_id
-),
-
-collected_modelled as (
-    select modelled_candidates.trace_id, modelled_candidates.op_id
-    from modelled_candidates
-    where not exists (
-        select 1 from modelled_ancestors
-        where modelled_ancestors.trace_id = modelled_candidates.trace_id
-            and modelled_ancestors.op_id = modelled_candidates.op_id
-            and modelled_ancestors.distance > 0
-    )
-),
-
-leaf_candidates as (
-    -- ops that launch kernels themselves through the runtime API, have no modelled op with
-    -- GPU work below them (TraceLens recurses into those instead) and are not inside a
-    -- collected modelled op
-    select launchers.trace_id, launchers.launcher_event_idx as op_id
-    from launchers
-    where launchers.is_cpu_op
-        -- TraceLens' leaf test walks runtime-API calls only: an op whose kernels all go
-        -- through the driver API (cuLaunchKernel) is not a leaf (reference §14.22)
-        and launchers.launched_through_runtime_api
-        and not exists (
-            select 1 from modelled_ancestors
-            where modelled_ancestors.trace_id = launchers.trace_id
-                and modelled_ancestors.op_id = launchers.launcher_event_idx
-        )
-        and not exists (
-            select 1 from ancestors
-            inner join modelled_candidates
-                on ancestors.trace_id = modelled_candidates.trace_id
-                and ancestors.op_id = modelled_candidates.op_id
-            where ancestors.trace_id = launchers.trace_id
-                and ancestors.ancestor_op_id = launchers.launcher_event_idx
-                and ancestors.distance > 0
-        )
-),
-
-leaf_ancestry as (
-    select ancestors.trace_id, ancestors.op_id, ancestors.ancestor_op_id, ancestors.distance
-    from ancestors
-    inner join leaf_candidates
-        on ancestors.trace_id = leaf_candidates.trace_id
-        and ancestors.ancestor_op_id = leaf_candidates.op_id
-),
-
-collected_leaves as (
-    select leaf_candidates.trace_id, leaf_candidates.op_id
-    from leaf_candidates
-    where not exists (
-        select 1 from leaf_ancestry
-        where leaf_ancestry.trace_id = leaf_candidates.trace_id
-            and leaf_ancestry.op_id = leaf_candidates.op_id
-            and leaf_ancestry.distance > 0
-    )
-),
-
-op_rows as (
-    select trace_id, op_id, true as is_modelled_op from collected_modelled
-    union all
-    select trace_id, op_id, false as is_modelled_op from collected_leaves
+    inner join op_rows
+        on ancestors.trace_id = op_rows.trace_id
+        and ancestors.ancestor_op_id = op_rows.op_id
 ),
 
 covered_kernels as (
     select distinct kernels.trace_id, kernels.event_idx as kernel_idx
     from kernels
-    inner join ancestors
-        on kernels.trace_id = ancestors.trace_id
-        and kernels.enclosing_cpu_op_id = ancestors.op_id
-    inner join op_rows
-        on ancestors.trace_id = op_rows.trace_id
-        and ancestors.ancestor_op_id = op_rows.op_id
+    inner join ops_under_op_rows
+        on kernels.trace_id = ops_under_op_rows.trace_id
+        and kernels.enclosing_cpu_op_id = ops_under_op_rows.op_id
 ),
 
 first_kernels as (
