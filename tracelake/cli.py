@@ -9,9 +9,8 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
-import duckdb
 import typer
 
 from typer import Abort, Exit
@@ -22,11 +21,16 @@ except ImportError:  # pragma: no cover - older typer uses click itself
     from click.exceptions import ClickException
 
 from ingest.errors import TraceLakeError, WarehouseError
+from ingest.prefetch import prefetch
 from tracelake.config import default_jobs, default_warehouse
-from tracelake.ingestion import ingest_paths
 from tracelake.output import render
 from tracelake.progress import ProgressBar
-from tracelake.warehouse import Warehouse
+
+if TYPE_CHECKING:
+    from tracelake.warehouse import Warehouse
+
+# DuckDB, pyarrow and numpy are imported by the commands that use them, after a command that
+# ingests one trace file has started reading it (ingest/prefetch.py).
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 # gen0 / gen1 / gen2 thresholds of the cyclic collector; CPython's default is (700, 10, 10)
@@ -55,7 +59,14 @@ WarehouseOption = Annotated[
 
 
 def _warehouse(path: Optional[Path]) -> Warehouse:
+    from tracelake.warehouse import Warehouse  # noqa: PLC0415 - see the note on the imports
+
     return Warehouse(path or default_warehouse())
+
+
+def _imported_for_good() -> None:
+    """What is imported by now lives as long as the process: the cyclic collector skips it."""
+    gc.freeze()
 
 
 RUN_MODES = ("training", "inference")  # the `mode` tag's values (runs.mode)
@@ -89,6 +100,11 @@ def ingest(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
     """Ingest traces into the warehouse; the marts are up to date when it returns."""
+    if len(paths) == 1:
+        prefetch(paths[0])
+    from tracelake.ingestion import ingest_paths  # noqa: PLC0415 - see the note on the imports
+
+    _imported_for_good()
     tags = _parse_tags(tag)
     wh = _warehouse(warehouse)
     show_progress = sys.stderr.isatty() and not quiet
@@ -141,7 +157,10 @@ def analyze(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
     """Analyze a trace: perf report CSVs, agents' findings, analysis.md."""
-    from tracelake.pipeline import AnalyzeOptions, run_analysis
+    prefetch(trace)
+    from tracelake.pipeline import AnalyzeOptions, run_analysis  # noqa: PLC0415 - see the note on the imports
+
+    _imported_for_good()
 
     if agents is AgentsRunner.llm and not llm_cmd:
         raise typer.BadParameter("--agents llm needs --llm-cmd", param_hint="--llm-cmd")
@@ -204,6 +223,8 @@ def build(
 
 
 def _query(wh: Warehouse, query: str) -> tuple[list[str], list[tuple]]:
+    import duckdb  # noqa: PLC0415 - see the note on the imports
+
     with wh.connect_read_only() as con:
         try:
             result = con.execute(query)
@@ -273,6 +294,8 @@ def compare(
     """Regression verdict for CI: exit 0 = no regression beyond the threshold, 1 = regression, 2 = bad input,
     3 = internal error."""
     import math
+
+    import duckdb  # noqa: PLC0415 - see the note on the imports
 
     from analyzers.regression import CompareSettings
     from analyzers.regression import compare as compare_traces

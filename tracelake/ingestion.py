@@ -16,6 +16,7 @@ from typing import Protocol
 import pyarrow as pa
 
 from ingest.errors import BadTraceError, NotATraceError, TraceLakeError
+from ingest.prefetch import take_prefetched
 from ingest.reader import PreRead, file_sha256, is_trace_file, read_file_bytes
 from ingest.trace_ingest import StagedTrace, stage_trace, trace_id_from_sha256
 from tracelake import __version__
@@ -94,6 +95,11 @@ def find_trace_files(paths: list[Path]) -> list[_Candidate]:
     return found
 
 
+def _read_and_hash(path: Path) -> tuple[bytes, str]:
+    data = read_file_bytes(path)
+    return data, hashlib.sha256(data).hexdigest()
+
+
 def _stage(path: Path, sha256: str, staging_dir: Path, tags: dict[str, str], workers: int = 1,
            pre_read: PreRead | None = None, while_decoding: Callable[[], None] | None = None) -> StagedTrace:
     try:
@@ -161,13 +167,14 @@ def ingest_paths(
     known = warehouse.trace_ids()
     pending: dict[str, _Candidate] = {}
     for candidate in candidates:
+        prefetched = take_prefetched(candidate.path)
         if len(candidates) == 1:  # read once: the bytes are hashed here and parsed when staged
-            data = read_file_bytes(candidate.path)
-            sha256 = hashlib.sha256(data).hexdigest()
+            data, sha256 = prefetched or _read_and_hash(candidate.path)
             pre_read: PreRead | None = PreRead(data)
             del data
         else:
-            pre_read, sha256 = None, file_sha256(candidate.path)
+            pre_read, sha256 = None, prefetched[1] if prefetched else file_sha256(candidate.path)
+        del prefetched
         trace_id = trace_id_from_sha256(sha256)
         if trace_id in known or trace_id in pending:
             outcome = TraceOutcome(candidate.path, trace_id, "known", message="already ingested")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from types import TracebackType
+from typing import TYPE_CHECKING
 
-from tracelake.ingestion import TraceOutcome
+if TYPE_CHECKING:
+    from tracelake.ingestion import TraceOutcome
 
 
 class ProgressBar:
