@@ -1,9 +1,10 @@
 """Decode one trace's events on several cores.
 
-The event list is split into contiguous ranges. Forked workers inherit the parsed document
-(copy-on-write, nothing is sent to them), each decodes one range and writes its own
-`events/part-<i>.parquet`; only the much smaller host, GPU and flow subsets come back, through a
-file beside the trace's tables.
+The event list is split into contiguous ranges, a few per worker. Forked workers inherit the parsed
+document (copy-on-write, nothing is sent to them) and take the ranges one at a time from a pipe, so
+a worker slowed by other work in the process takes fewer of them. Each range is written as its
+own `events/part-<i>.parquet`; only the much smaller host, GPU and flow subsets come back, through
+a file per worker beside the trace's tables.
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ from ingest.parquet_io import open_writer
 
 # Below this many events a second process costs more (fork, result transfer) than it saves.
 MIN_EVENTS_PER_WORKER = CHUNK_EVENTS
+# Ranges per worker: with one range each, the worker sharing its core with the warehouse opening
+# finished up to 0.1 s after the other (55 MB trace, 2 cores). Interleaved runs against one range
+# each: 3 per worker -0.01 s, 6 per worker -0.035 s ingest and -0.08 s analyze (bench/ingest.py).
+RANGES_PER_WORKER = 6
+_MAX_RANGES = 256  # range indexes travel through the pipe as single bytes
 
 _inherited_events: list[msgspec.Raw] = []
 
@@ -30,21 +36,26 @@ def _decode_range(first: int, stop: int, events_dir: Path, part: int) -> Decoded
         return decode_events(_inherited_events, writer.write_batch, first, stop)
 
 
-def _ranges(count: int, workers: int) -> list[tuple[int, int]]:
-    per_worker = max(1, -(-count // workers))
-    return [(start, min(start + per_worker, count)) for start in range(0, count, per_worker)]
+def _ranges(count: int, parts: int) -> list[tuple[int, int]]:
+    per_part = max(1, -(-count // parts))
+    return [(start, min(start + per_part, count)) for start in range(0, count, per_part)]
 
 
-def _fork_decode(first: int, stop: int, events_dir: Path, part: int, result: Path) -> int:
-    """Decode the range in a forked child that pickles its DecodedTrace (or its exception) to
-    `result`; returns the child's pid."""
+def _fork_decode(ranges: list[tuple[int, int]], queue: int, events_dir: Path, worker: int, result: Path) -> int:
+    """Fork a worker that decodes the ranges whose indexes it reads from the pipe `queue` (one byte
+    each) until the pipe is empty, and pickles its [(index, DecodedTrace)] (or its exception) to
+    `result`; returns the worker's pid."""
     pid = os.fork()
     if pid:
         return pid
     status = 1
     try:
         try:
-            outcome: object = _decode_range(first, stop, events_dir, part)
+            done: list[tuple[int, DecodedTrace]] = []
+            while taken := os.read(queue, 1):
+                first, stop = ranges[taken[0]]
+                done.append((taken[0], _decode_range(first, stop, events_dir, taken[0])))
+            outcome: object = done
             status = 0
         except Exception as error:  # noqa: BLE001 - handed to the parent, which raises it
             outcome = error
@@ -54,13 +65,13 @@ def _fork_decode(first: int, stop: int, events_dir: Path, part: int, result: Pat
         os._exit(status)  # no atexit handlers or buffered output of the parent run twice
 
 
-def _collect(pid: int, result: Path, part: int) -> DecodedTrace:
+def _collect(pid: int, result: Path, worker: int) -> list[tuple[int, DecodedTrace]]:
     _, status = os.waitpid(pid, 0)
     try:
         with result.open("rb") as handle:
             outcome = pickle.load(handle)
     except (OSError, EOFError, pickle.UnpicklingError):
-        raise RuntimeError(f"decode worker {part} ended without a result (wait status {status})") from None
+        raise RuntimeError(f"decode worker {worker} ended without a result (wait status {status})") from None
     finally:
         result.unlink(missing_ok=True)
     if isinstance(outcome, BaseException):
@@ -75,29 +86,37 @@ def decode_to_parquet(raw_events: list[msgspec.Raw], events_dir: Path, workers: 
     usable_workers = min(workers, max(1, len(raw_events) // MIN_EVENTS_PER_WORKER))
     if multiprocessing.current_process().daemon:  # already a pool worker: no children allowed
         usable_workers = 1
-    ranges = _ranges(len(raw_events), usable_workers)
     global _inherited_events
     _inherited_events = raw_events
     try:
-        if len(ranges) == 1:
+        if usable_workers == 1:
             return _decode_range(0, len(raw_events), events_dir, 0)
+        ranges = _ranges(len(raw_events), min(usable_workers * RANGES_PER_WORKER, _MAX_RANGES))
         # Every range is decoded in a forked worker, this process only waits: the millions of
         # short-lived objects of a decode then never fragment its heap, which holds the warehouse
         # update and the analysis next (55 MB trace: -17 MB peak RSS; bench/analyze.py).
-        results = [events_dir.parent / f".decoded-{part}.pickle" for part in range(len(ranges))]
-        pids = [_fork_decode(first, stop, events_dir, part, results[part])
-                for part, (first, stop) in enumerate(ranges)]
+        results = [events_dir.parent / f".decoded-{worker}.pickle" for worker in range(usable_workers)]
+        queue, feed = os.pipe()
+        try:
+            os.write(feed, bytes(range(len(ranges))))  # a few bytes: never blocks on the pipe buffer
+        finally:
+            os.close(feed)  # before forking: a worker sees the end of the pipe once it is empty
+        try:
+            pids = [_fork_decode(ranges, queue, events_dir, worker, results[worker]) for worker in range(usable_workers)]
+        finally:
+            os.close(queue)
         if while_workers_run is not None:
             while_workers_run()
-        parts: list[DecodedTrace] = []
+        parts: list[tuple[int, DecodedTrace]] = []
         errors: list[BaseException] = []
-        for part, (pid, result) in enumerate(zip(pids, results)):
-            try:  # every child is waited for, even after one failed
-                parts.append(_collect(pid, result, part))
+        for worker, (pid, result) in enumerate(zip(pids, results)):
+            try:  # every worker is waited for, even after one failed
+                parts += _collect(pid, result, worker)
             except Exception as error:  # noqa: BLE001 - the first one is raised below
                 errors.append(error)
         if errors:
             raise errors[0]
-        return merge_decoded(parts)
+        return merge_decoded([decoded for _, decoded in sorted(parts, key=lambda part: part[0])])
     finally:
         _inherited_events = []
+

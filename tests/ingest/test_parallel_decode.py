@@ -22,7 +22,8 @@ def test_parallel_decode_equals_serial(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(parallel_decode, "MIN_EVENTS_PER_WORKER", 1000)
     parallel = parallel_decode.decode_to_parquet(document.raw_events, tmp_path / "parallel", workers=3)
 
-    assert len(list((tmp_path / "parallel").glob("part-*.parquet"))) == 3
+    parts = len(list((tmp_path / "parallel").glob("part-*.parquet")))
+    assert parts == 3 * parallel_decode.RANGES_PER_WORKER  # the workers shared the ranges out
     assert parallel.event_count == serial.event_count == 56451
     assert parallel.linking_key == serial.linking_key == "correlation"
     assert parallel.phase_counts == serial.phase_counts
@@ -42,7 +43,9 @@ def test_two_workers_decode_every_event_once(tmp_path: Path) -> None:
     assert decoded.event_count == COUNT
     assert decoded.host.num_rows == COUNT
     assert sorted(decoded.host.column("event_idx").to_pylist()) == list(range(COUNT))
-    assert sum(pq.read_metadata(p).num_rows for p in (tmp_path / "events").glob("*.parquet")) == COUNT
+    files = list((tmp_path / "events").glob("*.parquet"))
+    assert len(files) == 2 * parallel_decode.RANGES_PER_WORKER
+    assert sum(pq.read_metadata(p).num_rows for p in files) == COUNT
     assert sorted(p.name for p in tmp_path.iterdir()) == ["events"]  # no result files left behind
 
 
