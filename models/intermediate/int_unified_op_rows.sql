@@ -45,22 +45,11 @@ modelled_candidates as (
 ),
 
 modelled_ancestors as (
-    select ancestors.trace_id, ancestors.op_id, ancestors.ancestor_op_id, ancestors.distance
-    from ancestors
-    inner join modelled_candidates
-        on ancestors.trace_id = modelled_candidates.trace_id
-        and ancestors.ancestor_op_id = modelled_candidates.op_id
+    {{ candidate_subtrees('ancestors', 'modelled_candidates') }}
 ),
 
 collected_modelled as (
-    select modelled_candidates.trace_id, modelled_candidates.op_id
-    from modelled_candidates
-    where not exists (
-        select 1 from modelled_ancestors
-        where modelled_ancestors.trace_id = modelled_candidates.trace_id
-            and modelled_ancestors.op_id = modelled_candidates.op_id
-            and modelled_ancestors.distance > 0
-    )
+    {{ outermost_candidates('modelled_candidates', 'modelled_ancestors') }}
 ),
 
 leaf_candidates as (
@@ -90,22 +79,11 @@ leaf_candidates as (
 ),
 
 leaf_ancestry as (
-    select ancestors.trace_id, ancestors.op_id, ancestors.ancestor_op_id, ancestors.distance
-    from ancestors
-    inner join leaf_candidates
-        on ancestors.trace_id = leaf_candidates.trace_id
-        and ancestors.ancestor_op_id = leaf_candidates.op_id
+    {{ candidate_subtrees('ancestors', 'leaf_candidates') }}
 ),
 
 collected_leaves as (
-    select leaf_candidates.trace_id, leaf_candidates.op_id
-    from leaf_candidates
-    where not exists (
-        select 1 from leaf_ancestry
-        where leaf_ancestry.trace_id = leaf_candidates.trace_id
-            and leaf_ancestry.op_id = leaf_candidates.op_id
-            and leaf_ancestry.distance > 0
-    )
+    {{ outermost_candidates('leaf_candidates', 'leaf_ancestry') }}
 ),
 
 final as (
