@@ -1,9 +1,13 @@
 {#- Every cpu op paired with itself and each cpu op above it in the host call tree
     (distance 0 = itself, 1 = its cpu parent, ...). Python frames are transparent. -#}
+{{ config(materialized='incremental') }}
+{#- Materialized per new trace: the subtree kernel time, the unified op rows and the unified ops
+    all walk it, and each recursed anew as a view. #}
+
 with recursive cpu_ops as (
     select trace_id, event_idx as op_id, cpu_parent_idx as parent_op_id
     from {{ ref('stg_trace__host_ops') }}
-    where category = 'cpu_op' and in_tree
+    where category = 'cpu_op' and in_tree and {{ is_new_trace() }}
 ),
 
 ancestry as (
