@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from ingest.checks import ingest_checks
@@ -14,24 +13,11 @@ from ingest.host_tree import build_host_tree
 from ingest.parallel_decode import decode_to_parquet
 from ingest.parquet_io import write_table
 from ingest.reader import PreRead, parse_trace_document, read_trace_bytes
+from ingest.staged import StagedTrace
 from ingest.trace_info import trace_file_row
 
 TRACE_ID_HEX_CHARS = 16
-TABLES = ("events", "host_ops", "gpu_ops", "flows", "trace_files", "ingest_checks")
 _TIMED_PHASES = frozenset({"X", "i", "I"})
-
-
-@dataclass(frozen=True)
-class StagedTrace:
-    """What a worker reports back after staging one trace."""
-
-    trace_id: str
-    path: str
-    staging_dir: str
-    event_count: int
-    dropped_event_count: int
-    uncompressed_bytes: int
-    seconds: float
 
 
 def trace_id_from_sha256(sha256: str) -> str:

@@ -18,7 +18,8 @@ import pyarrow as pa
 from ingest.errors import BadTraceError, NotATraceError, TraceLakeError
 from ingest.prefetch import take_prefetched
 from ingest.reader import PreRead, file_sha256, is_trace_file, read_file_bytes
-from ingest.trace_ingest import StagedTrace, stage_trace, trace_id_from_sha256
+from ingest.staged import StagedTrace
+from ingest.trace_ingest import stage_trace, trace_id_from_sha256
 from tracelake import __version__
 from tracelake.memory import release_free_memory
 from tracelake.warehouse import PreparedUpdate, Warehouse

@@ -23,11 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ingest.errors import WarehouseError
-from ingest.trace_ingest import TABLES, StagedTrace
+from ingest.staged import TABLES, StagedTrace
 from tracelake.dbt_runner import (
     IncrementalPlan,
     compile_incremental_plan,
@@ -136,6 +134,9 @@ class Warehouse:
         """Merge `tags` into a committed trace's tags, new values winning (caller holds the write
         lock). Tags live only in the trace's `trace_files` row, which every view reads, so the
         one-row file is rewritten beside itself and renamed over. True when a tag changed."""
+        import pyarrow as pa  # noqa: PLC0415 - here only: `tracelake sql` starts without pyarrow
+        import pyarrow.parquet as pq  # noqa: PLC0415
+
         partition = self._partition(COMMIT_TABLE, trace_id)
         files = sorted(partition.glob("*.parquet"))
         table = pq.read_table(files[0])
