@@ -51,7 +51,7 @@ def main(argv: list[str]) -> None:
         path = OUT_DIR / f"big_{target:g}mb.json"
         if not path.exists():
             OUT_DIR.mkdir(parents=True, exist_ok=True)
-            make_big_trace(RESNET, path, target_mb=target)
+            make_big_trace(RESNET, path, target_mb=target, copies=None)
         cases.append((f"{target:g}mb", path))
     with tempfile.TemporaryDirectory(prefix="tracelake-bench-") as tmp:
         work = Path(tmp)

@@ -36,7 +36,9 @@ import msgspec
 from make_big_trace import make_big_trace  # bench/ is sys.path[0] when this file runs
 from measure import MB, Child, child_env, run_child
 REPO = Path(__file__).resolve().parent.parent
-TRACES_DIR = REPO.parent / "shared" / "traces"
+SHARED_TRACES = REPO.parent / "shared" / "traces"
+# the repo's copies of the shared traces when ../shared is not beside the checkout (a fresh clone)
+TRACES_DIR = SHARED_TRACES if SHARED_TRACES.is_dir() else REPO / "tests" / "data" / "traces"
 BIG_SOURCE = TRACES_DIR / "mi300" / "resnet_act_checkpoint.json.gz"
 WARMUP_SOURCE = TRACES_DIR / "torch_compile_triton" / "trace.json.gz"
 OUT_DIR = REPO / "bench" / "out"
