@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import duckdb
+import pytest
 
-from tracelake.memory import MemoryReleaser, _releasers, release_free_memory, resident_bytes
+from tracelake import memory
+from tracelake.memory import MemoryReleaser, _releasers, duckdb_free_bytes, release_free_memory, resident_bytes
 
 MB = 1 << 20
 
@@ -42,4 +44,39 @@ def test_a_step_that_allocated_little_releases_nothing() -> None:
     db.sql("select 42").fetchall()
     releaser.step_done()  # grew by far less than the threshold: the retained memory stays
     assert held is not None and (resident_bytes() or 0) > held - 30 * MB
+    release_free_memory()
+
+
+def test_duckdb_free_bytes_counts_what_a_query_freed() -> None:
+    db = duckdb.connect()
+    _heavy_query(db)
+    held = duckdb_free_bytes()
+    release_free_memory()
+    assert held is not None and held > 100 * MB
+    assert (duckdb_free_bytes() or 0) < 10 * MB
+
+
+def test_a_high_step_with_freed_duckdb_memory_releases_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(memory, "RELEASE_MIN_GROWTH_BYTES", 1 << 40)  # only the high-water rule can fire
+    release_free_memory()
+    releaser = MemoryReleaser()
+    db = duckdb.connect()
+    _heavy_query(db)
+    held = duckdb_free_bytes()
+    releaser.step_done()
+    assert held is not None and held > 100 * MB
+    assert (duckdb_free_bytes() or 0) < 10 * MB  # purged by the step
+
+
+def test_a_high_step_without_enough_freed_duckdb_memory_keeps_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(memory, "RELEASE_MIN_GROWTH_BYTES", 1 << 40)
+    monkeypatch.setattr(memory, "RELEASE_MIN_DIRTY_BYTES", 1 << 40)
+    release_free_memory()
+    releaser = MemoryReleaser()
+    db = duckdb.connect()
+    _heavy_query(db)
+    held = duckdb_free_bytes()
+    releaser.step_done()
+    assert held is not None and held > 100 * MB
+    assert (duckdb_free_bytes() or 0) > held // 2  # still held: not purged
     release_free_memory()

@@ -412,7 +412,6 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
         # this thread writes the perf report and the category data (mostly DuckDB, GIL released).
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="beside-perf-report") as background:
             system_results = background.submit(system_tier)
-            model_result = background.submit(model_identification)
             with run.step("1 perf report", on_stage):
                 tables = perf_report_tables(db, trace_id, platform)
                 stem = "perf_report_trace1" if comparative else "perf_report"
@@ -424,6 +423,9 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
                                       run.staging / "perf_report_trace2.xlsx" if options.xlsx else None)
 
             release_free_memory()
+            # started after the perf report, not beside it: three streams of queries at once set the
+            # analysis' peak RSS (55 MB trace, bench/analyze.py)
+            model_result = background.submit(model_identification)
             with run.step("3-6 category data", on_stage):
                 entries, category_time = _write_category_data(run, db, ctx, gpu, platform_spec, gate)
                 categories2 = (category_times(db, trace2_id, platform2)
