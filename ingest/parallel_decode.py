@@ -119,4 +119,3 @@ def decode_to_parquet(raw_events: list[msgspec.Raw], events_dir: Path, workers: 
         return merge_decoded([decoded for _, decoded in sorted(parts, key=lambda part: part[0])])
     finally:
         _inherited_events = []
-
