@@ -12,14 +12,13 @@ PARQUET_COMPRESSION = "zstd"
 PARQUET_COMPRESSION_LEVEL = 1
 
 
+def write_file(table: pa.Table, path: Path) -> None:
+    pq.write_table(table, path, compression=PARQUET_COMPRESSION, compression_level=PARQUET_COMPRESSION_LEVEL)
+
+
 def write_table(table: pa.Table, folder: Path, part: int = 0) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(
-        table,
-        folder / f"part-{part}.parquet",
-        compression=PARQUET_COMPRESSION,
-        compression_level=PARQUET_COMPRESSION_LEVEL,
-    )
+    write_file(table, folder / f"part-{part}.parquet")
 
 
 def open_writer(folder: Path, schema: pa.Schema, part: int = 0) -> pq.ParquetWriter:

@@ -137,6 +137,8 @@ class Warehouse:
         import pyarrow as pa  # noqa: PLC0415 - here only: `tracelake sql` starts without pyarrow
         import pyarrow.parquet as pq  # noqa: PLC0415
 
+        from ingest.parquet_io import write_file  # noqa: PLC0415 - the settings every trace table has
+
         partition = self._partition(COMMIT_TABLE, trace_id)
         files = sorted(partition.glob("*.parquet"))
         table = pq.read_table(files[0])
@@ -148,7 +150,7 @@ class Warehouse:
         column = pa.array([list(merged.items())], type=table.schema.field("tags").type)
         temporary = partition / f".{files[0].name}.{uuid.uuid4().hex[:8]}.tmp"
         try:
-            pq.write_table(table.set_column(index, table.schema.field("tags"), column), temporary)
+            write_file(table.set_column(index, table.schema.field("tags"), column), temporary)
             os.replace(temporary, files[0])
         finally:
             temporary.unlink(missing_ok=True)

@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
+from ingest.parquet_io import PARQUET_COMPRESSION
 from tests.cli.conftest import SMALL_TRACE, snapshot
 from tests.conftest import TRACES, run_cli
 
@@ -129,6 +132,8 @@ def test_reingest_with_tags_updates_the_tags_only(tmp_path: Path) -> None:
                                 "--format", "json").stdout)
     assert listed == [{"model": "bert", "run": "r2", "mode": "inference", "mode_source": "tag"}]
     assert {k: v for k, v in snapshot(folder / "parquet").items() if "trace_files" not in k} == before
+    rewritten = pq.ParquetFile(next((folder / "parquet" / "trace_files").glob("*/*.parquet")))
+    assert rewritten.metadata.row_group(0).column(0).compression == PARQUET_COMPRESSION.upper()  # as ingest writes
     same = run_cli("ingest", str(trace), "--warehouse", str(folder), "--tag", "run=r2")
     assert same.returncode == 0 and "already ingested" in same.stdout and "tags updated" not in same.stdout
 
