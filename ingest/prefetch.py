@@ -8,10 +8,11 @@ bytes with `take_prefetched(path)`, which hands them over only if the file is un
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+
+from ingest.errors import TraceLakeError
 
 
 @dataclass
@@ -35,13 +36,13 @@ def _identity(path: Path) -> tuple[int, int, int, int] | None:
     return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
-def _read_and_hash(job: _Prefetch) -> None:
+def _read_into(job: _Prefetch) -> None:
+    from ingest.reader import read_and_hash  # noqa: PLC0415 - here: msgspec stays out of every command's start-up
+
     try:
-        data = job.path.read_bytes()
-    except OSError:
-        return  # ingest reads it again and reports the error in its own words
-    job.sha256 = hashlib.sha256(data).hexdigest()
-    job.data = data
+        job.data, job.sha256 = read_and_hash(job.path)
+    except (OSError, TraceLakeError):
+        return  # ingest reads it again and reports the error itself
 
 
 def prefetch(path: Path) -> None:
@@ -50,7 +51,7 @@ def prefetch(path: Path) -> None:
     if identity is None or not path.is_file():
         return
     job = _Prefetch(path.absolute(), identity)
-    job.thread = threading.Thread(target=_read_and_hash, args=(job,), name="trace-prefetch", daemon=True)
+    job.thread = threading.Thread(target=_read_into, args=(job,), name="trace-prefetch", daemon=True)
     with _lock:
         _pending.append(job)
     job.thread.start()

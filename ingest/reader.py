@@ -58,6 +58,12 @@ def read_file_bytes(path: Path) -> bytes:
         return path.read_bytes()
 
 
+def read_and_hash(path: Path) -> tuple[bytes, str]:
+    """The file's bytes and their sha256 (hex), which the trace id comes from."""
+    data = read_file_bytes(path)
+    return data, hashlib.sha256(data).hexdigest()
+
+
 class PreRead:
     """File bytes a caller already read (to hash them), handed over exactly once so that no
     caller frame keeps a large trace alive after it is parsed."""

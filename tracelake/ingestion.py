@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import time
 from collections.abc import Callable
@@ -17,7 +16,7 @@ import pyarrow as pa
 
 from ingest.errors import BadTraceError, NotATraceError, TraceLakeError
 from ingest.prefetch import take_prefetched
-from ingest.reader import PreRead, file_sha256, is_trace_file, read_file_bytes
+from ingest.reader import PreRead, file_sha256, is_trace_file, read_and_hash
 from ingest.staged import StagedTrace
 from ingest.trace_ingest import stage_trace, trace_id_from_sha256
 from tracelake import __version__
@@ -96,11 +95,6 @@ def find_trace_files(paths: list[Path]) -> list[_Candidate]:
     return found
 
 
-def _read_and_hash(path: Path) -> tuple[bytes, str]:
-    data = read_file_bytes(path)
-    return data, hashlib.sha256(data).hexdigest()
-
-
 def _stage(path: Path, sha256: str, staging_dir: Path, tags: dict[str, str], workers: int = 1,
            pre_read: PreRead | None = None, while_decoding: Callable[[], None] | None = None) -> StagedTrace:
     try:
@@ -170,7 +164,7 @@ def ingest_paths(
     for candidate in candidates:
         prefetched = take_prefetched(candidate.path)
         if len(candidates) == 1:  # read once: the bytes are hashed here and parsed when staged
-            data, sha256 = prefetched or _read_and_hash(candidate.path)
+            data, sha256 = prefetched or read_and_hash(candidate.path)
             pre_read: PreRead | None = PreRead(data)
             del data
         else:

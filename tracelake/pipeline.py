@@ -408,8 +408,9 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
             with run.step("10 model identification", lambda _: None), connect() as model_db:
                 return identify_model(model_db, trace_id)
 
-        # The system agents and the model identification read only the marts, so they run while
-        # this thread writes the perf report and the category data (mostly DuckDB, GIL released).
+        # The system agents and the model identification read only the marts, so they run in the
+        # background while this thread writes the perf report and the category data (mostly DuckDB,
+        # GIL released).
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="beside-perf-report") as background:
             system_results = background.submit(system_tier)
             with run.step("1 perf report", on_stage):
