@@ -41,11 +41,7 @@ ops_under_op_rows as materialized (
     -- every cpu op in an op row's subtree. Joined on its own: with op_rows read from a table that
     -- holds only a small trace's rows until this update commits, DuckDB's join order put op_rows
     -- x kernels (trace_id only, 53M rows) first when the three were joined in one step.
-    select ancestors.trace_id, ancestors.op_id
-    from ancestors
-    inner join op_rows
-        on ancestors.trace_id = op_rows.trace_id
-        and ancestors.ancestor_op_id = op_rows.op_id
+    {{ candidate_subtrees('ancestors', 'op_rows') }}
 ),
 
 covered_kernels as (
