@@ -223,11 +223,19 @@ def build(
 
 
 def _query(wh: Warehouse, query: str) -> tuple[list[str], list[tuple]]:
+    """Run read-only SQL: statements that would change or reach beyond the warehouse are
+    refused before anything runs (tracelake/sql_guard.py)."""
     import duckdb  # noqa: PLC0415 - see the note on the imports
 
+    from tracelake.sql_guard import check_query, lock_down, refused_access  # noqa: PLC0415
+
     with wh.connect_read_only() as con:
+        lock_down(con, wh.root)  # a no-op once connect_read_only locks the connection itself
         try:
+            check_query(con, query)
             result = con.execute(query)
+        except duckdb.PermissionException as exc:  # a file or URL outside the warehouse
+            raise refused_access(str(exc), wh.root) from None
         except duckdb.Error as exc:
             first_line = str(exc).strip().splitlines()[0]
             raise TraceLakeError(f"query failed: {first_line}") from None

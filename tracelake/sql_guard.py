@@ -1,0 +1,274 @@
+"""Keep ad-hoc SQL read-only: `tracelake sql` (and any read handle from the same connection
+factory) can read the warehouse and nothing else, and can change nothing.
+
+Two layers, each covering what the other cannot:
+
+- `lock_down` sets the connection's DuckDB instance so that the engine itself refuses the rest:
+  files are reachable only under `<warehouse>/parquet` (what the raw views read), nothing from
+  the network, no extension installed or loaded, no Python variables as tables, spilled data
+  outside the warehouse, and the configuration locked so no statement can undo any of it.
+- `check_query` parses the SQL and lets through only statements that read (SELECT and its
+  spellings DESCRIBE / SHOW / SUMMARIZE / FROM / VALUES / PIVOT ... IN, EXPLAIN of one, a few
+  PRAGMAs that list things). The settings alone would still let COPY ... TO write into the
+  warehouse's own Parquet folder (the one folder reads need), and would let CHECKPOINT or a
+  table function that manages state run, so those are refused by kind before anything runs.
+
+Verified against DuckDB 2.0.1 (tests/cli/test_sql_guard.py); the setting names and their order
+matter: `allowed_directories` can only be set while external access is still on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ingest.errors import TraceLakeError
+
+if TYPE_CHECKING:
+    import duckdb
+
+PARQUET_FOLDER = "parquet"  # <warehouse>/parquet: what the raw views read (tracelake/warehouse.py)
+READS_ONLY_HINT = "only SELECT, DESCRIBE, SHOW, SUMMARIZE and EXPLAIN run here"
+EXPORT_HINT = "export a result with `tracelake sql QUERY --format csv > FILE` (or --format json)"
+
+# Filesystems that reach the network (httpfs, azure). With external access off DuckDB already
+# refuses every URL, and no extension can be loaded; named too, in case one was loaded before.
+NETWORK_FILESYSTEMS = ("HTTPFileSystem", "S3FileSystem", "HuggingFaceFileSystem",
+                       "AzureBlobStorageFileSystem", "AzureDfsStorageFileSystem")
+
+# Set in this order before the external-access switch; each is a plain `SET name = value`.
+LOCKED_SETTINGS: tuple[tuple[str, str], ...] = (
+    # `select * from os` would scan the CLI's Python objects. Per connection, and moot with external
+    # access off (DuckDB then refuses replacement scans on every connection), so python_scan_all_frames
+    # (which frames a scan searches) is left alone.
+    ("python_enable_replacements", "false"),
+    ("autoinstall_known_extensions", "false"),  # read_csv('https://...') would download httpfs
+    ("autoload_known_extensions", "false"),
+    ("allow_community_extensions", "false"),
+    ("allow_persistent_secrets", "false"),  # CREATE PERSISTENT SECRET writes under ~/.duckdb
+    ("disabled_filesystems", "'" + ",".join(NETWORK_FILESYSTEMS) + "'"),
+)
+
+# PRAGMAs (statement type PRAGMA) that only list or describe; every other PRAGMA is refused, as
+# are the ones that set a value (`pragma threads = 1` parses as SET).
+READ_PRAGMAS = frozenset({
+    "table_info", "show_tables", "show_tables_expanded", "show_databases", "database_size",
+    "storage_info", "metadata_info", "version", "platform", "user_agent", "collations", "functions",
+})
+
+# Table functions a SELECT may call that change state rather than read it (DuckDB 2.0.1's list).
+# The locked settings already stop the configuration and logging ones; refusing them by name
+# gives a clear message, and `query` / `json_execute_serialized_sql` would hide SQL from this check.
+REFUSED_TABLE_FUNCTIONS = frozenset({
+    "checkpoint", "force_checkpoint",
+    "enable_logging", "disable_logging", "truncate_duckdb_logs", "enable_profiling", "disable_profiling",
+    "add_grammar_extension", "remove_grammar_extension",
+    "register_external_resource_type", "register_external_resource", "create_external_resource",
+    "deregister_external_resource", "destroy_external_resource",
+    "query", "json_execute_serialized_sql",
+})
+
+_LEADING_COMMENTS = r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*"
+_FIRST_WORDS = re.compile(_LEADING_COMMENTS + r"(\w+)(?:\s+(\w+))?", re.DOTALL)
+# EXPLAIN [ANALYZE] [(options)] statement
+_EXPLAIN = re.compile(_LEADING_COMMENTS + r"explain\s+(?:analy[sz]e\b\s*)?", re.DOTALL | re.IGNORECASE)
+_EXPLAIN_OPTIONS = re.compile(r"\((?:[^()']|'[^']*')*\)\s*", re.DOTALL)
+
+# Per statement type: what is refused (by the statement's first keyword where types are shared)
+# and what to do instead.
+_REFUSALS: dict[str, tuple[str, str]] = {
+    "COPY": ("COPY ... TO / FROM is refused", EXPORT_HINT),
+    "EXPORT": ("EXPORT DATABASE is refused", EXPORT_HINT),
+    "ATTACH": ("ATTACH is refused",
+               "tracelake sql reads this warehouse only; open other databases with duckdb itself"),
+    "DETACH": ("DETACH is refused", "tracelake sql reads this warehouse only"),
+    "LOAD": ("LOAD is refused", "tracelake sql runs with the extensions it ships (parquet, json, icu) and no network"),
+    "SET": ("changing settings (SET / RESET / PRAGMA name = value / USE) is refused",
+            "the settings are locked; write values into the query and qualify names (schema.table)"),
+    "CREATE": ("CREATE is refused", "name intermediate results with a WITH clause instead"),
+    "DROP": ("DROP is refused", "the warehouse changes only through `tracelake ingest` and `tracelake build`"),
+    "ALTER": ("ALTER / COMMENT ON is refused",
+              "the warehouse changes only through `tracelake ingest` and `tracelake build`"),
+    "INSERT": ("INSERT is refused", "the warehouse changes only through `tracelake ingest`"),
+    "UPDATE": ("UPDATE is refused", "the warehouse changes only through `tracelake ingest`"),
+    "DELETE": ("DELETE / TRUNCATE is refused", "the warehouse changes only through `tracelake ingest`"),
+    "MERGE_INTO": ("MERGE INTO is refused", "the warehouse changes only through `tracelake ingest`"),
+    "VACUUM": ("VACUUM / ANALYZE is refused", "the warehouse maintains itself on ingest"),
+    "TRANSACTION": ("BEGIN / COMMIT / ROLLBACK is refused", "each query runs on its own; leave them out"),
+    "PREPARE": ("PREPARE is refused", "write the values into the query"),
+    "EXECUTE": ("EXECUTE is refused", "write the values into the query"),
+    "MULTI": ("a statement DuckDB runs as several is refused (a PIVOT without an IN list creates a type)",
+              "list the values: PIVOT ... ON column IN ('a', 'b') USING ..."),
+}
+
+
+class ReadOnlyQueryError(TraceLakeError):
+    """A statement `tracelake sql` refuses because it would change something or reach outside."""
+
+    def __init__(self, what: str, hint: str) -> None:
+        super().__init__(f"sql is read-only: {what}; {hint}")
+
+
+_lock_down_lock = threading.Lock()  # one DuckDB instance is shared by the connections to its file
+
+
+def readable_directory(warehouse_root: Path) -> Path:
+    """The one folder a locked connection may open files in: the warehouse's Parquet partitions."""
+    return warehouse_root / PARQUET_FOLDER
+
+
+def lock_down(con: duckdb.DuckDBPyConnection, warehouse_root: Path) -> None:
+    """Lock a freshly opened read-only connection's DuckDB instance (see the module docstring).
+
+    Safe to call again, on this or another connection to the same instance (DuckDB shares one
+    instance between the connections a process opens to a file): a locked instance is checked
+    and left as it is.
+    """
+    with _lock_down_lock:
+        if _setting(con, "lock_configuration"):
+            # python_enable_replacements is per connection and cannot be set once locked; with
+            # external access off DuckDB refuses replacement scans on every connection anyway
+            if _setting(con, "enable_external_access"):
+                raise TraceLakeError(f"the DuckDB connection to {warehouse_root} was locked with other settings "
+                                     "than tracelake's read-only ones; open it through Warehouse.connect_read_only")
+            return
+        for name, value in LOCKED_SETTINGS:
+            con.execute(f"set {name} = {value}")
+        if _setting(con, "enable_external_access"):
+            # spilled intermediates would land in <warehouse>/warehouse.duckdb.tmp; DuckDB creates
+            # this folder only when it spills and removes it when the instance closes
+            spill = Path(tempfile.gettempdir()) / f"tracelake-duckdb-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+            con.execute(f"set temp_directory = {_quote(spill.as_posix())}")
+            # symlinked spellings of the folder are fine: DuckDB compares canonical paths
+            readable = readable_directory(warehouse_root).as_posix().rstrip("/") + "/"
+            con.execute(f"set allowed_directories = [{_quote(readable)}]")  # only while access is on
+            con.execute("set enable_external_access = false")
+        con.execute("set lock_configuration = true")
+
+
+_REFUSED_FILE = re.compile(r'Cannot access (?:file|directory) "([^"]*)"')
+_VIEW_GLOB = re.compile(r"/parquet/\w+/(?:\*|trace_id=[^/]+)/\*\.parquet$")  # what a raw.* view reads
+
+
+def refused_access(message: str, warehouse_root: Path) -> ReadOnlyQueryError:
+    """The refusal for a DuckDB permission error (a file or URL the locked connection may not open)."""
+    match = _REFUSED_FILE.search(message)
+    target = match.group(1) if match else "a file"
+    if re.match(r"^[a-zA-Z][\w+.-]*://", target):
+        return ReadOnlyQueryError(f"reading {target} is refused", "tracelake sql reaches no network")
+    if _VIEW_GLOB.search(target):
+        return ReadOnlyQueryError(f"opening {target} is refused: the warehouse's views point outside "
+                                  f"{readable_directory(warehouse_root)}",
+                                  f"moved the folder? `tracelake build --warehouse {warehouse_root}` re-points them")
+    return ReadOnlyQueryError(f"opening {target} is refused",
+                              f"tracelake sql opens files only under {readable_directory(warehouse_root)}")
+
+
+def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
+    """Raise ReadOnlyQueryError unless every statement in `query` only reads. Parse errors are
+    DuckDB's (duckdb.ParserException), for the caller to report like any failed query."""
+    statements = con.extract_statements(query)
+    if not statements:
+        raise TraceLakeError("the query has no SQL statement; pass one, e.g. \"select * from traces\"")
+    for statement in statements:
+        try:
+            kind = statement.type.name
+        except ValueError:  # a statement type the Python binding has no name for (UPDATE EXTENSIONS)
+            raise ReadOnlyQueryError(f"`{_first_words(statement.query)}` is refused", READS_ONLY_HINT) from None
+        _check_statement(con, kind, statement.query)
+
+
+def _check_statement(con: duckdb.DuckDBPyConnection, kind: str, text: str) -> None:
+    first = _first_words(text)
+    if kind == "SELECT":
+        _check_table_functions(con, text)
+    elif kind == "EXPLAIN":
+        _check_explained(con, text)
+    elif kind == "PRAGMA":
+        name = first.split()[1] if first.startswith("pragma ") else ""
+        if name not in READ_PRAGMAS:
+            if first.startswith("import"):
+                raise ReadOnlyQueryError("IMPORT DATABASE is refused", _REFUSALS["INSERT"][1])
+            raise ReadOnlyQueryError(f"PRAGMA {name} is refused",
+                                     "the PRAGMAs that run here list things: " + ", ".join(sorted(READ_PRAGMAS)))
+    elif kind == "CALL":
+        if "checkpoint" in first.split():
+            raise ReadOnlyQueryError("CHECKPOINT is refused", "the warehouse is read-only here")
+        raise ReadOnlyQueryError("CALL is refused", "call a table function as SELECT * FROM name(...)")
+    elif kind == "LOAD" and first.split()[0] in ("install", "force"):
+        raise ReadOnlyQueryError("INSTALL is refused", _REFUSALS["LOAD"][1])
+    else:
+        what, hint = _REFUSALS.get(kind, (f"{kind} is refused", READS_ONLY_HINT))
+        raise ReadOnlyQueryError(what, hint)
+
+
+def _check_explained(con: duckdb.DuckDBPyConnection, text: str) -> None:
+    """EXPLAIN ANALYZE runs what it explains: allow it over one SELECT only."""
+    import duckdb  # noqa: PLC0415 - loaded by now: `con` is a DuckDB connection
+
+    prefix = _EXPLAIN.match(text)
+    if prefix is not None:
+        rest = text[prefix.end():]
+        options = _EXPLAIN_OPTIONS.match(rest)
+        # `explain (select 1)` and `explain (format json) select 1` look alike: try both readings
+        for candidate in [rest] + ([rest[options.end():]] if options else []):
+            try:
+                inner = con.extract_statements(candidate)
+                inner_kind = inner[0].type.name if len(inner) == 1 else None
+            except (duckdb.Error, ValueError):  # a parse error: not this reading
+                continue
+            if inner_kind == "SELECT":
+                _check_table_functions(con, inner[0].query)
+                return
+    raise ReadOnlyQueryError("EXPLAIN of anything but a SELECT is refused (EXPLAIN ANALYZE runs it)",
+                             "explain the SELECT itself")
+
+
+def _check_table_functions(con: duckdb.DuckDBPyConnection, text: str) -> None:
+    serialized = con.execute("select json_serialize_sql(?)", [text]).fetchone()
+    tree = json.loads(serialized[0]) if serialized else {"error": True}
+    if tree.get("error"):
+        raise ReadOnlyQueryError("a SELECT that cannot be checked is refused",
+                                 f"DuckDB could not serialize it ({tree.get('error_message', 'no reason given')})")
+    refused = sorted(_table_functions(tree) & REFUSED_TABLE_FUNCTIONS)
+    if refused:
+        name = refused[0]
+        hint = ("run the inner SELECT directly" if name in ("query", "json_execute_serialized_sql")
+                else "it changes state rather than reading it")
+        raise ReadOnlyQueryError(f"the table function {name}() is refused", hint)
+
+
+def _table_functions(node: object) -> set[str]:
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item.get("type") == "TABLE_FUNCTION" and isinstance(item.get("function"), dict):
+                found.add(str(item["function"].get("function_name", "")).lower())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def _first_words(text: str) -> str:
+    match = _FIRST_WORDS.match(text)
+    if match is None:
+        return ""
+    return " ".join(word.lower() for word in match.groups() if word)
+
+
+def _setting(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    row = con.execute("select current_setting(?)", [name]).fetchone()
+    return bool(row and row[0])
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
