@@ -16,6 +16,7 @@ from agents.llm import LlmCommand, LlmOutputRejected, run_llm
 from agents.registry import AgentDefinition
 from agents.render import render_findings
 from analyzers.contracts import AgentResult, AnalysisContext
+from reports.markdown_text import safe_markdown
 
 # Fault injection for checking the failure path end to end: names agents that must fail.
 FORCE_FAILURE_ENV = "TRACELAKE_FORCE_AGENT_FAILURE"
@@ -55,12 +56,13 @@ def _error_result(definition: AgentDefinition, message: str, attempts: int, star
 
 def _finish(definition: AgentDefinition, result: AgentResult, ctx: AnalysisContext, settings: RunnerSettings,
             warnings: list[str]) -> AgentResult:
-    """Render the findings markdown: through the LLM command when configured, else the template."""
+    """Render the findings markdown: through the LLM command when configured, else the template.
+    An LLM may echo trace names as it likes: its markdown keeps no raw HTML, link or open fence."""
     deterministic = render_findings(definition, result, ctx)
     markdown = deterministic
     if settings.llm is not None and result.status == "OK":
         try:
-            markdown = run_llm(settings.llm, definition, result)
+            markdown = str(safe_markdown(run_llm(settings.llm, definition, result)))
         except LlmOutputRejected as exc:
             warnings.append(f"agent {definition.name}: {exc}; the deterministic findings are used")
     return result.model_copy(update={"findings_markdown": markdown})

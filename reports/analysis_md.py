@@ -1,9 +1,12 @@
 """Step 11: analysis.md from ReportInputs (jinja2, StrictUndefined), and its validation.
 
 The renderer only arranges what the pipeline gathered: numbers are formatted here, never computed
-from a trace. ``validate_analysis`` checks a rendered (or hand-edited) report against the priority
-data: the ``##`` sections and their order, the title, leftover template placeholders, the P-item
-cards (one per ranked finding, numbered by global rank) and the Executive Summary metric table.
+from a trace. Trace strings (names, shapes, file and device names) are data: the template escapes
+every value it prints (reports.markdown_text), what this module composes is escaped here, and the
+markdown an analyzer wrote around names goes through TraceStrings. ``validate_analysis`` checks a
+rendered (or hand-edited) report against the priority data: the ``##`` sections and their order,
+the title, leftover template placeholders, the P-item cards (one per ranked finding, numbered by
+global rank) and the Executive Summary metric table.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from agents.render import template_environment
-from analyzers.contracts import PriorityData, RankedFinding
+from agents.render import markdown_environment
+from analyzers.contracts import AgentResult, PriorityData, RankedFinding
+from reports.markdown_text import (EMPTY, Markdown, TraceStrings, blank_code, code, code_cell, one_line,
+                                   safe_markdown, text)
 from reports.model_id import UNKNOWN
 from reports.report_inputs import PLOT_PENDING, ReportInputs
 
@@ -34,12 +39,12 @@ SECTIONS = (
 )
 OPTIONAL_SECTIONS = frozenset({"Warnings"})
 METRIC_ROWS = ("Total Time", "Compute %", "Idle %", "Exposed Communication %", "Top Bottleneck Category")
-DASH = "—"
+DASH = EMPTY
 TOP_OP_NAME_CHARS = 90  # longer op names (synthetic kernel ops) are cut in the table; SQL shows them whole
 HEURISTIC_NOTE = ("Heuristic estimate: a fixed share of the measured time is credited as recoverable; "
                   "it is not a gap to a performance model.")
 
-_environment = template_environment(TEMPLATES)
+_environment = markdown_environment(TEMPLATES)
 
 
 # ---- number and text formatting ------------------------------------------------------------------
@@ -54,59 +59,63 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def fmt_ms(value: Any) -> str:
+# Numbers are ours: they come out as Markdown, so that the template prints them as they are.
+
+def fmt_ms(value: Any) -> Markdown:
     """Milliseconds with 3 decimals; a dash when missing."""
     number = _finite(value)
-    return DASH if number is None else f"{number:,.3f}"
+    return Markdown(DASH if number is None else f"{number:,.3f}")
 
 
-def fmt_pct(value: Any) -> str:
+def fmt_pct(value: Any) -> Markdown:
     """A percentage with 1 decimal (no % sign); tiny non-zero values as <0.1."""
     number = _finite(value)
     if number is None:
-        return DASH
+        return Markdown(DASH)
     if 0 < abs(number) < 0.05:
-        return "<0.1" if number > 0 else ">-0.1"
-    return f"{number:.1f}"
+        return Markdown("<0.1" if number > 0 else ">-0.1")
+    return Markdown(f"{number:.1f}")
 
 
-def fmt_signed_ms(value: Any) -> str:
+def fmt_signed_ms(value: Any) -> Markdown:
     number = _finite(value)
-    return DASH if number is None else f"{number:+,.3f}"
+    return Markdown(DASH if number is None else f"{number:+,.3f}")
 
 
-def fmt_signed_pct(value: Any) -> str:
+def fmt_signed_pct(value: Any) -> Markdown:
     number = _finite(value)
-    return DASH if number is None else f"{number:+.1f}"
+    return Markdown(DASH if number is None else f"{number:+.1f}")
 
 
-def fmt_value(key: str, value: Any) -> str:
-    """An evidence value for a Data table: units by key suffix, compact JSON for structures."""
+def fmt_value(key: str, value: Any) -> Markdown:
+    """An evidence value for a Data table cell: units by key suffix, compact JSON for structures,
+    strings (trace names among them) as literal text."""
     if value is None:
-        return DASH
+        return Markdown(DASH)
     if isinstance(value, bool):
-        return "yes" if value else "no"
+        return Markdown("yes" if value else "no")
     if isinstance(value, int):
-        return f"{value:,}" if abs(value) >= 10000 else str(value)
+        return Markdown(f"{value:,}" if abs(value) >= 10000 else str(value))
     if isinstance(value, float):
         number = _finite(value)
         if number is None:
-            return DASH
+            return Markdown(DASH)
         if key.endswith(("_ms", "_time_ms")):
-            return f"{number:,.3f} ms"
+            return Markdown(f"{number:,.3f} ms")
         if key.endswith("_us"):
-            return f"{number:,.1f} us"
+            return Markdown(f"{number:,.1f} us")
         if "percent" in key or key.endswith("_pct") or key.startswith("pct_"):
-            return f"{fmt_pct(number)}%"
-        return f"{number:.4g}"
+            return Markdown(f"{fmt_pct(number)}%")
+        return Markdown(f"{number:.4g}")
     if isinstance(value, dict):
         items = [f"{k}: {_scalar(v)}" for k, v in list(value.items())[:8]]
-        return cell(", ".join(items) + (f", ... ({len(value)} keys)" if len(value) > 8 else "")) if items else DASH
+        return cell(", ".join(items) + (f", ... ({len(value)} keys)" if len(value) > 8 else "")) if items \
+            else Markdown(DASH)
     if isinstance(value, (list, tuple)):
         if not value:
-            return DASH
+            return Markdown(DASH)
         if any(isinstance(v, (dict, list, tuple)) for v in value):
-            return f"{len(value)} entries (see the finding's SQL in the Appendix)"
+            return Markdown(f"{len(value)} entries (see the finding's SQL in the Appendix)")
         items = [_scalar(v) for v in value[:10]]
         return cell(", ".join(items) + (f", ... ({len(value)} in all)" if len(value) > 10 else ""))
     return cell(str(value))
@@ -121,26 +130,22 @@ def _scalar(value: Any) -> str:
     return DASH if value is None else str(value)
 
 
-def cell(text: Any) -> str:
-    """Text safe inside a markdown table cell."""
-    return str(text).replace("\r", " ").replace("\n", " ").replace("|", "\\|").strip() or DASH
+def cell(value: Any) -> Markdown:
+    """`value` as literal text for a table cell (a dash when empty)."""
+    return text(value) or Markdown(DASH)
 
 
-def code(text: Any) -> str:
-    """An identifier (op or kernel name) as inline code."""
-    return f"`{str(text).replace('`', '')}`"
+def _shorten(value: str, limit: int) -> str:
+    return value if len(value) <= limit else value[: limit - 3].rstrip() + "..."
 
 
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
-
-
-def one_line(text: str) -> str:
-    return " ".join(str(text).split())
+def card_title(finding: RankedFinding) -> Markdown:
+    """A finding's title as its card and its Detailed Analysis heading show it."""
+    return text(one_line(finding.title))
 
 
 _environment.filters.update(ms=fmt_ms, pct=fmt_pct, signed_ms=fmt_signed_ms, signed_pct=fmt_signed_pct,
-                            cell=cell, code=code, one_line=one_line)
+                            cell=cell, one_line=one_line)
 
 
 # ---- view models ----------------------------------------------------------------------------------
@@ -155,9 +160,9 @@ def finding_kind(finding: RankedFinding) -> str:
 def _impact(finding: RankedFinding, e2e_ms: float) -> dict[str, Any]:
     mid = _finite(finding.impact_score)
     if mid is None:
-        return {"quantified": False, "text": f"not quantifiable from trace data (estimate: {finding.estimate_method}, "
-                                             f"confidence: {finding.confidence})", "low_ms": None, "mid_ms": None,
-                "high_ms": None}
+        return {"quantified": False, "text": Markdown(f"not quantifiable from trace data (estimate: "
+                                                      f"{finding.estimate_method}, confidence: {finding.confidence})"),
+                "low_ms": None, "mid_ms": None, "high_ms": None}
     low = _finite(finding.impact_low)
     high = _finite(finding.impact_high)
     low = mid if low is None else low
@@ -165,37 +170,49 @@ def _impact(finding: RankedFinding, e2e_ms: float) -> dict[str, Any]:
     mid_ms = _finite(finding.recoverable_ms)
     mid_ms = mid * e2e_ms / 100.0 if mid_ms is None else mid_ms
     low_ms, high_ms = low * e2e_ms / 100.0, high * e2e_ms / 100.0
-    text = (f"{fmt_pct(low)}–{fmt_pct(high)}% of E2E ({fmt_ms(low_ms)}–{fmt_ms(high_ms)} ms; "
-            f"mid {fmt_pct(mid)}% ≈ {fmt_ms(mid_ms)} ms); estimate: {finding.estimate_method}; "
-            f"confidence: {finding.confidence}")
-    return {"quantified": True, "text": text, "low_ms": low_ms, "mid_ms": mid_ms, "high_ms": high_ms}
+    impact = (f"{fmt_pct(low)}–{fmt_pct(high)}% of E2E ({fmt_ms(low_ms)}–{fmt_ms(high_ms)} ms; "
+              f"mid {fmt_pct(mid)}% ≈ {fmt_ms(mid_ms)} ms); estimate: {finding.estimate_method}; "
+              f"confidence: {finding.confidence}")
+    return {"quantified": True, "text": Markdown(impact), "low_ms": low_ms, "mid_ms": mid_ms, "high_ms": high_ms}
 
 
-def _evidence_rows(finding: RankedFinding) -> list[tuple[str, str]]:
+def _evidence_rows(finding: RankedFinding) -> list[tuple[Markdown, Markdown]]:
     return [(cell(key.replace("_", " ")), fmt_value(key, value)) for key, value in finding.evidence.items()]
 
 
 _DETAIL_LABELS = ("identification", "data", "reasoning", "resolution", "impact estimate")
 
 
-def _details(text: str) -> tuple[str, bool]:
-    """The agent's detailed analysis with headings demoted to bold text (so it cannot open a report
-    section or a P card); True when it already carries the Identification/Data/Reasoning/Resolution/
-    Impact estimate structure."""
-    lines = [re.sub(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$", r"**\1**", line) for line in text.strip().splitlines()]
+def _details(details: Markdown) -> tuple[Markdown, bool]:
+    """The agent's detailed analysis (made safe) with headings demoted to bold text (so it cannot
+    open a report section or a P card); True when it already carries the Identification/Data/
+    Reasoning/Resolution/Impact estimate structure."""
+    lines = [re.sub(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$", r"**\1**", line) for line in details.strip().splitlines()]
     demoted = "\n".join(lines).strip()
     labels = {label for label in _DETAIL_LABELS if re.search(rf"\*\*{label}[^*]*\*\*", demoted, re.IGNORECASE)}
-    return demoted, len(labels) >= 3
+    return Markdown(demoted), len(labels) >= 3
 
 
-def _card(finding: RankedFinding, e2e_ms: float) -> dict[str, Any]:
+def _trace_strings(results: list[AgentResult]) -> dict[str, TraceStrings]:
+    """Per agent, the trace strings its analyzer may have written into its findings' text."""
+    return {r.agent: TraceStrings.of(r.metrics, [f.evidence for f in r.findings], [f.operations for f in r.findings])
+            for r in results}
+
+
+def _sentence(names: TraceStrings, markdown: str) -> Markdown:
+    """An analyzer's one-paragraph markdown (an insight, an action), made safe, on one line."""
+    return Markdown(one_line(names.escape_in(markdown)))
+
+
+def _card(finding: RankedFinding, e2e_ms: float, trace_strings: dict[str, TraceStrings]) -> dict[str, Any]:
     kind = finding_kind(finding)
-    details, structured = _details(finding.details)
+    names = trace_strings.get(finding.agent) or TraceStrings.of(finding.evidence, finding.operations)
+    details, structured = _details(names.escape_in(finding.details))
     return {
         "rank": finding.global_rank,
-        "title": one_line(finding.title),
-        "insight": one_line(finding.insight),
-        "action": one_line(finding.action),
+        "title": card_title(finding),
+        "insight": _sentence(names, finding.insight),
+        "action": _sentence(names, finding.action),
         "impact": _impact(finding, e2e_ms),
         "heuristic": finding.estimate_method == "heuristic",
         "kind": kind,
@@ -214,13 +231,14 @@ def _card(finding: RankedFinding, e2e_ms: float) -> dict[str, Any]:
     }
 
 
-def _title(inputs: ReportInputs) -> str:
+def _title(inputs: ReportInputs) -> Markdown:
     model = one_line(inputs.title_model or "")
     if not model or model in (UNKNOWN, "Unknown model", "None"):
         model = inputs.model_info.display_name
     if inputs.comparison_scope == "comparative":
-        return f"# {model} - Comparative Analysis: {inputs.platform} vs {inputs.platform2 or inputs.platform}"
-    return f"# {model} - {inputs.platform} Standalone Analysis"
+        return Markdown(f"# {text(model)} - Comparative Analysis: {text(inputs.platform)} vs "
+                        f"{text(inputs.platform2 or inputs.platform)}")
+    return Markdown(f"# {text(model)} - {text(inputs.platform)} Standalone Analysis")
 
 
 def _gpu(values: dict[str, float] | None) -> dict[str, float | None]:
@@ -242,11 +260,11 @@ def _metric_rows(inputs: ReportInputs, gpu1: dict, gpu2: dict | None) -> list[di
     def diff(a: float | None, b: float | None) -> float | None:
         return None if a is None or b is None else b - a
 
-    def ms(value: float | None) -> str:
-        return DASH if value is None else f"{fmt_ms(value)} ms"
+    def ms(value: float | None) -> Markdown:
+        return Markdown(DASH if value is None else f"{fmt_ms(value)} ms")
 
-    def pct(value: float | None) -> str:
-        return DASH if value is None else f"{fmt_pct(value)}%"
+    def pct(value: float | None) -> Markdown:
+        return Markdown(DASH if value is None else f"{fmt_pct(value)}%")
 
     rows = [
         ("Total Time", ms(gpu1["total_time_ms"]), gpu2 and ms(gpu2["total_time_ms"]), "total_time_ms"),
@@ -264,9 +282,9 @@ def _metric_rows(inputs: ReportInputs, gpu1: dict, gpu2: dict | None) -> list[di
             if key == "total_time_ms":
                 relative = 100.0 * delta / gpu1[key] if delta is not None and gpu1[key] else None
                 row["difference"] = DASH if delta is None else \
-                    f"{fmt_signed_ms(delta)} ms ({fmt_signed_pct(relative)}%)"
+                    Markdown(f"{fmt_signed_ms(delta)} ms ({fmt_signed_pct(relative)}%)")
             else:
-                row["difference"] = DASH if delta is None else f"{fmt_signed_pct(delta)} pp"
+                row["difference"] = DASH if delta is None else Markdown(f"{fmt_signed_pct(delta)} pp")
         result.append(row)
     result.append({"label": "Top Bottleneck Category", "value1": cell(inputs.top_bottleneck_category or DASH),
                    "value2": cell(inputs.top_bottleneck_category2 or DASH), "difference": DASH})
@@ -296,9 +314,9 @@ def _platform_view(spec: dict[str, Any] | None, platform: str) -> dict[str, Any]
         "display_name": spec.get("display_name") or platform,
         "kind": kind_text,
         "source": one_line(spec.get("source") or DASH),
-        "mem_bw_tbs": DASH if bandwidth is None else f"{bandwidth / 1000:.2f}",
+        "mem_bw_tbs": DASH if bandwidth is None else Markdown(f"{bandwidth / 1000:.2f}"),
         "memory_gb": fmt_value("memory_gb", spec.get("memory_gb")) if spec.get("memory_gb") is not None else DASH,
-        "peaks": [(cell(name), f"{_finite(value):g}" if _finite(value) is not None else DASH)
+        "peaks": [(cell(name), Markdown(f"{_finite(value):g}") if _finite(value) is not None else DASH)
                   for name, value in sorted(dict(peaks).items())],
     }
 
@@ -310,19 +328,19 @@ def _top_operations(inputs: ReportInputs) -> list[dict[str, str]]:
         bound = row.get("bound")
         rows.append({
             "rank": str(rank),
-            "name": code(cell(_shorten(str(row.get("name") or DASH), TOP_OP_NAME_CHARS))),
+            "name": code_cell(_shorten(one_line(row.get("name") or DASH), TOP_OP_NAME_CHARS)),
             "category": cell(row.get("category") or DASH),
             "count": fmt_value("count", row.get("count")),
             "time_ms": fmt_ms(row.get("time_ms")),
             "percent_of_e2e": fmt_pct(row.get("percent_of_e2e")),
-            "pct_roofline": DASH if pct_roofline is None else f"{fmt_pct(pct_roofline)}%",
+            "pct_roofline": DASH if pct_roofline is None else Markdown(f"{fmt_pct(pct_roofline)}%"),
             "bound": cell(str(bound).lower().replace("_", "-")) if bound else DASH,
             # comparative scope: trace 2's side of the op's match (absent: no match)
             "count2": fmt_value("count", row.get("count2")) if row.get("count2") is not None else DASH,
             "time2_ms": fmt_ms(row.get("time2_ms")) if row.get("time2_ms") is not None else DASH,
             "difference_ms": (fmt_signed_ms(row["time2_ms"] - row["time_ms"])
                               if row.get("time2_ms") is not None and row.get("time_ms") is not None else DASH),
-            "efficiency": (f"{fmt_pct(row['efficiency_percent'])}%"
+            "efficiency": (Markdown(f"{fmt_pct(row['efficiency_percent'])}%")
                            if _finite(row.get("efficiency_percent")) is not None else DASH),
             "matched_by": {"name_and_shapes": "name + shapes", "module_path": "model layer"}.get(
                 str(row.get("matched_by")), "not matched"),
@@ -330,20 +348,21 @@ def _top_operations(inputs: ReportInputs) -> list[dict[str, str]]:
     return rows
 
 
-def _summary(inputs: ReportInputs, gpu1: dict, gpu2: dict | None, cards: list[dict[str, Any]]) -> str:
+def _summary(inputs: ReportInputs, gpu1: dict, gpu2: dict | None, cards: list[dict[str, Any]]) -> Markdown:
     parts = []
+    platform, platform2 = text(inputs.platform), text(inputs.platform2 or inputs.platform)
     if gpu2 is not None and gpu1["total_time_ms"] and gpu2["total_time_ms"]:
         t1, t2 = gpu1["total_time_ms"], gpu2["total_time_ms"]
         if t2 < t1:
-            speed = f"Trace 2 ({inputs.platform2 or inputs.platform}) is {fmt_pct(100.0 * (t1 - t2) / t1)}% faster"
+            speed = f"Trace 2 ({platform2}) is {fmt_pct(100.0 * (t1 - t2) / t1)}% faster"
         elif t2 > t1:
-            speed = f"Trace 2 ({inputs.platform2 or inputs.platform}) is {fmt_pct(100.0 * (t2 - t1) / t1)}% slower"
+            speed = f"Trace 2 ({platform2}) is {fmt_pct(100.0 * (t2 - t1) / t1)}% slower"
         else:
             speed = "Both traces take the same time"
-        parts.append(f"{speed} than trace 1 ({inputs.platform}): {fmt_ms(t2)} ms vs {fmt_ms(t1)} ms of GPU time.")
+        parts.append(f"{speed} than trace 1 ({platform}): {fmt_ms(t2)} ms vs {fmt_ms(t1)} ms of GPU time.")
     else:
         parts.append(
-            f"The trace `{cell(inputs.trace_name)}` spans {fmt_ms(gpu1['total_time_ms'])} ms of GPU time: "
+            f"The trace {code(inputs.trace_name)} spans {fmt_ms(gpu1['total_time_ms'])} ms of GPU time: "
             f"{fmt_pct(gpu1['computation_percent'])}% computation, {fmt_pct(gpu1['idle_percent'])}% idle, "
             f"{fmt_pct(gpu1['exposed_comm_percent'])}% exposed communication and "
             f"{fmt_pct(gpu1['exposed_memcpy_percent'])}% exposed memory copies.")
@@ -356,8 +375,8 @@ def _summary(inputs: ReportInputs, gpu1: dict, gpu2: dict | None, cards: list[di
         parts.append(f"{len(cards)} finding(s) are listed below; none carries a time estimate.")
     else:
         parts.append("No optimization opportunity was found.")
-    parts.append(f"Analysis mode: {inputs.mode} ({one_line(inputs.mode_reason)}).")
-    return " ".join(parts)
+    parts.append(f"Analysis mode: {text(inputs.mode)} ({text(inputs.mode_reason)}).")
+    return Markdown(" ".join(parts))
 
 
 def _context(inputs: ReportInputs) -> dict[str, Any]:
@@ -365,12 +384,13 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
     gpu1 = _gpu(inputs.gpu_utilization)
     gpu2 = _gpu(inputs.gpu_utilization2) if inputs.comparison_scope == "comparative" and inputs.gpu_utilization2 else None
     ranked = sorted(inputs.priority.findings, key=lambda f: f.global_rank)
-    cards = [_card(f, e2e_ms) for f in ranked]
+    trace_strings = _trace_strings(inputs.agent_results)
+    cards = [_card(f, e2e_ms, trace_strings) for f in ranked]
     by_kind = {kind: [c for c in cards if c["kind"] == kind] for kind in ("compute", "fusion", "system")}
     ranked_ids = {f.finding_id for f in ranked}
     unranked = [f for r in inputs.agent_results for f in r.findings if f.finding_id not in ranked_ids]
     model = inputs.model_info
-    reproduce = [(cell(label), sql.strip()) for label, sql in inputs.reproduce_sql if sql and sql.strip()]
+    reproduce = [(one_line(label), sql.strip()) for label, sql in inputs.reproduce_sql if sql and sql.strip()]
     reproduce += [(f"Model identification query {i}", sql) for i, sql in enumerate(model.evidence_sql, start=1)]
     return {
         "title": _title(inputs),
@@ -382,16 +402,17 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "warnings": _warnings(inputs),
         "summary": _summary(inputs, gpu1, gpu2, cards),
         "metric_rows": _metric_rows(inputs, gpu1, gpu2),
-        "plot": inputs.plot_png_base64,
+        "plot": Markdown(inputs.plot_png_base64) if inputs.plot_png_base64 else None,  # base64, or PLOT_PENDING
         "gpu": gpu1,
         "top_operations": _top_operations(inputs),
-        "matching_note": one_line(inputs.op_matching_note or ""),
+        "matching_note": safe_markdown(one_line(inputs.op_matching_note or "")),  # markdown: names escaped
         "relabelled_ops_note": one_line(inputs.relabelled_ops_note) if inputs.relabelled_ops_note else None,
         "compute_cards": by_kind["compute"],
         "fusion_cards": by_kind["fusion"],
         "system_cards": by_kind["system"],
         "detail_cards": by_kind["compute"] + by_kind["fusion"] + by_kind["system"],
-        "unranked": [{"title": one_line(f.title), "agent": f.agent, "insight": one_line(f.insight)} for f in unranked],
+        "unranked": [{"title": one_line(f.title), "agent": f.agent,
+                      "insight": _sentence(trace_strings[f.agent], f.insight)} for f in unranked],
         "model": {
             "name": cell(model.display_name if model.display_name != "Workload" else UNKNOWN),
             "family": cell(model.model_family),
@@ -399,7 +420,7 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
             "scale": cell(model.scale),
             "precision": cell(model.precision),
             "confidence": model.confidence,
-            "evidence": [one_line(e) for e in model.evidence],
+            "evidence": [safe_markdown(one_line(e)) for e in model.evidence],  # markdown: names as code
         },
         "platforms": [p for p in (_platform_view(inputs.platform_spec, inputs.platform),
                                   _platform_view(inputs.platform_spec2, inputs.platform2 or inputs.platform)
@@ -413,9 +434,9 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         } for c in inputs.quality_checks],
         "agents": [{"agent": r.agent, "tier": r.tier, "status": r.status, "findings": len(r.findings),
                     "attempts": r.attempts} for r in inputs.agent_results],
-        "trace_name": cell(inputs.trace_name),
+        "trace_name": inputs.trace_name,
         "trace_id": inputs.trace_id,
-        "trace2_name": cell(inputs.trace2_name) if inputs.trace2_name else None,
+        "trace2_name": inputs.trace2_name or None,
         "trace2_id": inputs.trace2_id,
         "mode": inputs.mode,
         "mode_reason": one_line(inputs.mode_reason),
@@ -440,9 +461,7 @@ def render_analysis(inputs: ReportInputs) -> str:
 
 # ---- validation ---------------------------------------------------------------------------------------
 
-_FENCE = re.compile(r"^```.*?^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _DATA_URI = re.compile(r"\(data:image/[a-z]+;base64,[A-Za-z0-9+/=\s]*\)")
-_INLINE_CODE = re.compile(r"`[^`\n]*`")
 _CARD = re.compile(r"^### P(\d+): (.*?)\s*$", re.MULTILINE)
 _P_REFERENCE = re.compile(r"(?<![\w/.-])P(\d+)(?![\w])")
 _TITLE_STANDALONE = re.compile(r"^# (?P<model>.+?) - (?P<platform>\S.*?) Standalone Analysis$")
@@ -456,7 +475,10 @@ _PLACEHOLDERS = (
     (re.compile(r"\bnan\b", re.IGNORECASE), "'nan' (a missing number)"),
     (re.compile(r"\b(?:inf|Infinity)\b"), "'inf' (a broken number)"),
 )
-# <Model>, <platform>, <Brief Title>, ...: angle-bracket words that are not HTML tags the report uses
+# <Model>, <platform>, <Brief Title>, ...: angle-bracket words that are not HTML tags the report uses.
+# These checks read the prose only (code blocks and spans hold names and SQL, shown literally), and
+# trace text in prose never spells them: markdown_text.text writes '<' as '&lt;', '{{' as '{\{' and
+# the first letter of TODO / nan / inf / None / P<n> as a character reference.
 _ANGLE_PLACEHOLDER = re.compile(r"<(?!/?(?:a|br|sub|sup|b|i|em|strong|details|summary|code|span)\b)[A-Za-z][A-Za-z _-]*>")
 
 
@@ -465,14 +487,14 @@ def _strip_images(markdown: str) -> str:
 
 
 def _prose(markdown: str) -> str:
-    """The text without code blocks, inline code and embedded images (for marker scans)."""
-    return _INLINE_CODE.sub("``", _FENCE.sub("", _strip_images(markdown)))
+    """The text with code blocks, inline code and embedded images blanked (for marker scans)."""
+    return blank_code(_strip_images(markdown))
 
 
 def _sections(markdown: str) -> list[tuple[str, int, int]]:
     """(name, start, end) of every ``##`` section outside code blocks."""
-    text = _FENCE.sub(lambda m: " " * len(m.group(0)), markdown)
-    heads = [(m.group(1).strip(), m.start()) for m in re.finditer(r"^## (?!#)(.+)$", text, re.MULTILINE)]
+    prose = blank_code(markdown)
+    heads = [(m.group(1).strip(), m.start()) for m in re.finditer(r"^## (?!#)(.+)$", prose, re.MULTILINE)]
     return [(name, start, heads[i + 1][1] if i + 1 < len(heads) else len(markdown))
             for i, (name, start) in enumerate(heads)]
 
@@ -512,14 +534,16 @@ def _check_title(markdown: str, priority: PriorityData) -> list[str]:
 
 
 def _check_placeholders(markdown: str) -> list[str]:
-    text = _strip_images(markdown)
+    prose = _prose(markdown)
     problems = []
+    if PLOT_PENDING in markdown:
+        problems.append("leftover placeholder: the plot was never embedded")
     for pattern, label in _PLACEHOLDERS:
-        hits = [m for m in pattern.finditer(text)]
+        hits = [m for m in pattern.finditer(prose)]
         if hits:
-            line = text.count("\n", 0, hits[0].start()) + 1
+            line = prose.count("\n", 0, hits[0].start()) + 1
             problems.append(f"leftover placeholder {label}: {len(hits)} occurrence(s), first on line {line}")
-    hits = list(_ANGLE_PLACEHOLDER.finditer(_INLINE_CODE.sub("``", _FENCE.sub("", text))))
+    hits = list(_ANGLE_PLACEHOLDER.finditer(prose))
     if hits:
         problems.append("leftover placeholder(s) " + ", ".join(sorted({m.group(0) for m in hits})[:5]))
     return problems
@@ -528,8 +552,11 @@ def _check_placeholders(markdown: str) -> list[str]:
 def _check_markers(markdown: str, sections: list[tuple[str, int, int]], priority: PriorityData) -> list[str]:
     problems = []
     by_rank = {f.global_rank: f for f in priority.findings}
-    prose = _FENCE.sub(lambda m: " " * len(m.group(0)), markdown)
-    cards = [(int(m.group(1)), m.group(2), m.start()) for m in _CARD.finditer(prose)]
+    cards = []  # (rank, title, offset) of every card heading outside code, its title as written
+    for outside_code in _CARD.finditer(blank_code(markdown)):
+        heading = _CARD.match(markdown, outside_code.start())
+        if heading:
+            cards.append((int(heading.group(1)), heading.group(2), heading.start()))
     seen: dict[int, int] = {}
     section_of_kind = {"compute": "Compute Kernel Optimizations", "fusion": "Kernel Fusion Opportunities (Experimental)",
                        "system": "System-Level Optimizations"}
@@ -539,8 +566,9 @@ def _check_markers(markdown: str, sections: list[tuple[str, int, int]], priority
         if finding is None:
             problems.append(f"card P{rank} ({title!r}) matches no finding with global rank {rank}")
             continue
-        if one_line(finding.title) != title:
-            problems.append(f"card P{rank} is titled {title!r} but the finding ranked {rank} is {one_line(finding.title)!r}")
+        expected_title = card_title(finding)
+        if expected_title != title:
+            problems.append(f"card P{rank} is titled {title!r} but the finding ranked {rank} is {expected_title!r}")
         section = next((name for name, start, end in sections if start <= position < end), None)
         expected = section_of_kind[finding_kind(finding)]
         if section != expected:

@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow as pa
 
 from analyzers.comparison import CategoryTime, OpComparison
+from reports.markdown_text import code, sql_literal
 
 TOP_OPERATIONS = 10  # rows of the report's Top Operations table
 UNMATCHED_LISTED = 5  # unmatched ops named in the report's matching note, per side
@@ -62,7 +63,7 @@ def top_operations(comparison: OpComparison, e2e_ms: float) -> list[dict[str, An
 
 
 def matching_note(comparison: OpComparison) -> str:
-    """One paragraph: how much of each trace's op time was matched, what was not."""
+    """One paragraph of markdown: how much of each trace's op time was matched, what was not."""
     def share(part: float, whole: float) -> str:
         return f"{100.0 * part / whole:.1f} %" if whole > 0 else "0 %"
 
@@ -76,7 +77,7 @@ def matching_note(comparison: OpComparison) -> str:
     ]
     for label, ops in (("trace 1", comparison.only_in_trace1), ("trace 2", comparison.only_in_trace2)):
         if ops:
-            names = ", ".join(f"`{o.name}` ({o.time_ms:.3f} ms)" for o in ops[:UNMATCHED_LISTED])
+            names = ", ".join(f"{code(o.name)} ({o.time_ms:.3f} ms)" for o in ops[:UNMATCHED_LISTED])
             more = f" and {len(ops) - UNMATCHED_LISTED} more" if len(ops) > UNMATCHED_LISTED else ""
             parts.append(f"Only in {label}: {names}{more}.")
     return " ".join(parts)
@@ -94,8 +95,8 @@ def report_fields(comparison: OpComparison, e2e_ms: float, trace2_name: str, gpu
                   platform_spec2: dict[str, Any]) -> dict[str, Any]:
     """The ReportInputs fields a comparative report adds to (or changes in) the standalone ones;
     `reproduce_sql` holds queries to append to the standalone ones."""
-    sql = (f"-- every op of both traces, matched\n"
-           f"select * from op_perf where trace_id in ('{comparison.trace1_id}', '{comparison.trace2_id}')")
+    trace_ids = f"({sql_literal(comparison.trace1_id)}, {sql_literal(comparison.trace2_id)})"
+    sql = f"-- every op of both traces, matched\nselect * from op_perf where trace_id in {trace_ids}"
     return {
         "comparison_scope": "comparative",
         "platform2": comparison.platform2,
@@ -109,8 +110,7 @@ def report_fields(comparison: OpComparison, e2e_ms: float, trace2_name: str, gpu
         "top_operations": top_operations(comparison, e2e_ms),
         "op_matching_note": matching_note(comparison),
         "reproduce_sql": [  # added to the standalone queries
-            ("GPU time breakdown of both traces", "select * from gpu_timeline where trace_id in "
-             f"('{comparison.trace1_id}', '{comparison.trace2_id}')"),
+            ("GPU time breakdown of both traces", f"select * from gpu_timeline where trace_id in {trace_ids}"),
             ("Op signatures of both traces", sql),
         ],
     }

@@ -29,6 +29,8 @@ from typing import Literal
 import duckdb
 from pydantic import BaseModel, Field
 
+from reports.markdown_text import code
+
 UNKNOWN = "Cannot be inferred from trace"
 
 # ---- module class -> family ------------------------------------------------------------------
@@ -136,7 +138,7 @@ class ModelInfo(BaseModel):
     architecture: str = UNKNOWN
     scale: str = UNKNOWN
     precision: str = UNKNOWN
-    evidence: list[str] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=list)  # markdown: names as code spans (markdown_text.code)
     confidence: Literal["high", "medium", "low"] = "low"
     # the structured numbers behind scale (None = not visible in the trace)
     hidden_size: int | None = None
@@ -518,14 +520,14 @@ def identify_model(db: duckdb.DuckDBPyConnection, trace_id: str) -> ModelInfo:
     kind = None
     if family:
         info.model_family, kind, matched = family
-        evidence.append(f"nn.Module class `{matched}` identifies the {info.model_family} family")
+        evidence.append(f"nn.Module class {code(matched)} identifies the {info.model_family} family")
     elif classes:
-        evidence.append("module classes seen: " + ", ".join(f"`{c}`" for c in classes[:12])
+        evidence.append("module classes seen: " + ", ".join(code(c) for c in classes[:12])
                         + " (none names a known model family)")
     tensor_parallel_classes = [c for c in classes if _TENSOR_PARALLEL_CLASS.search(c)]
     if tensor_parallel_classes and world_size and world_size > 1:
         info.tensor_parallel = world_size
-        evidence.append(f"tensor-parallel modules ({', '.join(f'`{c}`' for c in tensor_parallel_classes[:3])}) "
+        evidence.append(f"tensor-parallel modules ({', '.join(code(c) for c in tensor_parallel_classes[:3])}) "
                         f"in a {world_size}-rank job: per-rank widths are multiplied by {world_size}")
     tp = info.tensor_parallel or 1
 
@@ -541,7 +543,7 @@ def identify_model(db: duckdb.DuckDBPyConnection, trace_id: str) -> ModelInfo:
     layer = _layer_class(facts.module_instances)
     if layer:
         info.num_layers = layer[1]
-        evidence.append(f"{layer[1]} distinct `{layer[0]}` instances")
+        evidence.append(f"{layer[1]} distinct {code(layer[0])} instances")
 
     # -- weights: hidden, FFN, vocabulary ----------------------------------------------------------
     largest_table = max(embeddings, key=lambda w: w.shape[0], default=None)
@@ -580,7 +582,7 @@ def identify_model(db: duckdb.DuckDBPyConnection, trace_id: str) -> ModelInfo:
         info.num_heads = attention["heads"] * tp
         info.num_kv_heads = attention["kv_heads"] * tp
         info.head_dim = attention["head_dim"]
-        evidence.append(f"`{attention['op']}`: {attention['heads']} query / {attention['kv_heads']} key-value heads"
+        evidence.append(f"{code(attention['op'])}: {attention['heads']} query / {attention['kv_heads']} key-value heads"
                         + (" per rank" if tp > 1 else "") + f", head dim {attention['head_dim']}"
                         + ("" if attention["causal"] is None else f", causal={str(attention['causal']).lower()}"))
 
@@ -593,7 +595,7 @@ def identify_model(db: duckdb.DuckDBPyConnection, trace_id: str) -> ModelInfo:
             evidence.append(f"router GEMM {info.hidden_size} -> {info.num_experts} inside the MoE layer: "
                             f"{info.num_experts} experts")
         evidence.append("mixture-of-experts: " + ", ".join(
-            ([f"module `{moe_classes[0]}`"] if moe_classes else [])
+            ([f"module {code(moe_classes[0])}"] if moe_classes else [])
             + ([f"{op_counts['moe_ops']} MoE ops"] if op_counts["moe_ops"] else [])
             + ([f"MoE kernels {kernel_time['moe'] / 1000:.3f} ms"] if "moe" in kernel_time else [])))
 
@@ -668,7 +670,7 @@ def identify_model(db: duckdb.DuckDBPyConnection, trace_id: str) -> ModelInfo:
         depth = 2 + 2 * blocks_basic if blocks_basic else 2 + 3 * blocks_bottleneck
         info.model_name = f"ResNet-{depth}"
         info.num_layers = depth
-        evidence.append(f"{blocks_basic or blocks_bottleneck} `{'BasicBlock' if blocks_basic else 'Bottleneck'}` "
+        evidence.append(f"{blocks_basic or blocks_bottleneck} {code('BasicBlock' if blocks_basic else 'Bottleneck')} "
                         f"instances: {depth} weight layers deep")
     elif info.hidden_size and info.num_layers:
         config = _matching_config(info)

@@ -4,7 +4,8 @@ Top panel: one horizontal bar per ranked finding with an impact estimate (the mi
 recoverable time in ms, error bar from the low to the high estimate), P1 at the top.
 Bottom panel: the E2E time split into computation / exposed communication / exposed memcpy / idle
 (gpu_timeline), one stacked bar. Drawn with matplotlib's Agg canvas, no pyplot global state, so it
-is safe in threads.
+is safe in threads. Finding titles carry trace names: they are drawn as plain text (no mathtext, so
+`$` and `\\` show as themselves), on one line, without control characters.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from analyzers.contracts import PriorityData, RankedFinding
+from reports.markdown_text import one_line
 
 MAX_BARS = 10
+LABEL_CHARS = 60  # a finding's label on the y axis
 _TIER_COLOURS = {"compute": "#3274a1", "system": "#e1812c", "fusion": "#3a923a"}
 _BREAKDOWN = (  # (label, ms key, percent key, colour)
     ("Computation", "computation_time_ms", "computation_time_percent", "#3274a1"),
@@ -63,7 +66,11 @@ def _recoverable(finding: RankedFinding, e2e_ms: float) -> tuple[float, float, f
 
 
 def _label(finding: RankedFinding) -> str:
-    return textwrap.shorten(f"P{finding.global_rank}: {finding.title}", width=60, placeholder="...")
+    label = f"P{finding.global_rank}: {one_line(finding.title)}"
+    shortened = textwrap.shorten(label, width=LABEL_CHARS, placeholder="...")
+    # a name longer than the label is cut, not dropped whole
+    return shortened if len(shortened) > LABEL_CHARS // 2 or len(label) <= LABEL_CHARS \
+        else label[: LABEL_CHARS - 3] + "..."
 
 
 def perf_improvement_png(priority: PriorityData, gpu_utilization: dict) -> bytes:
@@ -90,7 +97,7 @@ def perf_improvement_png(priority: PriorityData, gpu_utilization: dict) -> bytes
         colours = [_TIER_COLOURS.get(_kind(f), "#777777") for f in shown]
         top.barh(positions, mids, xerr=errors, color=colours, edgecolor="white", height=0.65,
                  error_kw={"ecolor": "#333333", "capsize": 3, "elinewidth": 1})
-        top.set_yticks(positions, [_label(f) for f in shown], fontsize=9)
+        top.set_yticks(positions, [_label(f) for f in shown], fontsize=9, parse_math=False)
         top.set_xlabel("recoverable time (ms)", fontsize=9)
         widest = max(v[2] for v in values) or 1.0
         top.set_xlim(0, widest * 1.3)

@@ -1,6 +1,7 @@
 """Markdown for `tracelake compare`: the verdict line first, then the tables (jinja2 template).
 
-Only arranges and formats a RegressionVerdict; every number comes from the verdict.
+Only arranges and formats a RegressionVerdict; every number comes from the verdict. The template
+prints every value as literal text (op names are data); what this module composes is escaped here.
 """
 
 from __future__ import annotations
@@ -8,9 +9,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from agents.render import template_environment
+from agents.render import markdown_environment
 from analyzers import settings
 from analyzers.regression import MetricChange, OpSignatureChange, RegressionVerdict, SideSamples
+from reports.markdown_text import Markdown, code, one_line, text
 
 TEMPLATES = Path(__file__).parent / "templates"
 TEMPLATE = "regression.md.j2"
@@ -19,7 +21,7 @@ DIMS_CHARS = 60  # input dims longer than this are cut in the op table; --format
 NAME_CHARS = 70
 FAILURES_LISTED = 10  # failing metrics named under the verdict line
 
-_environment = template_environment(TEMPLATES)
+_environment = markdown_environment(TEMPLATES)
 
 
 def _ms(value: float | None) -> str:
@@ -42,16 +44,17 @@ def _calls(value: float | None) -> str:
     return DASH if value is None else f"{value:g}"
 
 
-def _cell(text: str, limit: int | None = None) -> str:
-    text = " ".join(str(text).split()).replace("|", "\\|")
-    if limit is not None and len(text) > limit:
-        text = text[: limit - 3].rstrip() + "..."
-    return text or DASH
+def _cell(value: str, limit: int | None = None) -> Markdown:
+    """`value` on one line, cut to `limit` characters, as literal text for a table cell."""
+    line = one_line(value)
+    if limit is not None and len(line) > limit:
+        line = line[: limit - 3].rstrip() + "..."
+    return text(line) or Markdown(DASH)
 
 
 def _status(metric: MetricChange) -> str:
     if metric.fails:
-        return "**FAIL** slower"
+        return Markdown("**FAIL** slower")
     text = metric.status.replace("_", " ")
     if metric.status in ("slower", "faster") and not metric.gating:
         return f"{text} (not gating)"
@@ -81,7 +84,7 @@ def _op_row(op: OpSignatureChange) -> dict[str, str]:
 
 
 def _side(side: SideSamples) -> dict[str, str]:
-    traces = ", ".join(f"`{tid}` {_cell(name)}" for tid, name in zip(side.trace_ids, side.file_names))
+    traces = Markdown(", ".join(f"{code(tid)} {_cell(name)}" for tid, name in zip(side.trace_ids, side.file_names)))
     spread = "" if side.kernel_time_std_ms is None else f" ± {side.kernel_time_std_ms:,.3f}"
     unit = "step" if side.sample_source == "profiler_steps" else "trace"
     return {
@@ -99,9 +102,9 @@ def _top_ops(verdict: RegressionVerdict, limit: int) -> list[OpSignatureChange]:
     return top + [op for op in present[limit:] if op.fails]
 
 
-def _failures_text(failures: list[str]) -> str:
+def _failures_text(failures: list[str]) -> Markdown:
     shown = "; ".join(_cell(label, NAME_CHARS) for label in failures[:FAILURES_LISTED])
-    return shown + ("; ... (all in --format json)" if len(failures) > FAILURES_LISTED else "")
+    return Markdown(shown + ("; ... (all in --format json)" if len(failures) > FAILURES_LISTED else ""))
 
 
 def render_regression_md(verdict: RegressionVerdict, top_ops: int = settings.COMPARE_TOP_OPS) -> str:

@@ -14,8 +14,9 @@ from analyzers.contracts import AgentResult, PriorityData
 from reports.model_id import ModelInfo
 
 # A report can be rendered while its plot is still being drawn: plot_png_base64 is then this
-# token, which reports.analysis_md.embed_plot() replaces with the PNG's base64 text.
-PLOT_PENDING = "tracelake-plot-pending"
+# token, which reports.analysis_md.embed_plot() replaces with the PNG's base64 text. Its NULs make
+# it one no trace string can spell: the report's escaping turns NUL into U+FFFD.
+PLOT_PENDING = "\x00tracelake-plot-pending\x00"
 
 
 class ReportInputs(BaseModel):
@@ -53,3 +54,4 @@ class ReportInputs(BaseModel):
     plot_png_base64: str | None = None
     relabelled_ops_note: str | None = None  # e.g. "ops labelled other were analyzed as GEMM: ..."
     op_matching_note: str | None = None  # comparative: how many ops matched, what stayed unmatched
+    # (markdown, its op names escaped by reports.comparative_report.matching_note)

@@ -1,4 +1,5 @@
-"""Synthetic "later runs" of a real trace, for dashboard tests and the dashboard screenshot.
+"""Synthetic variants of a real trace: "later runs" for dashboard tests and the dashboard screenshot,
+and a copy whose names are markup for the escaping tests.
 
 `write_slower_run(source, target, pattern, factor)` copies a trace with every GPU kernel whose name
 matches `pattern` lasting `factor` times as long. Later GPU work on the same stream (kernels,
@@ -47,6 +48,68 @@ def write_slower_run(source: Path, target: Path, pattern: str, factor: float) ->
     for event in events:  # flow arrows that end on a moved kernel move with it
         if event.get("cat") == "ac2g" and event.get("ph") == "f" and event.get("id") in shift_by_correlation:
             event["ts"] = float(event["ts"]) + shift_by_correlation[event["id"]]
+    payload = json.dumps(trace).encode()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(gzip.compress(payload, mtime=0) if target.suffix == ".gz" else payload)
+    return changed
+
+
+# ---- hostile names ---------------------------------------------------------------------------------
+
+LONG_NAME = ("very_long_name<i>|`*" * 520)[:10240]  # a 10 kB name, markup all along
+HOSTILE_OPS = {  # cpu op renames in the BERT-small H100 trace: each name ends up in op_perf
+    "aten::addmm": "<script>alert(1)</script>",
+    "aten::_scaled_dot_product_flash_attention": "a|b\nc | d",
+    "aten::_flash_attention_forward": "a|b\nc | d",
+    "aten::layer_norm": "<img src=x onerror=alert(1)>",
+    "aten::native_layer_norm": "<img src=x onerror=alert(1)>",
+    "aten::add": "x`y``z `q` " + LONG_NAME,  # 10 kB, whole in the findings' data tables
+    "aten::gelu": "$\\frac{1}{2}$ \\alpha",
+    "aten::all": "**bold** __u__ *i* _e_",
+    "aten::index_select": "[link](http://x) ![img](http://y)",
+    "aten::eq": "{{ 1 }} {% if x %} TODO nan inf None P99 <Model> tracelake-plot-pending",
+}
+HOSTILE_KERNELS = {  # kernel renames, by the start of the original name (the first one names a synthetic op)
+    "void cutlass::Kernel2<cutlass_80_wmma_tensorop": "<script>alert('k')</script>",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add": "k|pipe\nnewline | x",
+    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel": "k`tick``s",
+    "void pytorch_flash::flash_fwd_kernel": "<img src=k onerror=alert(2)>",
+    "sm90_xmma_gemm_bf16bf16": "$\\sqrt{k}$ **k** [k](http://k) {{ k }}",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl": "long_kernel_" + LONG_NAME,
+}
+# nn.Module class rename: the repeated layer class, named in the model evidence and the findings
+HOSTILE_MODULE = ("BertLayer", "<b onmouseover=alert(3)>|**Out**`</b>Layer")
+HOSTILE_DEVICE = "NVIDIA H100 80GB HBM3 <script>dev</script>"
+HOSTILE_INPUT_TYPE = "c10::BFloat16<script>t</script>|`t`"  # the first input type of every hostile aten::add
+
+
+def write_hostile_names(source: Path, target: Path) -> dict[str, int]:
+    """Copy a trace with the ops, kernels, module class and device renamed as above (and one op's
+    input type); returns how many events of each kind changed."""
+    trace = _load(source)
+    changed = {"cpu_op": 0, "kernel": 0, "module": 0, "device": 0, "input_type": 0}
+    old_module, new_module = HOSTILE_MODULE
+    module_frame = re.compile(rf"^nn\.Module: {re.escape(old_module)}(_[0-9]+)?$")
+    for event in trace["traceEvents"]:
+        name = event.get("name", "")
+        if event.get("cat") == "cpu_op" and name in HOSTILE_OPS:
+            event["name"] = HOSTILE_OPS[name]
+            changed["cpu_op"] += 1
+            types = event.get("args", {}).get("Input type")
+            if name == "aten::add" and types:
+                types[0] = HOSTILE_INPUT_TYPE
+                changed["input_type"] += 1
+        elif event.get("cat") == "kernel":
+            new = next((n for prefix, n in HOSTILE_KERNELS.items() if name.startswith(prefix)), None)
+            if new is not None:
+                event["name"] = new
+                changed["kernel"] += 1
+        elif event.get("cat") == "python_function" and (frame := module_frame.match(name)):
+            event["name"] = f"nn.Module: {new_module}{frame.group(1) or ''}"
+            changed["module"] += 1
+    for device in trace.get("deviceProperties", []):
+        device["name"] = HOSTILE_DEVICE
+        changed["device"] += 1
     payload = json.dumps(trace).encode()
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(gzip.compress(payload, mtime=0) if target.suffix == ".gz" else payload)
