@@ -1,4 +1,5 @@
-"""Quality checks that only ingest can see (the parse itself, events it had to drop).
+"""Quality checks that only ingest can see (the parse itself, events it had to drop, values it
+had to repair so the JSON decodes, secrets it masked in the metadata).
 
 The checks that follow from the tables (GPU events present, linked share, graph replay, ...)
 are dbt models; both land in the `trace_quality` mart.
@@ -10,6 +11,8 @@ from collections import Counter
 
 import pyarrow as pa
 
+from ingest.limits import DROPPED_EVENTS_MAX
+
 CHECK_SCHEMA = pa.schema(
     [
         ("check_name", pa.string()),
@@ -20,13 +23,20 @@ CHECK_SCHEMA = pa.schema(
     ]
 )
 
-# A trace with any malformed event is still analyzed, but the report should say so.
-DROPPED_EVENTS_MAX = 0
+
+def _by_reason(counts: Counter[str]) -> str:
+    return ", ".join(f"{reason}={count}" for reason, count in sorted(counts.items()))
 
 
-def ingest_checks(event_count: int, dropped: Counter[str], phases: Counter[str]) -> pa.Table:
+def ingest_checks(
+    event_count: int, dropped: Counter[str], phases: Counter[str], repaired: Counter[str] | None = None,
+    masked_secrets: int = 0,
+) -> pa.Table:
+    """`dropped`: events left out, by reason; `repaired`: values changed or nulled so the trace
+    decodes and fits its columns (invalid UTF-8, NaN literals, too deep nesting, a bool rank, ...)."""
     dropped_total = sum(dropped.values())
-    reasons = ", ".join(f"{reason}={count}" for reason, count in sorted(dropped.items()))
+    repaired = repaired or Counter()
+    repaired_total = sum(repaired.values())
     known_phases = {"X", "i", "I", "s", "f", "t", "M", "B", "E", "C", "b", "e", "n"}
     unknown = {ph: c for ph, c in phases.items() if ph not in known_phases}
     rows = [
@@ -43,7 +53,7 @@ def ingest_checks(event_count: int, dropped: Counter[str], phases: Counter[str])
             "threshold": float(DROPPED_EVENTS_MAX),
             "verdict": "warn" if dropped_total > DROPPED_EVENTS_MAX else "pass",
             "detail": (
-                f"dropped {dropped_total} malformed events ({reasons})"
+                f"dropped {dropped_total} malformed or impossible events ({_by_reason(dropped)})"
                 if dropped_total
                 else "no malformed events"
             ),
@@ -57,6 +67,29 @@ def ingest_checks(event_count: int, dropped: Counter[str], phases: Counter[str])
                 "kept but not analyzed: " + ", ".join(f"ph={k}: {v}" for k, v in sorted(unknown.items()))
                 if unknown
                 else "all event phases known"
+            ),
+        },
+        {
+            "check_name": "repaired_values",
+            "value": float(repaired_total),
+            "threshold": 0.0,
+            "verdict": "warn" if repaired_total else "pass",
+            "detail": (
+                f"{repaired_total} values could not be stored as written and were replaced or nulled "
+                f"({_by_reason(repaired)})"
+                if repaired_total
+                else "every value stored as written"
+            ),
+        },
+        {
+            "check_name": "masked_secrets",
+            "value": float(masked_secrets),
+            "threshold": 0.0,
+            "verdict": "info" if masked_secrets else "pass",
+            "detail": (
+                f"{masked_secrets} secret-looking metadata values (tokens, keys, passwords) stored as ***"
+                if masked_secrets
+                else "no secret-looking metadata values"
             ),
         },
     ]

@@ -4,7 +4,10 @@ Each chunk of raw event slices is decoded by msgspec into small typed structs (n
 turned column by column into Arrow arrays, checked with vectorized masks and split into the
 tables ingest writes. The `events` table keeps every valid event with its `args` as JSON text;
 the host, GPU and flow subsets get typed columns from `args`. A chunk holding a malformed event
-(wrong JSON types) is decoded again leniently, so one bad event never costs the whole trace.
+(wrong JSON types, numbers out of range) is decoded again leniently, so one bad event never costs
+the whole trace. Events that start outside the trace's window (`trace_window`, from a sample of
+all start times) or end after it are physically impossible and dropped like malformed ones; ids
+beyond int64 are stored as null. Both are counted, by reason, for the ingest checks.
 """
 
 from __future__ import annotations
@@ -12,13 +15,15 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from ingest.limits import TRACE_WINDOW_MADS, TRACE_WINDOW_MIN_HALF_WIDTH_US, TRACE_WINDOW_SAMPLE_EVENTS
 
 CHUNK_EVENTS = 50_000  # events decoded at once: 100k held ~40 MB more per process at no speed gain (bench/analyze.py)
 HOST_CATEGORIES = ("cpu_op", "cuda_runtime", "cuda_driver")
@@ -31,6 +36,10 @@ RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver")
 
 # An absent field; msgspec cannot put Raw in a union with None.
 _NO_RAW = msgspec.Raw(b"")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+# What msgspec raises on JSON it cannot decode into a struct: wrong types and numbers out of range
+# (ValidationError, a DecodeError), and values nested past Python's recursion limit.
+_UNDECODABLE = (msgspec.DecodeError, RecursionError)
 
 
 class RawEvent(msgspec.Struct, gc=False):
@@ -90,8 +99,13 @@ _EMPTY_ARGS = EventArgs()
 
 
 def _number_or_none(value: Any) -> float | None:
-    if type(value) is int or (type(value) is float and math.isfinite(value)):
-        return float(value)
+    if type(value) is float and math.isfinite(value):
+        return value
+    if type(value) is int:
+        try:
+            return float(value)
+        except OverflowError:  # hundreds of digits
+            return None
     return None
 
 
@@ -122,15 +136,19 @@ def _decode_events(chunk: list[msgspec.Raw]) -> tuple[list[RawEvent | None], dic
     joined = b"[" + b",".join(chunk) + b"]"
     try:
         return _EVENTS.decode(joined), {}, joined
-    except msgspec.ValidationError:
+    except _UNDECODABLE:
         pass
     events: list[RawEvent | None] = []
     reasons: dict[int, str] = {}
     for offset, raw in enumerate(chunk):
         try:
             loose = _LOOSE_EVENT.decode(raw)
-        except msgspec.ValidationError:
-            reasons[offset] = "not_an_object"
+        except msgspec.ValidationError as exc:
+            reasons[offset] = "number_out_of_range" if "out of range" in str(exc) else "not_an_object"
+            events.append(None)
+            continue
+        except _UNDECODABLE:
+            reasons[offset] = "undecodable"
             events.append(None)
             continue
         ts, dur = _number_or_none(loose.ts), _number_or_none(loose.dur)
@@ -163,20 +181,20 @@ def _decode_chunk_args(joined: bytes, events: list[RawEvent]) -> list[EventArgs]
     """Typed args of a whole chunk in one C-level pass over the chunk's JSON."""
     try:
         return [e.args or _EMPTY_ARGS for e in _ARGS_ONLY.decode(joined)]
-    except msgspec.ValidationError:  # an args value that is not a JSON object
+    except _UNDECODABLE:  # an args value that is not a JSON object, a number out of range
         return _decode_args([e.args for e in events])
 
 
 def _decode_args(raws: list[msgspec.Raw]) -> list[EventArgs]:
     try:
         return _ARGS.decode(b"[" + b",".join(r if _present(r) else b"{}" for r in raws) + b"]")
-    except msgspec.ValidationError:  # an args value that is not a JSON object
+    except _UNDECODABLE:  # an args value that is not a JSON object, a number out of range
         pass
     out: list[EventArgs] = []
     for raw in raws:
         try:
             out.append(_ONE_ARGS.decode(raw) if _present(raw) else _EMPTY_ARGS)
-        except msgspec.ValidationError:
+        except _UNDECODABLE:
             out.append(_EMPTY_ARGS)
     return out
 
@@ -199,15 +217,21 @@ def _text_column(values: list[Any]) -> pa.Array:
     """pid/tid are ints or strings in traces; keep them as text so one type holds both."""
     try:
         return pa.array(values).cast(pa.string())  # all ints, or all strings: converted in C
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):  # mixed, or beyond 64 bits
         return pa.array([v if v is None or type(v) is str else str(v) for v in values], pa.string())
 
 
-def _int_column(values: list[Any]) -> pa.Array:
+def _int_column(values: list[Any], repaired: Counter[str]) -> pa.Array:
+    """int64 from ints, integral floats and int strings; anything else is null, and so are values
+    beyond int64 (counted in `repaired`)."""
     try:
         return pa.array(values, pa.int64())
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
-        return pa.array([v if type(v) is int or v is None else int_or_none(v) for v in values], pa.int64())
+        pass
+    ints = [v if type(v) is int or v is None else int_or_none(v) for v in values]
+    in_range = [v if v is None or _INT64_MIN <= v <= _INT64_MAX else None for v in ints]
+    repaired["int_out_of_range"] += in_range.count(None) - ints.count(None)
+    return pa.array(in_range, pa.int64())
 
 
 def _str_column(values: list[Any]) -> pa.Array:
@@ -225,6 +249,50 @@ class DecodedTrace:
     dropped: Counter[str]
     phase_counts: Counter[str]
     linking_key: str | None  # None until a launch-like runtime call is seen
+    repaired: Counter[str] = field(default_factory=Counter)  # values stored as null, by reason
+
+
+@dataclass(frozen=True)
+class TraceWindow:
+    """Where a trace's events can lie, in µs on the trace clock (limits.py: TRACE_WINDOW_*)."""
+
+    start_us: float
+    end_us: float
+
+
+class _Start(msgspec.Struct, gc=False):
+    ph: str | None = None
+    ts: float | None = None
+
+
+_STARTS = msgspec.json.Decoder(list[_Start])
+_ONE_START = msgspec.json.Decoder(_Start)
+
+
+def trace_window(raw_events: list[msgspec.Raw]) -> TraceWindow | None:
+    """The median start of every k-th timed event +- the larger of TRACE_WINDOW_MADS median absolute
+    deviations and TRACE_WINDOW_MIN_HALF_WIDTH_US; None when no sampled event has a numeric start."""
+    sample = raw_events[:: max(1, len(raw_events) // TRACE_WINDOW_SAMPLE_EVENTS)]
+    try:
+        starts = _STARTS.decode(b"[" + b",".join(sample) + b"]")
+    except _UNDECODABLE:  # an odd event in the sample: the others still count
+        starts = []
+        for raw in sample:
+            try:
+                starts.append(_ONE_START.decode(raw))
+            except _UNDECODABLE:
+                continue
+    ts = np.array([s.ts for s in starts if s.ts is not None and s.ph != "M"], dtype=np.float64)
+    if ts.size == 0:
+        return None
+    median = _median(ts)
+    half_width = max(TRACE_WINDOW_MADS * _median(np.abs(ts - median)), TRACE_WINDOW_MIN_HALF_WIDTH_US)
+    return TraceWindow(median - half_width, median + half_width)
+
+
+def _median(values: np.ndarray) -> float:
+    """np.median without its first-call cost (~10 ms of lazy set-up); upper median of an even count."""
+    return float(np.partition(values, values.size // 2)[values.size // 2])
 
 
 EVENT_SCHEMA = pa.schema(
@@ -305,19 +373,32 @@ def _chunks(raw_events: list[msgspec.Raw], first: int, stop: int) -> Iterator[tu
         yield start, raw_events[start : min(start + CHUNK_EVENTS, stop)]
 
 
-def _drop_masks(columns: pa.Table) -> dict[str, pa.Array]:
+def _drop_masks(columns: pa.Table, window: TraceWindow | None) -> dict[str, pa.Array]:
     """Why each event is unusable, as boolean masks checked in order (first reason wins)."""
     ph, ts, dur, name = columns["ph"], columns["ts"], columns["dur"], columns["name"]
     timed = pc.not_equal(ph, "M")
     complete = pc.equal(ph, "X")
-    return {
+    masks = {
         "missing_phase": pc.or_kleene(pc.is_null(ph), pc.equal(ph, "")),
         "missing_ts": pc.and_(timed, pc.is_null(ts)),
         "negative_ts": pc.and_(timed, pc.less(ts, 0.0)),
         "missing_dur": pc.and_(complete, pc.is_null(dur)),
-        "negative_dur": pc.and_(complete, pc.less(dur, 0.0)),
-        "missing_name": pc.and_(complete, pc.is_null(name)),
+        "negative_dur": pc.and_(timed, pc.less(dur, 0.0)),
     }
+    if window is not None:
+        masks["ts_outside_trace_window"] = pc.and_(
+            timed, pc.or_(pc.less(ts, window.start_us), pc.greater(ts, window.end_us))
+        )
+        # a duration longer than the trace: the event starts inside the window and ends after it
+        masks["ends_after_trace_window"] = pc.and_(timed, pc.greater(pc.add(ts, dur), window.end_us))
+    masks["missing_name"] = pc.and_(complete, pc.is_null(name))
+    # a metadata event labels a process (pid) or a thread (pid, tid): without them it labels nothing
+    metadata = pc.equal(ph, "M")
+    masks["metadata_without_pid"] = pc.and_(metadata, pc.is_null(columns["pid"]))
+    masks["thread_metadata_without_tid"] = pc.and_(
+        pc.and_(metadata, pc.starts_with(name, "thread_")), pc.is_null(columns["tid"])
+    )
+    return masks
 
 
 def decode_events(
@@ -325,14 +406,17 @@ def decode_events(
     on_event_batch: Callable[[pa.RecordBatch], None],
     first: int = 0,
     stop: int | None = None,
+    window: TraceWindow | None = None,
 ) -> DecodedTrace:
     """Decode events [first, stop); hand each chunk's `events` rows to `on_event_batch` as it
-    is ready (so they are written, not kept) and return the host, GPU and flow subsets."""
+    is ready (so they are written, not kept) and return the host, GPU and flow subsets. Events
+    outside `window` (the whole trace's, from `trace_window`) are dropped."""
     host_tables: list[pa.Table] = []
     gpu_tables: list[pa.Table] = []
     flow_tables: list[pa.Table] = []
     dropped: Counter[str] = Counter()
     phases: Counter[str] = Counter()
+    repaired: Counter[str] = Counter()
     linking_key: str | None = None
     event_count = 0
 
@@ -356,15 +440,15 @@ def decode_events(
                 "dur": pa.array([e.dur for e in events], pa.float64()),
                 "pid": _text_column([e.pid for e in events]),
                 "tid": _text_column([e.tid for e in events]),
-                "flow_id": _int_column([e.id for e in events]),
-                "correlation": _int_column([a.correlation for a in args]),
-                "external_id": _int_column([a.external_id for a in args]),
+                "flow_id": _int_column([e.id for e in events], repaired),
+                "correlation": _int_column([a.correlation for a in args], repaired),
+                "external_id": _int_column([a.external_id for a in args], repaired),
                 "args": _json_text_array([e.args for e in events]),
             }
         )
         base = base.append_column("has_args", pc.is_valid(base["args"]))
         keep = pa.array(usable, pa.bool_())
-        for reason, mask in _drop_masks(base).items():
+        for reason, mask in _drop_masks(base, window).items():
             hit = pc.and_(keep, pc.fill_null(mask, False))
             dropped[reason] += pc.sum(hit).as_py() or 0
             keep = pc.and_(keep, pc.invert(hit))
@@ -387,7 +471,7 @@ def decode_events(
 
         typed_rows = np.flatnonzero(is_host | is_gpu).tolist()
         typed = base.drop_columns(["args"]).take(pa.array(typed_rows, pa.int64()))
-        for column, values in _typed_arg_columns([args[i] for i in typed_rows]).items():
+        for column, values in _typed_arg_columns([args[i] for i in typed_rows], repaired).items():
             typed = typed.append_column(column, values)
         typed_is_host = is_host[np.asarray(typed_rows, dtype=np.int64)]
         host_tables.append(typed.filter(pa.array(typed_is_host)).select(HOST_SCHEMA.names).cast(HOST_SCHEMA))
@@ -404,6 +488,7 @@ def decode_events(
         dropped=Counter({k: v for k, v in dropped.items() if v}),
         phase_counts=phases,
         linking_key=linking_key,
+        repaired=Counter({k: v for k, v in repaired.items() if v}),
     )
 
 
@@ -419,6 +504,7 @@ def merge_decoded(parts: list[DecodedTrace]) -> DecodedTrace:
         dropped=sum((p.dropped for p in parts), Counter()),
         phase_counts=sum((p.phase_counts for p in parts), Counter()),
         linking_key=next((p.linking_key for p in parts if p.linking_key), None),
+        repaired=sum((p.repaired for p in parts), Counter()),
     )
 
 
@@ -426,12 +512,12 @@ def _mask(array: pa.Array) -> np.ndarray:
     return pc.fill_null(array, False).to_numpy(zero_copy_only=False)
 
 
-def _typed_arg_columns(args: list[EventArgs]) -> dict[str, pa.Array]:
+def _typed_arg_columns(args: list[EventArgs], repaired: Counter[str]) -> dict[str, pa.Array]:
     """The args ingest types, for the host and GPU rows only."""
     return {
-        "device": _int_column([a.device for a in args]),
-        "stream": _int_column([a.stream for a in args]),
-        "bytes": _int_column([a.bytes for a in args]),
+        "device": _int_column([a.device for a in args], repaired),
+        "stream": _int_column([a.stream for a in args], repaired),
+        "bytes": _int_column([a.bytes for a in args], repaired),
         "kind": _str_column([a.kind for a in args]),
         "grid": _json_text_array([a.grid for a in args]),
         "block": _json_text_array([a.block for a in args]),
@@ -439,9 +525,9 @@ def _typed_arg_columns(args: list[EventArgs]) -> dict[str, pa.Array]:
         "input_type": _json_text_array([a.input_type for a in args]),
         "input_strides": _json_text_array([a.input_strides for a in args]),
         "concrete_inputs": _json_text_array([a.concrete_inputs for a in args]),
-        "sequence_number": _int_column([a.sequence_number for a in args]),
-        "fwd_thread_id": _int_column([a.fwd_thread_id for a in args]),
-        "record_function_id": _int_column([a.record_function_id for a in args]),
+        "sequence_number": _int_column([a.sequence_number for a in args], repaired),
+        "fwd_thread_id": _int_column([a.fwd_thread_id for a in args], repaired),
+        "record_function_id": _int_column([a.record_function_id for a in args], repaired),
     }
 
 

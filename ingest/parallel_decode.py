@@ -1,10 +1,10 @@
 """Decode one trace's events on several cores.
 
 The event list is split into contiguous ranges, a few per worker. Forked workers inherit the parsed
-document (copy-on-write, nothing is sent to them) and take the ranges one at a time from a pipe, so
-a worker slowed by other work in the process takes fewer of them. Each range is written as its
-own `events/part-<i>.parquet`; only the much smaller host, GPU and flow subsets come back, through
-a file per worker beside the trace's tables.
+document and the trace's window (copy-on-write, nothing is sent to them) and take the ranges one at
+a time from a pipe, so a worker slowed by other work in the process takes fewer of them. Each
+range is written as its own `events/part-<i>.parquet`; only the much smaller host, GPU and flow
+subsets come back, through a file per worker beside the trace's tables.
 """
 
 from __future__ import annotations
@@ -17,8 +17,17 @@ from pathlib import Path
 
 import msgspec
 
-from ingest.decode import CHUNK_EVENTS, EVENT_SCHEMA, DecodedTrace, decode_events, merge_decoded
+from ingest.decode import (
+    CHUNK_EVENTS,
+    EVENT_SCHEMA,
+    DecodedTrace,
+    TraceWindow,
+    decode_events,
+    merge_decoded,
+    trace_window,
+)
 from ingest.parquet_io import open_writer
+from ingest.process_lifetime import die_with_parent
 
 # Below this many events a second process costs more (fork, result transfer) than it saves.
 MIN_EVENTS_PER_WORKER = CHUNK_EVENTS
@@ -29,11 +38,12 @@ RANGES_PER_WORKER = 6
 _MAX_RANGES = 256  # range indexes travel through the pipe as single bytes
 
 _inherited_events: list[msgspec.Raw] = []
+_inherited_window: TraceWindow | None = None  # where the whole trace's events can lie
 
 
 def _decode_range(first: int, stop: int, events_dir: Path, part: int) -> DecodedTrace:
     with open_writer(events_dir, EVENT_SCHEMA, part) as writer:
-        return decode_events(_inherited_events, writer.write_batch, first, stop)
+        return decode_events(_inherited_events, writer.write_batch, first, stop, _inherited_window)
 
 
 def _ranges(count: int, parts: int) -> list[tuple[int, int]]:
@@ -45,11 +55,13 @@ def _fork_decode(ranges: list[tuple[int, int]], queue: int, events_dir: Path, wo
     """Fork a worker that decodes the ranges whose indexes it reads from the pipe `queue` (one byte
     each) until the pipe is empty, and pickles its [(index, DecodedTrace)] (or its exception) to
     `result`; returns the worker's pid."""
+    parent = os.getpid()
     pid = os.fork()
     if pid:
         return pid
     status = 1
     try:
+        die_with_parent(parent)
         try:
             done: list[tuple[int, DecodedTrace]] = []
             while taken := os.read(queue, 1):
@@ -86,8 +98,9 @@ def decode_to_parquet(raw_events: list[msgspec.Raw], events_dir: Path, workers: 
     usable_workers = min(workers, max(1, len(raw_events) // MIN_EVENTS_PER_WORKER))
     if multiprocessing.current_process().daemon:  # already a pool worker: no children allowed
         usable_workers = 1
-    global _inherited_events
+    global _inherited_events, _inherited_window
     _inherited_events = raw_events
+    _inherited_window = trace_window(raw_events)  # from all events, before they are split up
     try:
         if usable_workers == 1:
             return _decode_range(0, len(raw_events), events_dir, 0)
@@ -118,4 +131,4 @@ def decode_to_parquet(raw_events: list[msgspec.Raw], events_dir: Path, workers: 
             raise errors[0]
         return merge_decoded([decoded for _, decoded in sorted(parts, key=lambda part: part[0])])
     finally:
-        _inherited_events = []
+        _inherited_events, _inherited_window = [], None

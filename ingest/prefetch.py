@@ -4,15 +4,19 @@ A command that ingests one file starts `prefetch(path)` before importing DuckDB,
 numpy (~0.15 s of start-up on one core); reading and hashing release the GIL, so they run on the
 other core meanwhile (55 MB trace: ~0.06 s off the path; bench/ingest.py). Ingest then takes the
 bytes with `take_prefetched(path)`, which hands them over only if the file is unchanged since.
+Only a regular file within the size limit is read ahead: a FIFO or a device (`/dev/zero`) is left
+to ingest, which refuses it without reading it.
 """
 
 from __future__ import annotations
 
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from ingest.errors import TraceLakeError
+from ingest.limits import MAX_TRACE_FILE_BYTES
 
 
 @dataclass
@@ -29,11 +33,14 @@ _lock = threading.Lock()
 
 
 def _identity(path: Path) -> tuple[int, int, int, int] | None:
+    """The identity of a regular file within the size limit; None for anything else."""
     try:
-        stat = path.stat()
+        status = path.stat()
     except OSError:
         return None
-    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
+    if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_TRACE_FILE_BYTES:
+        return None
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
 
 
 def _read_into(job: _Prefetch) -> None:
@@ -41,14 +48,14 @@ def _read_into(job: _Prefetch) -> None:
 
     try:
         job.data, job.sha256 = read_and_hash(job.path)
-    except (OSError, TraceLakeError):
+    except (OSError, MemoryError, TraceLakeError):
         return  # ingest reads it again and reports the error itself
 
 
 def prefetch(path: Path) -> None:
     """Start reading and hashing `path` (a regular file) in a daemon thread; no-op otherwise."""
     identity = _identity(path)
-    if identity is None or not path.is_file():
+    if identity is None:
         return
     job = _Prefetch(path.absolute(), identity)
     job.thread = threading.Thread(target=_read_into, args=(job,), name="trace-prefetch", daemon=True)

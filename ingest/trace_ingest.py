@@ -14,7 +14,7 @@ from ingest.parallel_decode import decode_to_parquet
 from ingest.parquet_io import write_table
 from ingest.reader import PreRead, parse_trace_document, read_trace_bytes
 from ingest.staged import StagedTrace
-from ingest.trace_info import trace_file_row
+from ingest.trace_info import metadata_columns, trace_file_row
 
 TRACE_ID_HEX_CHARS = 16
 _TIMED_PHASES = frozenset({"X", "i", "I"})
@@ -30,10 +30,23 @@ def stage_trace(
 ) -> StagedTrace:
     """Parse `path` once and write its tables under `staging_dir/<table>/part-*.parquet`;
     `while_decoding` runs here while forked workers decode the events (not called without them)."""
+    try:
+        return _stage(path, sha256, staging_dir, tags, version, workers, pre_read, while_decoding)
+    except MemoryError:
+        raise BadTraceError(
+            f"{path}: not enough memory to ingest this trace; free memory or profile fewer steps"
+        ) from None
+
+
+def _stage(
+    path: Path, sha256: str, staging_dir: Path, tags: dict[str, str], version: str, workers: int,
+    pre_read: PreRead | None, while_decoding: Callable[[], None] | None,
+) -> StagedTrace:
     started = time.perf_counter()
     data = read_trace_bytes(path, pre_read)
     document = parse_trace_document(path, data)
     del data
+    columns = metadata_columns(document.metadata)
     decoded = decode_to_parquet(document.raw_events, staging_dir / "events", workers, while_decoding)
     del document.raw_events[:]
     timed = sum(c for ph, c in decoded.phase_counts.items() if ph in _TIMED_PHASES)
@@ -51,7 +64,10 @@ def stage_trace(
             writer.submit(write_table, decoded.flows, staging_dir / "flows"),
             writer.submit(
                 write_table,
-                ingest_checks(decoded.event_count, decoded.dropped, decoded.phase_counts),
+                ingest_checks(
+                    decoded.event_count, decoded.dropped, decoded.phase_counts,
+                    document.repaired + decoded.repaired + columns.nulled, document.masked_secrets,
+                ),
                 staging_dir / "ingest_checks",
             ),
         ]
@@ -66,7 +82,7 @@ def stage_trace(
             path=path,
             sha256=sha256,
             uncompressed_bytes=document.uncompressed_bytes,
-            metadata=document.metadata,
+            columns=columns,
             tags=tags,
             linking_key=decoded.linking_key or "correlation",
             event_count=decoded.event_count,
