@@ -7,6 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
+from ingest.limits import MAX_TRACE_FILE_BYTES
 from ingest.prefetch import prefetch, take_prefetched
 from tests.conftest import TRACES
 
@@ -55,3 +56,14 @@ def test_nothing_is_prefetched_for_a_folder_a_missing_file_or_another_path(tmp_p
     prefetch(trace)
     assert take_prefetched(tmp_path / "other.json") is None
     assert take_prefetched(trace) is not None
+
+
+def test_fifos_devices_and_files_above_the_limit_are_not_read_ahead(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)  # nobody writes: a read-ahead that opened it would block for good
+    huge = tmp_path / "huge.json"
+    with huge.open("wb") as handle:
+        handle.truncate(MAX_TRACE_FILE_BYTES + 1)  # sparse
+    for path in (fifo, Path("/dev/zero"), huge):
+        prefetch(path)
+        assert take_prefetched(path) is None, path
