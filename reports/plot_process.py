@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from analyzers import settings
 from analyzers.contracts import PriorityData
+from ingest.process_lifetime import die_with_parent
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -38,7 +39,7 @@ class PlotProcess:
     def __init__(self) -> None:
         try:
             self._child: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [sys.executable, "-m", "reports.plot_process"],
+                [sys.executable, "-m", "reports.plot_process", str(os.getpid())],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             )
         except OSError:
@@ -104,6 +105,7 @@ class PlotProcess:
 
 
 def main() -> None:
+    die_with_parent(int(sys.argv[1]) if len(sys.argv) > 1 else None)
     os.nice(settings.PLOT_CHILD_NICENESS)
     from reports.plot import perf_improvement_png  # noqa: PLC0415 - imported before the request arrives
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import atexit
+import errno
 import gc
 import json
 import os
+import signal
 import sys
 from enum import Enum
 from pathlib import Path
@@ -33,6 +35,11 @@ if TYPE_CHECKING:
 # ingests one trace file has started reading it (ingest/prefetch.py).
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+# Signals that end a run as Ctrl-C does: what `timeout`, CI cancellation and Kubernetes send, and a
+# closed terminal. The exit code is 128 + the signal's number, as shells report it.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+DISK_FULL_TEXT = ("no space left on device", "disk quota exceeded")
 # gen0 / gen1 / gen2 thresholds of the cyclic collector; CPython's default is (700, 10, 10)
 GC_THRESHOLDS = (100_000, 20, 20)
 EXIT_COMPARE_CRASHED = 3  # `compare` keeps 1 for "regression": a crash must not read as a verdict in CI
@@ -148,7 +155,12 @@ def analyze(
     mode: Annotated[Mode, typer.Option("--mode", help="auto picks inference for serving-engine traces and GPU graph replays.")] = Mode.auto,
     capture_folder: Annotated[Optional[Path], typer.Option("--capture-folder", help="Graph-capture traces for a graph-replay trace.")] = None,
     capture_folder2: Annotated[Optional[Path], typer.Option("--capture-folder2", help="Graph-capture traces for the --compare trace.")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Output folder (default: <trace dir>/analysis_output).")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help=(
+        "Output folder (default: <trace dir>/<trace name>_analysis). Only a new, empty or TraceLake report folder "
+        "is replaced; any other folder is refused."))] = None,
+    force: Annotated[bool, typer.Option("--force", help=(
+        "Replace a TraceLake report folder that also holds files of yours (they are kept). Never replaces a "
+        "folder TraceLake did not write."))] = False,
     warehouse: WarehouseOption = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Parse workers (default: cores).")] = None,
     agents: Annotated[AgentsRunner, typer.Option("--agents", help="Write findings deterministically or through --llm-cmd.")] = AgentsRunner.deterministic,
@@ -171,7 +183,7 @@ def analyze(
     options = AnalyzeOptions(
         platform=platform, mode=mode.value, out_dir=out, jobs=jobs or default_jobs(), xlsx=xlsx,
         capture_folder=capture_folder, agents=agents.value, llm_cmd=llm_cmd,
-        compare=compare, platform2=platform2, capture_folder2=capture_folder2,
+        compare=compare, platform2=platform2, capture_folder2=capture_folder2, force=force,
     )
     with ProgressBar(enabled=show_progress) as progress:
         outcome = run_analysis(trace, _warehouse(warehouse), options, progress, progress.stage)
@@ -271,7 +283,9 @@ def traces(
 @app.command()
 def dashboard(
     warehouse: WarehouseOption = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Output folder, replaced whole (default: <warehouse>/dashboard).")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help=(
+        "Output folder (default: <warehouse>/dashboard). Only a new, empty or TraceLake dashboard folder is "
+        "replaced; any other folder is refused."))] = None,
 ) -> None:
     """Write a static HTML dashboard of the warehouse's runs (index.html; opens from disk, no server)."""
     from tracelake.dashboard import write_dashboard
@@ -355,6 +369,50 @@ def main(argv: list[str] | None = None) -> None:
         os._exit(code)
 
 
+class Stopped(BaseException):
+    """A stop signal arrived: raised in the main thread, so every `finally` and clean-up runs."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_stop_signal(signum: int, _frame: object) -> None:
+    if _state.get("stopped_by") is None:
+        _state["stopped_by"] = signum
+        raise Stopped(signum)
+    # a second signal during the clean-up the first one started: let the clean-up finish
+
+
+def _install_stop_handlers() -> dict[int, object]:
+    """Our handlers in, the caller's returned (to put back when an in-process call ends)."""
+    previous: dict[int, object] = {}
+    for signum in STOP_SIGNALS:
+        try:
+            previous[signum] = signal.signal(signum, _on_stop_signal)
+        except (ValueError, OSError):  # not the main thread (an embedding caller): keep its handlers
+            break
+    return previous
+
+
+def _stopped(signum: int) -> None:
+    name = signal.Signals(signum).name
+    print(f"tracelake: stopped by {name}; nothing half-written was kept (the warehouse and output folders are "
+          "as before, or complete)", file=sys.stderr)
+    sys.exit(128 + signum)
+
+
+def _disk_full(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in DISK_FULL_ERRNOS:
+            return True
+        if any(text in str(seen).lower() for text in DISK_FULL_TEXT):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _run(argv: list[str] | None) -> None:
     args = sys.argv[1:] if argv is None else argv
     # The modules imported so far live as long as the process: the cyclic collector skips them from
@@ -362,12 +420,26 @@ def _run(argv: list[str] | None) -> None:
     # containers, almost none in cycles (55 MB trace: ingest -0.05 s, analyze -0.1 s, same RSS).
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+    _state["stopped_by"] = None
+    previous_handlers = _install_stop_handlers()
+    try:
+        _dispatch(args)
+    finally:
+        for signum, handler in previous_handlers.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+
+
+def _dispatch(args: list[str]) -> None:
     try:
         code = app(args=args, standalone_mode=False)
         sys.exit(code if isinstance(code, int) else EXIT_OK)
+    except Stopped as stop:
+        _stopped(stop.signum)
     except Exit as done:
         sys.exit(done.exit_code)
     except Abort:
+        if _state.get("stopped_by") is not None:
+            _stopped(int(_state["stopped_by"]))  # type: ignore[call-overload]
         print("tracelake: aborted", file=sys.stderr)
         sys.exit(EXIT_FAILED)
     except ClickException as exc:
@@ -376,11 +448,24 @@ def _run(argv: list[str] | None) -> None:
     except TraceLakeError as exc:
         if "--debug" in args:
             raise
+        if _disk_full(exc):
+            _say_disk_full(exc)
         print(f"tracelake: error: {exc}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
     except Exception as exc:  # noqa: BLE001 - the one place that turns crashes into a line
+        if _state.get("stopped_by") is not None:  # DuckDB turns a signal during a query into its own error
+            _stopped(int(_state["stopped_by"]))  # type: ignore[call-overload]
         if "--debug" in args:
             raise
+        if _disk_full(exc):
+            _say_disk_full(exc)
         summary = (str(exc).strip().splitlines() or [""])[0]  # DuckDB appends the query context on more lines
         print(f"tracelake: internal error: {type(exc).__name__}: {summary} (rerun with --debug)", file=sys.stderr)
         sys.exit(int(_state.get("internal_error_exit", EXIT_FAILED)))  # type: ignore[call-overload]
+
+
+def _say_disk_full(exc: BaseException) -> None:
+    where = getattr(exc, "filename", None)
+    print(f"tracelake: error: disk full{f' writing {where}' if where else ''}: no space left on the device; "
+          "free some space (or use --warehouse / --out on another disk) and re-run", file=sys.stderr)
+    sys.exit(EXIT_BAD_INPUT)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -19,7 +20,9 @@ from ingest.prefetch import take_prefetched
 from ingest.reader import PreRead, file_sha256, is_trace_file, read_and_hash
 from ingest.staged import StagedTrace
 from ingest.trace_ingest import stage_trace, trace_id_from_sha256
+from ingest.process_lifetime import die_with_parent
 from tracelake import __version__
+from tracelake.crashpoints import crash_point
 from tracelake.memory import release_free_memory
 from tracelake.warehouse import PreparedUpdate, Warehouse
 
@@ -100,7 +103,8 @@ def _stage(path: Path, sha256: str, staging_dir: Path, tags: dict[str, str], wor
     try:
         return stage_trace(path, sha256, staging_dir, tags, __version__, workers, pre_read, while_decoding)
     except BaseException:
-        shutil.rmtree(staging_dir, ignore_errors=True)
+        for table in list(staging_dir.iterdir()) if staging_dir.is_dir() else []:
+            shutil.rmtree(table, ignore_errors=True)  # the folder itself is its owner's to remove
         raise
 
 
@@ -184,9 +188,13 @@ def ingest_paths(
             for outcome in retagged:
                 if warehouse.retag(outcome.trace_id or "", tags):
                     outcome.message = "already ingested; tags updated"
+    # what a dead run left (a trace committed but not modelled, staging, orphan partitions) is
+    # finished first, unless another writer is at work: its update takes the traces in
+    interrupted = set(warehouse.repair_if_idle() or []) if warehouse.needs_repair() else set()
     opener = _WarehouseOpener(warehouse)
     try:
         staged = _stage_all(pending, warehouse, tags, jobs, report, progress, opener.start)
+        crash_point("staged")
         release_free_memory()
         if staged:
             progress.stage("updating the marts")
@@ -200,6 +208,10 @@ def ingest_paths(
                 raise
     finally:
         opener.close()
+        warehouse.release_staging_dirs()
+    for outcome in report.outcomes:
+        if outcome.status == "known" and outcome.trace_id in interrupted:
+            outcome.message = "already ingested; its interrupted model update is finished now"
     report.seconds = time.perf_counter() - started
     return report
 
@@ -237,7 +249,8 @@ def _stage_all(
             except TraceLakeError as exc:
                 record(trace_id, None, exc)
         return staged
-    with ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=get_context("fork")) as pool:
+    with ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=get_context("fork"),
+                             initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(_stage, path, sha, folder, tags): tid for tid, (path, sha, folder) in work.items()}
         for future in as_completed(futures):
             trace_id = futures[future]

@@ -1,14 +1,13 @@
 """The orchestrator behind `tracelake analyze` (SPEC §5, steps 0-11).
 
 One trace load (the ingest); everything after it reads the warehouse. The output folder is
-built in a staging folder beside it and swapped in at the end, so a re-run replaces it cleanly
-and a failed run leaves the previous report intact.
+checked before any work (only a new, empty or TraceLake-written folder is replaced:
+tracelake/folders.py), built in a staging folder beside it and swapped in at the end, so a re-run
+replaces it cleanly and a failed or killed run leaves the previous report intact.
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -30,7 +29,7 @@ from analyzers import settings
 from analyzers.comparison import category_times, compare_ops
 from analyzers.compute import load_op_rows
 from analyzers.contracts import AgentResult, AnalysisContext
-from ingest.errors import BadTraceError, WarehouseError
+from ingest.errors import BadTraceError
 from reports.comparative_report import op_comparison_table, report_fields
 from reports.csv_files import write_csv
 from reports.perf_report import perf_report_tables, write_perf_report
@@ -40,7 +39,8 @@ from reports.model_id import ModelInfo, identify_model
 from reports.report_inputs import PLOT_PENDING, ReportInputs
 from reports.validation import validate
 from tracelake import __version__
-from tracelake.folders import swap_into_place
+from tracelake.crashpoints import crash_point
+from tracelake.folders import FolderKind, OutputStaging, OutputTarget, claim_output_folder
 from tracelake.ingestion import IngestProgress, ingest_paths
 from tracelake.memory import release_free_memory
 from tracelake.platforms import load_platforms, resolve_platform
@@ -73,6 +73,7 @@ class AnalyzeOptions:
     compare: Path | None = None  # comparative scope: trace 2 (the target; `trace` is the baseline)
     platform2: str | None = None
     capture_folder2: Path | None = None
+    force: bool = False  # replace a TraceLake report folder that also holds the user's files (kept)
 
 
 @dataclass
@@ -124,8 +125,39 @@ class _JsonList(BaseModel):
     items: Any
 
 
-def default_out_dir(trace: Path) -> Path:
-    return trace.resolve().parent / "analysis_output"
+ANALYSIS_FOLDER = FolderKind(
+    name="analysis", sign="metadata/run.json",
+    entries=frozenset({
+        "analysis.md", "priority_data.json", "perf_improvement.png", "perf_report_csvs", "perf_report.xlsx",
+        "perf_report_trace1_csvs", "perf_report_trace2_csvs", "perf_report_trace1.xlsx", "perf_report_trace2.xlsx",
+        "category_data", "system_findings", "category_findings", "metadata",
+    }),
+)
+OUT_DIR_SUFFIX = "_analysis"
+
+
+def _trace_stem(trace: Path) -> str:
+    name = trace.name
+    for suffix in (".json.gz", ".json", ".gz"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def default_out_dir(trace: Path, compare: Path | None = None) -> Path:
+    """`<trace dir>/<trace name>_analysis` (`<name>_vs_<name2>_analysis` with --compare): one
+    folder per trace, so traces of one folder never share a report folder."""
+    stem = _trace_stem(trace) + (f"_vs_{_trace_stem(compare)}" if compare is not None else "")
+    return trace.resolve().parent / f"{stem}{OUT_DIR_SUFFIX}"
+
+
+def _claim_out_dir(trace: Path, warehouse: Warehouse, options: AnalyzeOptions) -> OutputTarget:
+    inputs = [trace, options.compare, options.capture_folder, options.capture_folder2]
+    return claim_output_folder(
+        options.out_dir or default_out_dir(trace, options.compare), ANALYSIS_FOLDER,
+        protected=[p for p in inputs if p is not None] + [warehouse.root],
+        reserved=[warehouse.parquet_dir, warehouse.staging_dir, warehouse.dbt_dir],
+        force=options.force)
 
 
 def _rows(db: duckdb.DuckDBPyConnection, sql: str, params: list[object]) -> list[dict[str, Any]]:
@@ -261,7 +293,7 @@ def _record_findings(warehouse: Warehouse, ctx: AnalysisContext, priority: Any, 
     rows = [(ctx.trace_id, ctx.trace2_id, f.global_rank, f.tier, f.category, f.agent, f.finding_id, f.title,
              f.impact_low, f.impact_score, f.impact_high, f.recoverable_ms, f.estimate_method, f.confidence,
              f.evidence_sql, now) for f in priority.findings]
-    with warehouse.write_lock(), duckdb.connect(str(warehouse.db_path)) as con:
+    with warehouse.write_lock(), warehouse.writing() as con:
         con.execute("""
             create table if not exists findings (
                 trace_id varchar, trace2_id varchar, global_rank integer, tier varchar, category varchar,
@@ -302,12 +334,14 @@ def run_analysis(
     for folder in (options.capture_folder, options.capture_folder2):
         if folder is not None and not folder.is_dir():
             raise BadTraceError(f"{folder}: capture folder does not exist")
-    out_dir = (options.out_dir or default_out_dir(trace)).resolve()
-    if warehouse.root.resolve().is_relative_to(out_dir):
-        raise WarehouseError(f"the warehouse {warehouse.root} is inside the output folder {out_dir}, which each "
-                             "analysis replaces; choose another --out or --warehouse")
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
+    target = _claim_out_dir(trace, warehouse, options)
+    out_dir = target.path
+    try:
+        output = OutputStaging(target)
+    except OSError as exc:
+        raise BadTraceError(f"cannot write the report next to {out_dir} ({exc.strerror}); choose a writable "
+                            "folder with --out") from None
+    staging = output.content
     run = _Run(RunMetadata(
         tracelake_version=__version__, trace_path=str(trace.resolve()), out_dir=str(out_dir),
         warehouse=str(warehouse.root), started_at=datetime.now(timezone.utc),
@@ -318,13 +352,15 @@ def run_analysis(
         after_swap: list[Callable[[], None]] = []
         outcome = _analyze(trace, warehouse, options, (chosen_platform, chosen_platform2), out_dir, run, plot,
                            progress, on_stage, after_swap)
-        swap_into_place(staging, out_dir)
+        crash_point("report-staged")
+        output.publish()
+        crash_point("report-published")
         for record in after_swap:  # the warehouse points at the report only once the report is in place
             record()
         return outcome
     finally:
         plot.close()
-        shutil.rmtree(staging, ignore_errors=True)
+        output.close()
 
 
 def _trace_platform(db: duckdb.DuckDBPyConnection, trace_id: str, chosen: str | None,

@@ -118,6 +118,15 @@ class ReadOnlyQueryError(TraceLakeError):
 _lock_down_lock = threading.Lock()  # one DuckDB instance is shared by the connections to its file
 
 
+_GLOB_CHARACTERS = "[*?"
+
+
+def literal_glob(path: str) -> str:
+    """`path` as a DuckDB glob that matches only itself: a warehouse folder named `runs[1]` or
+    `a*b` is a name, not a pattern (DuckDB reads `[c]` as the character c)."""
+    return "".join(f"[{c}]" if c in _GLOB_CHARACTERS else c for c in path)
+
+
 def readable_directory(warehouse_root: Path) -> Path:
     """The one folder a locked connection may open files in: the warehouse's Parquet partitions."""
     return warehouse_root / PARQUET_FOLDER
@@ -147,7 +156,9 @@ def lock_down(con: duckdb.DuckDBPyConnection, warehouse_root: Path) -> None:
             con.execute(f"set temp_directory = {_quote(spill.as_posix())}")
             # symlinked spellings of the folder are fine: DuckDB compares canonical paths
             readable = readable_directory(warehouse_root).as_posix().rstrip("/") + "/"
-            con.execute(f"set allowed_directories = [{_quote(readable)}]")  # only while access is on
+            # the views name the folder as a literal glob (`[*]` for `*`), which DuckDB checks as written
+            allowed = sorted({readable, literal_glob(readable)})
+            con.execute(f"set allowed_directories = [{', '.join(map(_quote, allowed))}]")  # only while access is on
             con.execute("set enable_external_access = false")
         con.execute("set lock_configuration = true")
 

@@ -2,19 +2,30 @@
 
 Layout:
     parquet/<table>/trace_id=<id>/part-0.parquet   Hive partitions written by ingest
-    staging/<id>-<nonce>/<table>/                   a trace being written; renamed into place
+    staging/.tracelake-staging-<id>-*/<table>/      a trace being written; renamed into place
     warehouse.duckdb                                raw.* views over the Parquet + dbt models
+    .tracelake-staging-db-*/warehouse.duckdb        a writer's private copy of the database
     dbt/                                            dbt target and logs; plan.json (fast path)
+    .lock                                           the writers' lock (who holds it, since when)
 
-A trace is committed when its `trace_files` partition appears; that rename comes last, so a
-crash leaves either nothing or orphan partitions that the next writer removes.
+Readers never block writers: a writer (one at a time, on the lock) changes a private copy of
+warehouse.duckdb and renames it over the original when done, so a reader (a notebook's open
+connection too) keeps the snapshot it opened and the next reader sees the new one.
+
+A trace's Parquet is committed when its `trace_files` partition appears (that rename comes last);
+its models are updated when the `trace_model_updates` mart lists it, which the same transaction as
+every other mart's rows writes. Every command checks both on open: a trace committed but not
+modelled (a writer was killed) has its models finished, partitions of traces that never committed
+and the staging folders of dead runs are removed.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,6 +37,9 @@ import duckdb
 
 from ingest.errors import WarehouseError
 from ingest.staged import TABLES, StagedTrace
+from tracelake.crashpoints import crash_point
+from tracelake.sql_guard import literal_glob, lock_down
+from tracelake.staging import StagingFolder, has_dead_staging, remove_dead_staging
 from tracelake.dbt_runner import (
     IncrementalPlan,
     compile_incremental_plan,
@@ -44,14 +58,84 @@ SCOPED_UPDATE_MIN_OTHER_TRACES = 8
 # the commit and skips writing the WAL first; with its default (16 MB) it wrote the WAL, then
 # checkpointed on close: commit + close 0.12 -> 0.09 s.
 UPDATE_CHECKPOINT_THRESHOLD = "1MB"
+# A reader retries this long when the database is locked by a process that writes it in place
+# (a TraceLake older than the private-copy writers, or a user's own read-write connection).
 READ_RETRY_SECONDS = 10.0
-STALE_STAGING_SECONDS = 24 * 3600
+# A writer waits this long for another writer (`TRACELAKE_WRITER_WAIT_SECONDS` overrides): a model
+# update of a 1 GB trace takes ~30 s here (bench/ingest.py), so ten minutes is a stuck writer.
+WRITER_WAIT_SECONDS = 600.0
+WRITER_WAIT_ENV = "TRACELAKE_WRITER_WAIT_SECONDS"
+WRITER_WAIT_NOTICE_SECONDS = 1.0  # waiting longer than this is said on stderr
+LOCK_POLL_SECONDS = 0.1
+LEDGER_TABLE = "trace_model_updates"  # the mart listing every trace whose models are up to date
+_held_locks: dict[Path, int] = {}  # write locks this process holds, with their nesting depth
+
+
+def _writer_wait_seconds() -> float:
+    try:
+        return float(os.environ.get(WRITER_WAIT_ENV, WRITER_WAIT_SECONDS))
+    except ValueError:
+        raise WarehouseError(f"{WRITER_WAIT_ENV}={os.environ[WRITER_WAIT_ENV]!r} is not a number of seconds") from None
+
+
+class Snapshot:
+    """A private copy of the warehouse database that one writer changes, published by a rename.
+
+    It sits in a locked staging folder under the warehouse (same file system) with the same file
+    name, so DuckDB gives it the same catalog name and the views dbt writes into it stay valid."""
+
+    def __init__(self, db_path: Path) -> None:
+        self.live = db_path
+        self._folder = StagingFolder(db_path.parent, "db")
+        self.path = self._folder.path / db_path.name
+        if db_path.exists():
+            _copy_file(db_path, self.path)
+            wal = db_path.with_name(db_path.name + ".wal")
+            if wal.exists():  # left by an in-place writer that died: DuckDB replays it on open
+                _copy_file(wal, self.path.with_name(self.path.name + ".wal"))
+
+    def publish(self) -> None:
+        """Make the copy the warehouse (its connections must be closed)."""
+        if self.path.with_name(self.path.name + ".wal").exists():
+            with duckdb.connect(str(self.path)) as con:
+                con.execute("checkpoint")
+        crash_point("before-publish")
+        os.replace(self.path, self.live)
+        directory = os.open(self.live.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+        crash_point("after-publish")
+
+    def discard(self) -> None:
+        self._folder.close()
+
+
+def _copy_file(source: Path, target: Path) -> None:
+    """Copy in the kernel (a reflink where the file system has them)."""
+    with source.open("rb") as src, target.open("wb") as dst:
+        remaining = os.fstat(src.fileno()).st_size
+        try:
+            while remaining > 0:
+                copied = os.copy_file_range(src.fileno(), dst.fileno(), remaining)
+                if copied == 0:
+                    break
+                remaining -= copied
+        except OSError:
+            src.seek(0)
+            dst.seek(0)
+            dst.truncate()
+            shutil.copyfileobj(src, dst, 8 << 20)
 
 
 class Warehouse:
     def __init__(self, root: Path) -> None:
         # absolute: dbt runs from the project folder, where a relative warehouse path means another place
         root = root.expanduser().absolute()
+        if "?" in str(root):
+            raise WarehouseError(f"warehouse {root}: DuckDB reads a '?' in a database path as the start of "
+                                 "connection options; choose a folder whose path has no '?'")
         self.root = root
         self.parquet_dir = root / "parquet"
         self.staging_dir = root / "staging"
@@ -59,6 +143,7 @@ class Warehouse:
         self.dbt_dir = root / "dbt"
         self.plan_path = self.dbt_dir / "plan.json"
         self.lock_path = root / ".lock"
+        self._staging: dict[Path, StagingFolder] = {}
 
     # ---- access -------------------------------------------------------------------------
     def prepare_for_writing(self) -> None:
@@ -81,24 +166,87 @@ class Warehouse:
             )
 
     @contextmanager
-    def write_lock(self) -> Iterator[None]:
-        with self.lock_path.open("a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+    def write_lock(self, wait: bool = True) -> Iterator[bool]:
+        """Hold the writers' lock (re-entrant in this process). Yields False at once when `wait` is
+        off and another writer holds it; else waits for it, saying so on stderr, up to
+        WRITER_WAIT_SECONDS, then refuses with one line naming the holder."""
+        if _held_locks.get(self.lock_path):
+            if not wait:  # this process is writing already: what it does, it finishes itself
+                yield False
+                return
+            _held_locks[self.lock_path] += 1
             try:
-                yield
+                yield True
             finally:
+                _held_locks[self.lock_path] -= 1
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        with self.lock_path.open("a+") as handle:
+            if not self._acquire(handle, wait):
+                yield False
+                return
+            handle.seek(0)
+            handle.truncate()
+            handle.write(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv[:3]),
+                                     "since": time.time()}))
+            handle.flush()
+            _held_locks[self.lock_path] = 1
+            try:
+                yield True
+            finally:
+                del _held_locks[self.lock_path]
+                handle.truncate(0)
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def connect_read_only(self) -> duckdb.DuckDBPyConnection:
+    def _acquire(self, handle: object, wait: bool) -> bool:
+        limit = _writer_wait_seconds()
+        started = time.monotonic()
+        said = False
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # type: ignore[arg-type]
+                return True
+            except BlockingIOError:
+                if not wait:
+                    return False
+            waited = time.monotonic() - started
+            if waited > limit:
+                raise WarehouseError(f"warehouse {self.root} is busy: {self._lock_holder()} has held it for over "
+                                     f"{limit:g} s; let it finish or stop it, then re-run (or raise {WRITER_WAIT_ENV})")
+            if waited > WRITER_WAIT_NOTICE_SECONDS and not said:
+                print(f"tracelake: waiting for {self._lock_holder()} to finish writing {self.root} "
+                      f"(up to {limit:g} s)", file=sys.stderr, flush=True)
+                said = True
+            time.sleep(LOCK_POLL_SECONDS)
+
+    def _lock_holder(self) -> str:
+        try:
+            holder = json.loads(self.lock_path.read_text() or "{}")
+            return f"pid {holder['pid']} ({holder['command']}, for {time.time() - holder['since']:.0f} s)"
+        except (OSError, ValueError, KeyError, TypeError):
+            return "another TraceLake writer"
+
+    def connect_read_only(self, repair: bool = True) -> duckdb.DuckDBPyConnection:
+        """A read-only connection to the current snapshot. With `repair`, a trace that a killed
+        writer left committed but not modelled is finished first, unless a writer is at work."""
+        if repair and self.needs_repair():
+            self.repair_if_idle()
         self.require_existing()
         deadline = time.monotonic() + READ_RETRY_SECONDS
         while True:
             try:
-                return duckdb.connect(str(self.db_path), read_only=True)
+                con = duckdb.connect(str(self.db_path), read_only=True)
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower() or time.monotonic() > deadline:
                     raise WarehouseError(f"cannot open {self.db_path}: {exc}") from None
-                time.sleep(0.1)
+                time.sleep(LOCK_POLL_SECONDS)
+                continue
+            try:
+                lock_down(con, self.root)  # nothing run on it writes, loads or reaches the network
+            except BaseException:
+                con.close()
+                raise
+            return con
 
     # ---- traces ---------------------------------------------------------------------------
     def trace_ids(self) -> set[str]:
@@ -107,10 +255,92 @@ class Warehouse:
             return set()
         return {p.name[len(PARTITION_PREFIX):] for p in folder.iterdir() if p.name.startswith(PARTITION_PREFIX)}
 
+    def _inspect(self) -> tuple[set[str] | None, bool]:
+        """(the traces whose models are up to date, whether the raw views read this folder's
+        Parquet). None for the first: no database yet, or one built before the ledger existed."""
+        if not self.db_path.exists():
+            return None, False
+        try:
+            with duckdb.connect(str(self.db_path), read_only=True) as con:
+                views = dict(con.execute("select view_name, sql from duckdb_views() where schema_name = 'raw'").fetchall())
+                here = all(self._raw_view_files(table) in views.get(table, "") for table in TABLES)
+                try:
+                    modelled = {row[0] for row in con.execute(f"select trace_id from {LEDGER_TABLE}").fetchall()}
+                except duckdb.CatalogException:
+                    return None, here
+                return modelled, here
+        except duckdb.IOException:
+            return None, True  # written in place by an older TraceLake: its own lock says who
+
+    def pending_trace_ids(self) -> set[str]:
+        """Traces whose Parquet is committed but whose models are not (a writer died between)."""
+        return self._unfinished()[0]
+
+    def _unfinished(self) -> tuple[set[str], bool]:
+        """(traces committed but not modelled, whether the raw views must be re-pointed here)."""
+        committed = self.trace_ids()
+        if not committed:
+            return set(), False
+        modelled, here = self._inspect()
+        if not self.db_path.exists():
+            return committed, False
+        return (set() if modelled is None else committed - modelled), not here
+
+    def needs_repair(self) -> bool:
+        """Whether a dead run left anything: a trace to finish, partitions of a trace that never
+        committed, a staging folder, or raw views that read another folder (a moved warehouse)."""
+        if has_dead_staging(self.staging_dir) or has_dead_staging(self.root) or self._orphan_partitions():
+            return True
+        pending, moved = self._unfinished()
+        return bool(pending) or moved
+
+    def _orphan_partitions(self) -> list[Path]:
+        committed = self.trace_ids()
+        orphans = []
+        for table in TABLES:
+            folder = self.parquet_dir / table
+            if folder.is_dir():
+                orphans += [p for p in folder.iterdir() if p.name[len(PARTITION_PREFIX):] not in committed]
+        return orphans
+
+    def repair(self) -> list[str]:
+        """Finish what dead writers left (caller holds the write lock): their staging folders and
+        uncommitted partitions go, committed traces get their models, and the raw views of a
+        warehouse folder that was moved or copied read its own Parquet. Returns the traces finished."""
+        self.remove_orphans()
+        pending, moved = self._unfinished()
+        if pending:
+            print(f"tracelake: finishing the model update of {len(pending)} trace(s) an interrupted run left "
+                  f"in {self.root}", file=sys.stderr, flush=True)
+            self.update_models(sorted(pending))
+        elif moved:
+            with self.writing() as con:
+                self._refresh_raw_views(con)
+        return sorted(pending)
+
+    def repair_if_idle(self) -> list[str] | None:
+        """`repair` unless another writer is at work (that writer finishes it): the traces finished,
+        or None when it did not run."""
+        if not os.access(self.root, os.W_OK):
+            return None  # a warehouse the user can only read: nothing this process could finish
+        with self.write_lock(wait=False) as held:
+            return self.repair() if held else None
+
     def new_staging_dir(self, trace_id: str) -> Path:
-        folder = self.staging_dir / f"{trace_id}-{uuid.uuid4().hex[:8]}"
-        folder.mkdir(parents=True)
-        return folder
+        folder = StagingFolder(self.staging_dir, trace_id)
+        self._staging[folder.path] = folder
+        return folder.path
+
+    def release_staging_dirs(self) -> None:
+        for folder in list(self._staging):
+            self.release_staging_dir(folder)
+
+    def release_staging_dir(self, folder: Path) -> None:
+        staging = self._staging.pop(folder, None)
+        if staging is not None:
+            staging.close()
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def _partition(self, table: str, trace_id: str) -> Path:
         return self.parquet_dir / table / f"{PARTITION_PREFIX}{trace_id}"
@@ -119,7 +349,7 @@ class Warehouse:
         """Move a staged trace into place (caller holds the write lock). False if already there."""
         staging = Path(staged.staging_dir)
         if staged.trace_id in self.trace_ids():
-            shutil.rmtree(staging, ignore_errors=True)
+            self.release_staging_dir(staging)
             return False
         for table in [t for t in TABLES if t != COMMIT_TABLE] + [COMMIT_TABLE]:
             target = self._partition(table, staged.trace_id)
@@ -127,7 +357,8 @@ class Warehouse:
                 shutil.rmtree(target)
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(staging / table, target)
-        shutil.rmtree(staging, ignore_errors=True)
+            crash_point(f"committed-{table}")
+        self.release_staging_dir(staging)
         return True
 
     def retag(self, trace_id: str, tags: dict[str, str]) -> bool:
@@ -157,19 +388,12 @@ class Warehouse:
         return True
 
     def remove_orphans(self) -> None:
-        """Drop partitions of traces that never committed, and old abandoned staging folders."""
-        committed = self.trace_ids()
-        for table in TABLES:
-            folder = self.parquet_dir / table
-            if not folder.is_dir():
-                continue
-            for partition in folder.iterdir():
-                if partition.name[len(PARTITION_PREFIX):] not in committed:
-                    shutil.rmtree(partition, ignore_errors=True)
-        if self.staging_dir.is_dir():
-            for leftover in self.staging_dir.iterdir():
-                if time.time() - leftover.stat().st_mtime > STALE_STAGING_SECONDS:
-                    shutil.rmtree(leftover, ignore_errors=True)
+        """Drop partitions of traces that never committed and the staging folders of dead runs
+        (caller holds the write lock)."""
+        for partition in self._orphan_partitions():
+            shutil.rmtree(partition, ignore_errors=True)
+        remove_dead_staging(self.staging_dir)
+        remove_dead_staging(self.root)
 
     # ---- models ---------------------------------------------------------------------------
     def _refresh_raw_views(self, con: duckdb.DuckDBPyConnection, only: list[str] | None = None) -> None:
@@ -180,15 +404,19 @@ class Warehouse:
         )
         con.execute("create schema if not exists raw")
         for table in TABLES:
-            partitions = ["*"] if only is None else [f"{PARTITION_PREFIX}{trace_id}" for trace_id in only]
-            globs = [(self.parquet_dir / table / p / "*.parquet").as_posix().replace("'", "''") for p in partitions]
-            files = ", ".join(f"'{glob}'" for glob in globs)
+            files = self._raw_view_files(table, only)
             if only is None and files in existing.get(table, ""):
                 continue
             con.execute(
                 f"create or replace view raw.{table} as select * from read_parquet([{files}], "
                 "hive_partitioning = true, union_by_name = true, hive_types = {'trace_id': varchar})"
             )
+
+    def _raw_view_files(self, table: str, only: list[str] | None = None) -> str:
+        """The file list (SQL) a raw view reads: every partition of `table`, or those of `only`."""
+        partitions = ["*"] if only is None else [f"{PARTITION_PREFIX}{trace_id}" for trace_id in only]
+        folder = literal_glob((self.parquet_dir / table).as_posix())
+        return ", ".join("'" + f"{folder}/{p}/*.parquet".replace("'", "''") + "'" for p in partitions)
 
     def _load_plan(self) -> IncrementalPlan | None:
         if not self.plan_path.exists():
@@ -200,43 +428,70 @@ class Warehouse:
         return plan if plan.fingerprint == project_fingerprint() else None
 
     def build(self, *, run_tests: bool, full_refresh: bool = False) -> None:
-        """Run the dbt project over every trace (caller holds the write lock), then re-plan."""
+        """Run the dbt project over every trace on a private copy (caller holds the write lock),
+        publish it, then re-plan. A failed run (a data test too) leaves the warehouse as it was."""
         if not self.trace_ids():
             raise WarehouseError(f"warehouse {self.root} has no traces yet; ingest one first")
-        with duckdb.connect(str(self.db_path)) as con:
-            self._refresh_raw_views(con)
         args = ["build"] if run_tests else ["build", "--exclude-resource-type", "test"]
         if full_refresh:
             args.append("--full-refresh")
-        self.plan_path.unlink(missing_ok=True)
-        run_dbt(self.db_path, self.dbt_dir, args)
-        plan = compile_incremental_plan(self.db_path, self.dbt_dir)
-        tmp = self.plan_path.with_suffix(".tmp")
-        tmp.write_text(plan.to_json())
-        os.replace(tmp, self.plan_path)
+        snapshot = Snapshot(self.db_path)
+        try:
+            with duckdb.connect(str(snapshot.path)) as con:
+                self._refresh_raw_views(con)
+            crash_point("dbt-build")
+            run_dbt(snapshot.path, self.dbt_dir, args)
+            plan = compile_incremental_plan(snapshot.path, self.dbt_dir)
+            snapshot.publish()
+        finally:
+            snapshot.discard()
+        tmp = self.plan_path.with_name(f".{self.plan_path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            tmp.write_text(plan.to_json())
+            os.replace(tmp, self.plan_path)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    @contextmanager
+    def writing(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection to a private copy of the database, published when the block ends without
+        an error (caller holds the write lock)."""
+        self.require_existing()
+        snapshot = Snapshot(self.db_path)
+        try:
+            with duckdb.connect(str(snapshot.path)) as con:
+                yield con
+            snapshot.publish()
+        finally:
+            snapshot.discard()
 
     def prepare_update(self, warm_up: bool = False) -> PreparedUpdate:
         """The warehouse opened for a model update (caller holds the write lock): the plan read,
-        the database open and the raw views current. With `warm_up`, DuckDB's Parquet reader is
-        set up too, which only pays when this runs beside other work (ingest: while its workers
-        decode a trace); else the first model sets it up."""
+        a private copy of the database open and the raw views current. With `warm_up`, DuckDB's
+        Parquet reader is set up too, which only pays when this runs beside other work (ingest:
+        while its workers decode a trace); else the first model sets it up."""
         plan = self._load_plan()
-        if plan is None:  # a dbt run follows, which opens the database itself
-            return PreparedUpdate(None, None)
-        con = duckdb.connect(str(self.db_path))
+        if plan is None or not self.db_path.exists():  # a dbt run follows, which makes its own copy
+            return PreparedUpdate(None, None, None)
+        snapshot = Snapshot(self.db_path)
+        con = None
         try:
+            con = duckdb.connect(str(snapshot.path))
             con.execute(f"set checkpoint_threshold = '{UPDATE_CHECKPOINT_THRESHOLD}'")
             self._refresh_raw_views(con)
             if warm_up:
                 con.execute("select count(*) from raw.trace_files").fetchall()  # first Parquet read: ~0.05 s
         except BaseException:
-            con.close()
+            if con is not None:
+                con.close()
+            snapshot.discard()
             raise
-        return PreparedUpdate(plan, con)
+        return PreparedUpdate(plan, con, snapshot)
 
     def update_models(self, new_trace_ids: list[str], prepared: PreparedUpdate | None = None) -> str:
-        """Bring the marts up to date for new traces (caller holds the write lock); closes
-        `prepared` (made here when not given).
+        """Bring the marts up to date for new traces, and for any trace an interrupted run left
+        committed but not modelled (caller holds the write lock); closes `prepared` (made here
+        when not given).
 
         Returns how: "fast" (compiled plan executed) or "dbt" (full dbt run, once per batch).
         """
@@ -246,23 +501,31 @@ class Warehouse:
             if con is None or plan is None:
                 self.build(run_tests=False, full_refresh=self.db_path.exists())
                 return "dbt"
+            committed = self.trace_ids()
+            modelled = {row[0] for row in con.execute(f"select trace_id from {LEDGER_TABLE}").fetchall()}
+            trace_ids = sorted((set(new_trace_ids) | (committed - modelled)) & committed)
             # Every incremental model reads only the new traces' rows, so in a larger warehouse the
             # raw views see only their partitions during the update: the cost stays that of the new
             # traces, not of the warehouse (DuckDB does not push the trace filter through every view
             # and CTE). Re-pointing the views costs about what scanning a few other traces does.
-            others = len(self.trace_ids()) - len(new_trace_ids)
+            others = len(committed) - len(trace_ids)
             scoped = others >= SCOPED_UPDATE_MIN_OTHER_TRACES
-            execute_plan(con, plan, sorted(new_trace_ids),
+            crash_point("models-updating")
+            execute_plan(con, plan, trace_ids,
                          scope_sources=(lambda only: self._refresh_raw_views(con, only)) if scoped else (lambda _: None))
+            crash_point("models-updated")
+            prepared.publish()
         return "fast"
 
 
 @dataclass
 class PreparedUpdate:
-    """An open warehouse ready for a model update, or (no plan yet) the sign that dbt must run."""
+    """A private copy of the warehouse open for a model update, or (no plan yet) the sign that
+    dbt must run. Closing it without `publish` discards the copy."""
 
     plan: IncrementalPlan | None
     connection: duckdb.DuckDBPyConnection | None
+    snapshot: Snapshot | None
 
     def __enter__(self) -> PreparedUpdate:
         return self
@@ -270,7 +533,17 @@ class PreparedUpdate:
     def __exit__(self, *_: object) -> None:
         self.close()
 
+    def publish(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+        if self.snapshot is not None:
+            self.snapshot.publish()
+
     def close(self) -> None:
         if self.connection is not None:
             self.connection.close()
             self.connection = None
+        if self.snapshot is not None:
+            self.snapshot.discard()
+            self.snapshot = None

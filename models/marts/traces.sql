@@ -1,8 +1,12 @@
-{#- One row per ingested trace: identity, device, runtime, tags, counts, quality. A view. -#}
+{#- One row per ingested trace (models up to date): identity, device, runtime, tags, counts, quality. A view. -#}
 {{ config(materialized='view') }}
 
 with trace_files as (
     select * from {{ ref('stg_trace__files') }}
+),
+
+model_updates as (
+    select * from {{ ref('trace_model_updates') }}
 ),
 
 kernels as (
@@ -90,8 +94,11 @@ final as (
         coalesce(quality_summary.quality_verdict, 'pass') as quality_verdict,
         coalesce(quality_summary.quality_flags, []) as quality_flags,
         trace_files.ingest_seconds,
-        trace_files.tracelake_version
+        trace_files.tracelake_version,
+        model_updates.models_updated_at
     from trace_files
+    -- a trace whose model update was interrupted is not listed until it is finished
+    inner join model_updates on trace_files.trace_id = model_updates.trace_id
     left join gpu_counts on trace_files.trace_id = gpu_counts.trace_id
     left join host_counts on trace_files.trace_id = host_counts.trace_id
     left join quality_summary on trace_files.trace_id = quality_summary.trace_id

@@ -15,6 +15,7 @@ from analyzers.contracts import PriorityData
 from reports.analysis_md import validate_analysis
 from tests.conftest import EXPECTED, TRACES, run_cli
 from tests.pipeline.conftest import copy_of
+from tracelake.folders import OutputFolderError
 from tracelake.pipeline import AnalyzeOptions, run_analysis
 from tracelake.warehouse import Warehouse
 
@@ -191,13 +192,18 @@ def test_llm_runner_uses_the_command_and_falls_back(analysis_warehouse: Warehous
     assert any("deterministic findings are used" in w for w in outcome.warnings)
 
 
-def test_rerun_replaces_the_output_folder(analysis_warehouse: Warehouse, tmp_path: Path) -> None:
+def test_rerun_replaces_the_report_and_never_a_users_file(analysis_warehouse: Warehouse, tmp_path: Path) -> None:
     out = tmp_path / "out"
     trace = TRACES / "torch_compile_triton" / "trace.json.gz"
     run_analysis(trace, analysis_warehouse, AnalyzeOptions(platform="MI300X", out_dir=out))
-    (out / "stale.txt").write_text("from an older run")
+    (out / "analysis.md").write_text("from an older run")
     run_analysis(trace, analysis_warehouse, AnalyzeOptions(platform="MI300X", out_dir=out))
-    assert not (out / "stale.txt").exists() and (out / "analysis.md").is_file()
+    assert (out / "analysis.md").read_text() != "from an older run"
+    (out / "mine.txt").write_text("the user's")
+    with pytest.raises(OutputFolderError, match="mine.txt"):
+        run_analysis(trace, analysis_warehouse, AnalyzeOptions(platform="MI300X", out_dir=out))
+    run_analysis(trace, analysis_warehouse, AnalyzeOptions(platform="MI300X", out_dir=out, force=True))
+    assert (out / "mine.txt").read_text() == "the user's" and (out / "analysis.md").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
@@ -217,7 +223,7 @@ def test_cli_analyze_end_to_end(analysis_warehouse: Warehouse, tmp_path: Path) -
 def test_out_folder_holding_the_warehouse_is_refused(tmp_path: Path) -> None:
     result = run_cli("analyze", str(TRACES / "torch_compile_triton" / "trace.json.gz"),
                      "--warehouse", str(tmp_path / "out" / "wh"), "--out", str(tmp_path / "out"))
-    assert result.returncode == 2 and "inside the output folder" in result.stderr
+    assert result.returncode == 2 and "it holds" in result.stderr and "outside it" in result.stderr
     assert not (tmp_path / "out").exists()
 
 

@@ -22,6 +22,7 @@ from tests.cli.conftest import snapshot
 from tests.conftest import TRACES, run_cli
 from tests.reports.headless import browser, console_messages, open_page
 from tests.reports.trace_variants import write_slower_run
+from tracelake.folders import MARKER_NAME
 
 BERT = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
 CPU_ONLY = TRACES / "cpu_only" / "cpu_mlp_training.json.gz"
@@ -80,8 +81,8 @@ def chromium() -> str:
 def test_prints_the_page_path_and_writes_page_and_data(built: dict[str, Path]) -> None:
     assert built["printed"] == built["index"]
     assert built["index"].is_file() and (built["index"].parent / DATA_JSON).is_file()
-    assert sorted(p.name for p in built["index"].parent.iterdir()) == [DATA_JSON, INDEX]
-    assert not [p for p in built["warehouse"].iterdir() if p.name.startswith(".dashboard")]  # no staging left
+    assert sorted(p.name for p in built["index"].parent.iterdir()) == [MARKER_NAME, DATA_JSON, INDEX]
+    assert not [p for p in built["warehouse"].iterdir() if p.name.startswith(".tracelake-staging")]  # none left
 
 
 def test_runs_are_grouped_and_ordered(data: DashboardData) -> None:
@@ -217,7 +218,7 @@ def test_rerun_replaces_the_page_whole(built: dict[str, Path], tmp_path: Path) -
     for _ in range(2):
         assert run_cli("dashboard", "--warehouse", str(built["warehouse"]), "--out", str(out)).returncode == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dash"]
-    assert sorted(p.name for p in out.iterdir()) == [DATA_JSON, INDEX]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER_NAME, DATA_JSON, INDEX]
 
 
 def test_out_folder_with_other_files_is_refused(built: dict[str, Path], tmp_path: Path) -> None:
@@ -225,7 +226,7 @@ def test_out_folder_with_other_files_is_refused(built: dict[str, Path], tmp_path
     before = snapshot(tmp_path)
     result = run_cli("dashboard", "--warehouse", str(built["warehouse"]), "--out", str(tmp_path))
     assert result.returncode == 2
-    assert len(result.stderr.strip().splitlines()) == 1 and "choose an empty or new folder" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "choose a new or empty folder" in result.stderr
     assert snapshot(tmp_path) == before
 
 
