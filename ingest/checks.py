@@ -28,6 +28,12 @@ def _by_reason(counts: Counter[str]) -> str:
     return ", ".join(f"{reason}={count}" for reason, count in sorted(counts.items()))
 
 
+def _counted(name: str, count: int, verdict: str, detail: str, detail_when_none: str) -> dict[str, object]:
+    """A check that passes at a count of zero and has `verdict` otherwise."""
+    return {"check_name": name, "value": float(count), "threshold": 0.0, "verdict": verdict if count else "pass",
+            "detail": detail if count else detail_when_none}
+
+
 def ingest_checks(
     event_count: int, dropped: Counter[str], phases: Counter[str], repaired: Counter[str] | None = None,
     masked_secrets: int = 0,
@@ -58,39 +64,14 @@ def ingest_checks(
                 else "no malformed events"
             ),
         },
-        {
-            "check_name": "unknown_event_phases",
-            "value": float(sum(unknown.values())),
-            "threshold": 0.0,
-            "verdict": "info" if unknown else "pass",
-            "detail": (
-                "kept but not analyzed: " + ", ".join(f"ph={k}: {v}" for k, v in sorted(unknown.items()))
-                if unknown
-                else "all event phases known"
-            ),
-        },
-        {
-            "check_name": "repaired_values",
-            "value": float(repaired_total),
-            "threshold": 0.0,
-            "verdict": "warn" if repaired_total else "pass",
-            "detail": (
-                f"{repaired_total} values could not be stored as written and were replaced or nulled "
-                f"({_by_reason(repaired)})"
-                if repaired_total
-                else "every value stored as written"
-            ),
-        },
-        {
-            "check_name": "masked_secrets",
-            "value": float(masked_secrets),
-            "threshold": 0.0,
-            "verdict": "info" if masked_secrets else "pass",
-            "detail": (
-                f"{masked_secrets} secret-looking metadata values (tokens, keys, passwords) stored as ***"
-                if masked_secrets
-                else "no secret-looking metadata values"
-            ),
-        },
+        _counted("unknown_event_phases", sum(unknown.values()), "info",
+                 "kept but not analyzed: " + ", ".join(f"ph={k}: {v}" for k, v in sorted(unknown.items())),
+                 "all event phases known"),
+        _counted("repaired_values", repaired_total, "warn",
+                 f"{repaired_total} values could not be stored as written and were replaced or nulled "
+                 f"({_by_reason(repaired)})", "every value stored as written"),
+        _counted("masked_secrets", masked_secrets, "info",
+                 f"{masked_secrets} secret-looking metadata values (tokens, keys, passwords) stored as ***",
+                 "no secret-looking metadata values"),
     ]
     return pa.Table.from_pylist(rows, schema=CHECK_SCHEMA)

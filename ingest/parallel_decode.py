@@ -38,6 +38,8 @@ RANGES_PER_WORKER = 6
 _MAX_RANGES = 256  # range indexes travel through the pipe as single bytes
 
 _inherited_events: list[msgspec.Raw] = []
+# A worker that cannot write its result exits with the write's errno (below this), else 1.
+RESULT_UNWRITTEN_STATUS_LIMIT = 126
 _inherited_window: TraceWindow | None = None  # where the whole trace's events can lie
 
 
@@ -71,8 +73,11 @@ def _fork_decode(ranges: list[tuple[int, int]], queue: int, events_dir: Path, wo
             status = 0
         except Exception as error:  # noqa: BLE001 - handed to the parent, which raises it
             outcome = error
-        with result.open("wb") as handle:
-            pickle.dump(outcome, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            with result.open("wb") as handle:
+                pickle.dump(outcome, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        except OSError as error:  # no result can be written (a full disk): the exit status says why
+            status = error.errno if error.errno and 0 < error.errno < RESULT_UNWRITTEN_STATUS_LIMIT else 1
     finally:
         os._exit(status)  # no atexit handlers or buffered output of the parent run twice
 
@@ -83,6 +88,9 @@ def _collect(pid: int, result: Path, worker: int) -> list[tuple[int, DecodedTrac
         with result.open("rb") as handle:
             outcome = pickle.load(handle)
     except (OSError, EOFError, pickle.UnpicklingError):
+        code = os.waitstatus_to_exitcode(status)
+        if code > 1:  # the errno of the failed result write
+            raise OSError(code, os.strerror(code), str(result)) from None
         raise RuntimeError(f"decode worker {worker} ended without a result (wait status {status})") from None
     finally:
         result.unlink(missing_ok=True)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -432,7 +433,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
         runner = RunnerSettings(
             timeout_seconds=settings.AGENT_TIMEOUT_SECONDS, attempts=settings.AGENT_ATTEMPTS,
             llm=LlmCommand(options.llm_cmd, settings.AGENT_TIMEOUT_SECONDS) if options.agents == "llm" and options.llm_cmd else None)
-        connect = warehouse.connect_read_only
+        connect = partial(warehouse.connect_read_only, repair=False)  # checked once, above
 
         def system_tier() -> list[AgentResult]:
             with run.step("7 system agents", lambda _: None):

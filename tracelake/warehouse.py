@@ -533,17 +533,18 @@ class PreparedUpdate:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def publish(self) -> None:
+    def _close_connection(self) -> None:
         if self.connection is not None:
             self.connection.close()
             self.connection = None
+
+    def publish(self) -> None:
+        self._close_connection()
         if self.snapshot is not None:
             self.snapshot.publish()
 
     def close(self) -> None:
-        if self.connection is not None:
-            self.connection.close()
-            self.connection = None
+        self._close_connection()
         if self.snapshot is not None:
             self.snapshot.discard()
             self.snapshot = None
