@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-
 from typer import Abort, Exit
 
 try:  # typer >= 0.20 ships its own copy of click

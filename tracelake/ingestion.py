@@ -17,15 +17,14 @@ import pyarrow as pa
 
 from ingest.errors import BadTraceError, NotATraceError, TraceLakeError
 from ingest.prefetch import take_prefetched
+from ingest.process_lifetime import die_with_parent
 from ingest.reader import PreRead, file_sha256, is_trace_file, read_and_hash
 from ingest.staged import StagedTrace
 from ingest.trace_ingest import stage_trace, trace_id_from_sha256
-from ingest.process_lifetime import die_with_parent
 from tracelake import __version__
 from tracelake.crashpoints import crash_point
 from tracelake.memory import release_free_memory
 from tracelake.warehouse import PreparedUpdate, Warehouse
-
 
 
 @dataclass

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +33,10 @@ from analyzers.contracts import AgentResult, AnalysisContext
 from ingest.errors import BadTraceError
 from reports.comparative_report import op_comparison_table, report_fields
 from reports.csv_files import write_csv
+from reports.model_id import ModelInfo, identify_model
 from reports.perf_report import perf_report_tables, write_perf_report
 from reports.plot_process import PlotProcess
 from reports.priority import build_priority_data
-from reports.model_id import ModelInfo, identify_model
 from reports.report_inputs import PLOT_PENDING, ReportInputs
 from reports.validation import validate
 from tracelake import __version__

@@ -38,8 +38,6 @@ import duckdb
 from ingest.errors import WarehouseError
 from ingest.staged import TABLES, StagedTrace
 from tracelake.crashpoints import crash_point
-from tracelake.sql_guard import literal_glob, lock_down
-from tracelake.staging import StagingFolder, has_dead_staging, remove_dead_staging
 from tracelake.dbt_runner import (
     IncrementalPlan,
     compile_incremental_plan,
@@ -47,6 +45,8 @@ from tracelake.dbt_runner import (
     project_fingerprint,
     run_dbt,
 )
+from tracelake.sql_guard import literal_glob, lock_down
+from tracelake.staging import StagingFolder, has_dead_staging, remove_dead_staging
 
 COMMIT_TABLE = "trace_files"
 PARTITION_PREFIX = "trace_id="
