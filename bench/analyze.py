@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from make_big_trace import make_big_trace
-from measure import MB, run_child
+from measure import MB, copy_warehouse, run_child
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACELAKE = ROOT / ".venv" / "bin" / "tracelake"
@@ -33,7 +33,7 @@ def analyze_once(trace: Path, warm: Path, work: Path) -> tuple[float, float]:
     warehouse = work / "wh"
     if warehouse.exists():
         shutil.rmtree(warehouse)
-    shutil.copytree(warm, warehouse)
+    copy_warehouse(str(TRACELAKE), warm, warehouse)
     child = run_child([str(TRACELAKE), "analyze", str(trace), "--warehouse", str(warehouse),
                        "--out", str(work / "out"), "--platform", "MI300X", "--quiet"])
     if child.returncode != 0:

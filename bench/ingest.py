@@ -34,7 +34,7 @@ from pathlib import Path
 import msgspec
 
 from make_big_trace import make_big_trace  # bench/ is sys.path[0] when this file runs
-from measure import MB, Child, child_env, run_child
+from measure import MB, Child, child_env, copy_warehouse, run_child
 REPO = Path(__file__).resolve().parent.parent
 SHARED_TRACES = REPO.parent / "shared" / "traces"
 # the repo's copies of the shared traces when ../shared is not beside the checkout (a fresh clone)
@@ -208,7 +208,7 @@ def query_total_ms(child: Child) -> float | None:
 
 def measure_once(tracelake: Path, trace: Path, warm: Path, folder: Path) -> Run:
     shutil.rmtree(folder, ignore_errors=True)
-    shutil.copytree(warm, folder)
+    copy_warehouse(str(tracelake), warm, folder)
     try:
         before = plan_stamp(folder)
         cold = run_child(ingest_cmd(tracelake, trace, folder))

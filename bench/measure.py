@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -30,6 +31,15 @@ def child_env() -> dict[str, str]:
     env = dict(os.environ)
     env["DO_NOT_TRACK"] = "1"
     return env
+
+
+def copy_warehouse(tracelake: str, warm: os.PathLike[str], folder: os.PathLike[str]) -> None:
+    """Copy a warmed-up warehouse to `folder` and let one untimed command re-point its views there,
+    as the first command on a moved warehouse does: the timed run then starts as a user's would."""
+    shutil.copytree(warm, folder)
+    primed = run_child([tracelake, "traces", "--warehouse", os.fspath(folder)])
+    if primed.returncode != 0:
+        raise SystemExit(primed.failure("tracelake traces on the copied warehouse"))
 
 
 def run_child(cmd: Sequence[str]) -> Child:

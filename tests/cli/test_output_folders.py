@@ -4,6 +4,7 @@ working folder, the trace's own folder and the warehouse's data are refused (exi
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,17 @@ def test_a_report_written_before_the_marker_counts_as_ours(tmp_path: Path) -> No
     (tmp_path / "file").write_text("x")
     with pytest.raises(OutputFolderError, match="not a folder"):
         claim_output_folder(tmp_path / "file", ANALYSIS_FOLDER)
+
+
+def test_a_read_only_trace_folder_asks_for_out(small_warehouse: Path, tmp_path: Path) -> None:
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(mount)], capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        trace = mount / SMALL_TRACE.name
+        shutil.copy(SMALL_TRACE, trace)
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        _refused(_analyze(small_warehouse, trace=trace), "Read-only file system", "--out")
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
