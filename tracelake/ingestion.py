@@ -187,9 +187,7 @@ def ingest_paths(
             for outcome in retagged:
                 if warehouse.retag(outcome.trace_id or "", tags):
                     outcome.message = "already ingested; tags updated"
-    # what a dead run left (a trace committed but not modelled, staging, orphan partitions) is
-    # finished first, unless another writer is at work: its update takes the traces in
-    interrupted = set(warehouse.repair_if_idle() or []) if warehouse.needs_repair() else set()
+    interrupted: set[str] = set()
     opener = _WarehouseOpener(warehouse)
     try:
         staged = _stage_all(pending, warehouse, tags, jobs, report, progress, opener.start)
@@ -200,11 +198,13 @@ def ingest_paths(
             prepared = opener.prepared()  # the write lock is held from here on
             warehouse.remove_orphans()
             committed = [s for s in staged if warehouse.commit(s)]
-            try:
+            try:  # also finishes any trace a dead run left committed but not modelled
                 report.model_update = warehouse.update_models([s.trace_id for s in committed], prepared)
             except BaseException:
                 _uncommit(warehouse, committed)
                 raise
+        elif warehouse.needs_repair():  # nothing new: still, what a dead run left is finished
+            interrupted = set(warehouse.repair_if_idle() or [])
     finally:
         opener.close()
         warehouse.release_staging_dirs()

@@ -227,10 +227,18 @@ class Warehouse:
             return "another TraceLake writer"
 
     def connect_read_only(self, repair: bool = True) -> duckdb.DuckDBPyConnection:
-        """A read-only connection to the current snapshot. With `repair`, a trace that a killed
-        writer left committed but not modelled is finished first, unless a writer is at work."""
-        if repair and self.needs_repair():
+        """A read-only connection to the current snapshot. With `repair`, what a killed writer left
+        (see `needs_repair`) is finished first, unless a writer is at work."""
+        if repair and not self.db_path.exists() and self.trace_ids():  # a first build that died
             self.repair_if_idle()
+        con = self._open_read_only()
+        if repair and self.needs_repair(con):
+            con.close()
+            self.repair_if_idle()
+            con = self._open_read_only()
+        return con
+
+    def _open_read_only(self) -> duckdb.DuckDBPyConnection:
         self.require_existing()
         deadline = time.monotonic() + READ_RETRY_SECONDS
         while True:
@@ -255,43 +263,46 @@ class Warehouse:
             return set()
         return {p.name[len(PARTITION_PREFIX):] for p in folder.iterdir() if p.name.startswith(PARTITION_PREFIX)}
 
-    def _inspect(self) -> tuple[set[str] | None, bool]:
+    def _inspect(self, con: duckdb.DuckDBPyConnection | None = None) -> tuple[set[str] | None, bool]:
         """(the traces whose models are up to date, whether the raw views read this folder's
-        Parquet). None for the first: no database yet, or one built before the ledger existed."""
-        if not self.db_path.exists():
-            return None, False
+        Parquet), read through `con` or a connection of its own. None for the first: no database
+        yet, or one built before the ledger existed."""
+        if con is None:
+            if not self.db_path.exists():
+                return None, False
+            try:
+                with duckdb.connect(str(self.db_path), read_only=True) as own:
+                    return self._inspect(own)
+            except duckdb.IOException:
+                return None, True  # written in place by an older TraceLake: its own lock says who
+        views = dict(con.execute("select view_name, sql from duckdb_views() where schema_name = 'raw'").fetchall())
+        here = all(self._raw_view_files(table) in views.get(table, "") for table in TABLES)
         try:
-            with duckdb.connect(str(self.db_path), read_only=True) as con:
-                views = dict(con.execute("select view_name, sql from duckdb_views() where schema_name = 'raw'").fetchall())
-                here = all(self._raw_view_files(table) in views.get(table, "") for table in TABLES)
-                try:
-                    modelled = {row[0] for row in con.execute(f"select trace_id from {LEDGER_TABLE}").fetchall()}
-                except duckdb.CatalogException:
-                    return None, here
-                return modelled, here
-        except duckdb.IOException:
-            return None, True  # written in place by an older TraceLake: its own lock says who
+            return {row[0] for row in con.execute(f"select trace_id from {LEDGER_TABLE}").fetchall()}, here
+        except duckdb.CatalogException:
+            return None, here
 
     def pending_trace_ids(self) -> set[str]:
         """Traces whose Parquet is committed but whose models are not (a writer died between)."""
         return self._unfinished()[0]
 
-    def _unfinished(self) -> tuple[set[str], bool]:
+    def _unfinished(self, con: duckdb.DuckDBPyConnection | None = None) -> tuple[set[str], bool]:
         """(traces committed but not modelled, whether the raw views must be re-pointed here)."""
         committed = self.trace_ids()
         if not committed:
             return set(), False
-        modelled, here = self._inspect()
         if not self.db_path.exists():
             return committed, False
+        modelled, here = self._inspect(con)
         return (set() if modelled is None else committed - modelled), not here
 
-    def needs_repair(self) -> bool:
+    def needs_repair(self, con: duckdb.DuckDBPyConnection | None = None) -> bool:
         """Whether a dead run left anything: a trace to finish, partitions of a trace that never
-        committed, a staging folder, or raw views that read another folder (a moved warehouse)."""
+        committed, a staging folder, or raw views that read another folder (a moved warehouse).
+        Reads the database through `con` when given."""
         if has_dead_staging(self.staging_dir) or has_dead_staging(self.root) or self._orphan_partitions():
             return True
-        pending, moved = self._unfinished()
+        pending, moved = self._unfinished(con)
         return bool(pending) or moved
 
     def _orphan_partitions(self) -> list[Path]:
