@@ -226,9 +226,11 @@ def build(
 ) -> None:
     """Run the dbt project (models and tests) over the warehouse."""
     wh = _warehouse(warehouse)
-    wh.require_existing()
+    if not wh.trace_ids():
+        wh.require_existing()
     wh.prepare_for_writing()
     with wh.write_lock():
+        wh.repair()  # what a dead run left goes first: its partitions would reach the marts
         wh.build(run_tests=True, full_refresh=full_refresh)
     print(f"built and tested the models over {len(wh.trace_ids())} traces in {wh.db_path}")
 
@@ -445,6 +447,8 @@ def _dispatch(args: list[str]) -> None:
         print(f"tracelake: usage error: {exc.format_message()}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
     except TraceLakeError as exc:
+        if _state.get("stopped_by") is not None:  # dbt and `sql` report a signal as their own failure
+            _stopped(int(_state["stopped_by"]))  # type: ignore[call-overload]
         if "--debug" in args:
             raise
         if _disk_full(exc):

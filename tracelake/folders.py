@@ -12,6 +12,7 @@ moving it in is a rename and a killed run leaves nothing the next run does not r
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -79,9 +80,18 @@ def _entries_written(folder: Path, kind: FolderKind) -> set[str] | None:
     marker = _read_marker(folder)
     if marker is not None:
         return set(marker.entries) | {MARKER_NAME} if marker.kind == kind.name else None
-    if (folder / kind.sign).is_file():
+    if _signed_by_tracelake(folder / kind.sign):
         return {entry.name for entry in folder.iterdir()} & kind.entries
     return None
+
+
+def _signed_by_tracelake(sign: Path) -> bool:
+    """The sign file is one TraceLake wrote: a JSON object naming the TraceLake version."""
+    try:
+        content = json.loads(sign.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(content, dict) and "tracelake_version" in content
 
 
 def _examples(names: Iterable[str]) -> str:
@@ -99,10 +109,11 @@ def claim_output_folder(out_dir: Path, kind: FolderKind, *, protected: Iterable[
     `reserved`: folders that an output folder must not be placed inside (the warehouse's data).
     `force_option`: the flag that sets `force`, named in the refusals (None: the command has none)."""
     out_dir = out_dir.absolute()
-    for path in protected:
+    named = [(path, str(path.absolute())) for path in protected] + [(Path.cwd(), f"the working folder {Path.cwd()}")]
+    for path, label in named:  # replacing the working folder would leave the shell in a deleted one
         path = path.absolute()
         if _is_within(path, out_dir) or _is_within(path.resolve(), out_dir.resolve()):
-            raise OutputFolderError(f"{option} {out_dir}: it holds {path}, and the output folder is replaced "
+            raise OutputFolderError(f"{option} {out_dir}: it holds {label}, and the output folder is replaced "
                                     f"whole; choose an {option} folder outside it")
     for folder in reserved:
         if _is_within(out_dir.resolve(), folder.resolve()):

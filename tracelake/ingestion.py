@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import resource
 import shutil
 import time
 from collections.abc import Callable
@@ -25,6 +27,10 @@ from tracelake import __version__
 from tracelake.crashpoints import crash_point
 from tracelake.memory import release_free_memory
 from tracelake.warehouse import PreparedUpdate, Warehouse
+
+
+# Files a process needs open besides the staging locks: Python, DuckDB, pyarrow, the pool's pipes.
+OPEN_FILE_HEADROOM = 256
 
 
 @dataclass
@@ -137,7 +143,10 @@ class _WarehouseOpener:
     def close(self) -> None:
         try:
             if self._thread is not None:
+                if self._prepared is None:  # the update never came (an error, a stop): stop waiting for the lock
+                    self._warehouse.stop_waiting.set()
                 self._thread.shutdown(wait=True)
+                self._warehouse.stop_waiting.clear()
                 if self._prepared is None and self._opening is not None and self._opening.exception() is None:
                     self._prepared = self._opening.result()
             if self._prepared is not None:
@@ -240,7 +249,14 @@ def _stage_all(
         report.outcomes.append(outcome)
         progress.finished(outcome, candidate.path.stat().st_size)
 
-    work = {tid: (c.path, c.sha256, warehouse.new_staging_dir(tid)) for tid, c in pending.items()}
+    _allow_open_files(len(pending))
+    try:
+        work = {tid: (c.path, c.sha256, warehouse.new_staging_dir(tid)) for tid, c in pending.items()}
+    except OSError as exc:
+        if exc.errno != errno.EMFILE:
+            raise
+        raise BadTraceError(f"{len(pending)} traces at once exceed this process's open-file limit (each holds a "
+                            "locked staging folder); ingest them in smaller batches or raise `ulimit -n`") from None
     if jobs <= 1 or len(work) == 1:  # one file: its events are decoded on `jobs` cores
         for trace_id, (path, sha, folder) in work.items():
             try:
@@ -248,8 +264,9 @@ def _stage_all(
             except TraceLakeError as exc:
                 record(trace_id, None, exc)
         return staged
-    with ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=get_context("fork"),
-                             initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=get_context("fork"),
+                               initializer=die_with_parent, initargs=(os.getpid(),))
+    try:
         futures = {pool.submit(_stage, path, sha, folder, tags): tid for tid, (path, sha, folder) in work.items()}
         for future in as_completed(futures):
             trace_id = futures[future]
@@ -257,12 +274,33 @@ def _stage_all(
             if error is not None and not isinstance(error, TraceLakeError):
                 raise error
             record(trace_id, future.result() if error is None else None, error)
+    except BaseException:
+        # a stop or a crash: the queued traces are not decoded, the running workers are ended
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     return staged
 
 
+def _allow_open_files(count: int) -> None:
+    """Each trace being staged holds the lock file of its staging folder open: raise the soft limit
+    on open files toward the hard one when a batch needs more."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = count + OPEN_FILE_HEADROOM
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return
+    resource.setrlimit(resource.RLIMIT_NOFILE, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
+
+
 def _uncommit(warehouse: Warehouse, committed: list[StagedTrace]) -> None:
-    """Take committed partitions back out when the model update failed."""
+    """Take committed partitions back out when the model update failed, but not those of traces
+    the published warehouse already lists (the failure came after the publish)."""
+    modelled = warehouse.modelled_trace_ids()
     for staged in committed:
+        if staged.trace_id in modelled:
+            continue
         commit_partition = warehouse.parquet_dir / "trace_files" / f"trace_id={staged.trace_id}"
         shutil.rmtree(commit_partition, ignore_errors=True)
     warehouse.remove_orphans()

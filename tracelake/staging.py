@@ -1,8 +1,10 @@
 """Private staging folders: built beside their target, locked by their owner, removed when dead.
 
-A staging folder lives beside what it becomes (same file system, so moving it in is a rename) and is
-locked (flock) by the process that made it for as long as that process lives; forked children
-inherit the lock. A staging folder whose lock is free belongs to a dead run: the next run removes it.
+A staging folder lives beside what it becomes (same file system, so moving it in is a rename). The
+process that made it holds a lock (flock) on the `.owner` file inside it for as long as it lives;
+forked children inherit the lock. A staging folder whose lock is free belongs to a dead run, and the
+next run removes it. The lock is taken on a file opened for writing, not on the folder itself, so
+that it also works where flock is emulated with POSIX record locks (NFS).
 """
 
 from __future__ import annotations
@@ -11,14 +13,19 @@ import fcntl
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 STAGING_PREFIX = ".tracelake-staging-"
-UNNAMED_PREFIX = ".tracelake-new-"  # a staging folder between its making and its locking
+OWNER_FILE = ".owner"
+# A staging folder is made, then its owner file: one without it is taken for dead only once it is
+# older than this (made by a run that died in between; seconds are far more than that step takes).
+OWNERLESS_GRACE_SECONDS = 60.0
+_DEAD_WITHOUT_OWNER = -1
 
 
-def lock_folder(folder: Path) -> int:
-    handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+def _lock_owner(folder: Path, create: bool) -> int:
+    handle = os.open(folder / OWNER_FILE, os.O_RDWR | (os.O_CREAT if create else 0), 0o600)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BaseException:
@@ -28,16 +35,27 @@ def lock_folder(folder: Path) -> int:
 
 
 def _dead(folder: Path) -> int | None:
-    """A lock on `folder` if its owner is gone (the caller closes it), else None."""
+    """A lock on `folder` if its owner is gone (the caller releases it with `_release`), else None."""
     try:
-        return lock_folder(folder)
+        return _lock_owner(folder, create=False)
+    except FileNotFoundError:
+        try:
+            ownerless_for = time.time() - folder.stat().st_mtime
+        except OSError:
+            return None  # gone meanwhile
+        return _DEAD_WITHOUT_OWNER if ownerless_for > OWNERLESS_GRACE_SECONDS else None
     except OSError:
-        return None  # alive (locked), not a folder, or gone meanwhile
+        return None  # alive (locked), or not a staging folder of ours
+
+
+def _release(handle: int) -> None:
+    if handle != _DEAD_WITHOUT_OWNER:
+        os.close(handle)
 
 
 def _candidates(parent: Path) -> list[Path]:
     try:
-        return [entry for entry in parent.iterdir() if entry.name.startswith((STAGING_PREFIX, UNNAMED_PREFIX))]
+        return [entry for entry in parent.iterdir() if entry.name.startswith(STAGING_PREFIX) and entry.is_dir()]
     except OSError:
         return []
 
@@ -46,7 +64,7 @@ def has_dead_staging(parent: Path) -> bool:
     for folder in _candidates(parent):
         handle = _dead(folder)
         if handle is not None:
-            os.close(handle)
+            _release(handle)
             return True
     return False
 
@@ -62,21 +80,24 @@ def remove_dead_staging(parent: Path) -> int:
             shutil.rmtree(folder, ignore_errors=True)
             removed += 1
         finally:
-            os.close(handle)
+            _release(handle)
     return removed
 
 
 class StagingFolder:
-    """A locked, private folder for building `target` (or other work), removed on close."""
+    """A locked, private folder for building something in `parent`, removed on close. With
+    `clean`, the dead runs' staging folders in `parent` are removed first."""
 
-    def __init__(self, parent: Path, label: str) -> None:
+    def __init__(self, parent: Path, label: str, clean: bool = True) -> None:
         parent.mkdir(parents=True, exist_ok=True)
-        remove_dead_staging(parent)
-        # made under a name no cleaner looks at, locked, then given its staging name
-        unnamed = Path(tempfile.mkdtemp(prefix=UNNAMED_PREFIX, dir=parent))
-        self._lock = lock_folder(unnamed)
-        self.path = parent / f"{STAGING_PREFIX}{label}-{unnamed.name.removeprefix(UNNAMED_PREFIX)}"
-        os.rename(unnamed, self.path)
+        if clean:
+            remove_dead_staging(parent)
+        self.path = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{label}-", dir=parent))
+        try:
+            self._lock = _lock_owner(self.path, create=True)
+        except BaseException:
+            shutil.rmtree(self.path, ignore_errors=True)
+            raise
 
     def __enter__(self) -> StagingFolder:
         return self

@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -101,6 +102,9 @@ class Snapshot:
                 con.execute("checkpoint")
         crash_point("before-publish")
         os.replace(self.path, self.live)
+        # a WAL an in-place writer left beside the old file was replayed into the copy: beside the
+        # new file it would not match, and DuckDB would refuse to open the warehouse
+        self.live.with_name(self.live.name + ".wal").unlink(missing_ok=True)
         directory = os.open(self.live.parent, os.O_RDONLY)
         try:
             os.fsync(directory)
@@ -131,8 +135,9 @@ def _copy_file(source: Path, target: Path) -> None:
 
 class Warehouse:
     def __init__(self, root: Path) -> None:
-        # absolute: dbt runs from the project folder, where a relative warehouse path means another place
-        root = root.expanduser().absolute()
+        # absolute: dbt runs from the project folder, where a relative warehouse path means another place;
+        # resolved: the raw views name this folder, and two spellings of it must not look like a move
+        root = root.expanduser().resolve()
         if "?" in str(root):
             raise WarehouseError(f"warehouse {root}: DuckDB reads a '?' in a database path as the start of "
                                  "connection options; choose a folder whose path has no '?'")
@@ -144,6 +149,7 @@ class Warehouse:
         self.plan_path = self.dbt_dir / "plan.json"
         self.lock_path = root / ".lock"
         self._staging: dict[Path, StagingFolder] = {}
+        self.stop_waiting = threading.Event()  # set to make a thread waiting for the lock give up
 
     # ---- access -------------------------------------------------------------------------
     def prepare_for_writing(self) -> None:
@@ -180,8 +186,13 @@ class Warehouse:
             finally:
                 _held_locks[self.lock_path] -= 1
             return
-        self.root.mkdir(parents=True, exist_ok=True)
-        with self.lock_path.open("a+") as handle:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            handle = self.lock_path.open("a+")
+        except OSError as exc:
+            raise WarehouseError(f"cannot take the writers' lock {self.lock_path} ({exc.strerror}); writing to this "
+                                 "warehouse needs write access to its folder") from None
+        with handle:
             if not self._acquire(handle, wait):
                 yield False
                 return
@@ -209,6 +220,8 @@ class Warehouse:
             except BlockingIOError:
                 if not wait:
                     return False
+            if self.stop_waiting.is_set():
+                raise WarehouseError(f"stopped waiting for the writers' lock of {self.root}")
             waited = time.monotonic() - started
             if waited > limit:
                 raise WarehouseError(f"warehouse {self.root} is busy: {self._lock_holder()} has held it for over "
@@ -282,6 +295,10 @@ class Warehouse:
         except duckdb.CatalogException:
             return None, here
 
+    def modelled_trace_ids(self) -> set[str]:
+        """Traces the published warehouse lists in its ledger (empty when it has none)."""
+        return self._inspect()[0] or set()
+
     def pending_trace_ids(self) -> set[str]:
         """Traces whose Parquet is committed but whose models are not (a writer died between)."""
         return self._unfinished()[0]
@@ -338,7 +355,7 @@ class Warehouse:
             return self.repair() if held else None
 
     def new_staging_dir(self, trace_id: str) -> Path:
-        folder = StagingFolder(self.staging_dir, trace_id)
+        folder = StagingFolder(self.staging_dir, trace_id, clean=False)  # the writer cleans under its lock
         self._staging[folder.path] = folder
         return folder.path
 

@@ -44,8 +44,12 @@ def test_the_working_folder_is_refused(small_warehouse: Path, tmp_path: Path) ->
     (project / "src").mkdir(parents=True)
     (project / "src" / "train.py").write_text("import torch\n")
     before = snapshot(project)
-    _refused(_analyze(small_warehouse, "--out", ".", cwd=project), "src")
+    _refused(_analyze(small_warehouse, "--out", ".", cwd=project), "the working folder")
     assert snapshot(project) == before
+    empty = tmp_path / "empty"
+    (empty / "inner").mkdir(parents=True)
+    _refused(_analyze(small_warehouse, "--out", ".", cwd=empty / "inner"), "the working folder")  # empty too
+    _refused(_analyze(small_warehouse, "--out", "..", cwd=empty / "inner"), "the working folder")  # and a parent
 
 
 def test_the_traces_own_folder_is_refused(small_warehouse: Path, tmp_path: Path) -> None:
@@ -105,8 +109,11 @@ DEMO = FolderKind(name="analysis", sign="metadata/run.json", entries=frozenset({
 def test_a_report_written_before_the_marker_counts_as_ours(tmp_path: Path) -> None:
     old = tmp_path / "old"
     (old / "metadata").mkdir(parents=True)
-    (old / "metadata" / "run.json").write_text("{}")
+    (old / "metadata" / "run.json").write_text("{}")  # not TraceLake's: no version in it
     (old / "analysis.md").write_text("# old\n")
+    with pytest.raises(OutputFolderError, match="did not write"):
+        claim_output_folder(old, DEMO)
+    (old / "metadata" / "run.json").write_text('{"tracelake_version": "0.1.0", "trace_path": "t.json"}')
     assert claim_output_folder(old, DEMO).ours == ("analysis.md", "metadata")
     (old / "NOTES.md").write_text("mine")
     with pytest.raises(OutputFolderError, match="--force"):
