@@ -113,3 +113,25 @@ def test_a_writer_blocked_by_another_waits_then_gives_up_with_one_line(warehouse
     assert not list((warehouse / "staging").iterdir())  # the staged trace went with the refusal
     again = run_cli("ingest", str(OTHERS[0]), "--warehouse", str(warehouse), "--quiet")
     assert again.returncode == 0, again.stderr
+
+
+DIE_WITH_A_WAL = """
+import os, sys, duckdb
+con = duckdb.connect(sys.argv[1])
+con.execute("set checkpoint_threshold = '1GB'")
+con.execute("create table my_notes as select 42 as answer")
+os._exit(0)  # no checkpoint: the change is only in the WAL
+"""
+
+
+def test_a_wal_left_by_an_in_place_writer_is_kept_and_cleared(warehouse: Path) -> None:
+    db = warehouse / "warehouse.duckdb"
+    subprocess.run([sys.executable, "-c", DIE_WITH_A_WAL, str(db)], check=True)
+    assert db.with_name(db.name + ".wal").exists()
+    ingested = run_cli("ingest", str(OTHERS[0]), "--warehouse", str(warehouse), "--quiet")
+    assert ingested.returncode == 0, ingested.stderr
+    assert not db.with_name(db.name + ".wal").exists()
+    queried = run_cli("sql", "select answer from my_notes", "--warehouse", str(warehouse), "--format", "json")
+    assert queried.returncode == 0, queried.stderr
+    assert json.loads(queried.stdout) == [{"answer": 42}]
+    assert _count(warehouse) == 2
