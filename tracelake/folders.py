@@ -12,6 +12,7 @@ moving it in is a rename and a killed run leaves nothing the next run does not r
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 from collections.abc import Iterable
@@ -100,6 +101,21 @@ def _examples(names: Iterable[str]) -> str:
     return shown + (f" and {len(names) - FOREIGN_EXAMPLES} more" if len(names) > FOREIGN_EXAMPLES else "")
 
 
+_RENAME_EXCHANGE = 2  # <linux/fs.h>
+_AT_FDCWD = -100
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two folders in one step (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    done = renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE)
+    return done == 0
+
+
 def claim_output_folder(out_dir: Path, kind: FolderKind, *, protected: Iterable[Path] = (),
                         reserved: Iterable[Path] = (), force: bool = False, option: str = "--out",
                         force_option: str | None = "--force") -> OutputTarget:
@@ -165,7 +181,9 @@ class OutputStaging(StagingFolder):
         (self.content / MARKER_NAME).write_text(marker.model_dump_json(indent=1))
         retired = self.path / RETIRED_CONTENT
         if not target.foreign:  # the whole folder is swapped (an empty folder is replaced by rename too)
-            if target.ours:
+            if target.ours and _exchange(self.content, target.path):
+                return  # the old folder is now in the staging folder, and goes with it
+            if target.ours:  # no atomic exchange on this file system: a kill between the two renames loses the old one
                 os.replace(target.path, retired)
             os.replace(self.content, target.path)
             return
