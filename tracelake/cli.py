@@ -240,10 +240,9 @@ def _query(wh: Warehouse, query: str) -> tuple[list[str], list[tuple]]:
     refused before anything runs (tracelake/sql_guard.py)."""
     import duckdb  # noqa: PLC0415 - see the note on the imports
 
-    from tracelake.sql_guard import check_query, lock_down, refused_access  # noqa: PLC0415
+    from tracelake.sql_guard import check_query, refused_access  # noqa: PLC0415
 
-    with wh.connect_read_only() as con:
-        lock_down(con, wh.root)  # a no-op once connect_read_only locks the connection itself
+    with wh.connect_read_only() as con:  # locked down (tracelake/sql_guard.py)
         try:
             check_query(con, query)
             result = con.execute(query)
@@ -439,35 +438,38 @@ def _dispatch(args: list[str]) -> None:
     except Exit as done:
         sys.exit(done.exit_code)
     except Abort:
-        if _state.get("stopped_by") is not None:
-            _stopped(int(_state["stopped_by"]))  # type: ignore[call-overload]
+        _exit_if_stopped()
         print("tracelake: aborted", file=sys.stderr)
         sys.exit(EXIT_FAILED)
     except ClickException as exc:
         print(f"tracelake: usage error: {exc.format_message()}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
     except TraceLakeError as exc:
-        if _state.get("stopped_by") is not None:  # dbt and `sql` report a signal as their own failure
-            _stopped(int(_state["stopped_by"]))  # type: ignore[call-overload]
+        _exit_if_stopped()  # dbt and `sql` report a signal as their own failure
         if "--debug" in args:
             raise
-        if _disk_full(exc):
-            _say_disk_full(exc)
+        _exit_if_disk_full(exc)
         print(f"tracelake: error: {exc}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
     except Exception as exc:  # noqa: BLE001 - the one place that turns crashes into a line
-        if _state.get("stopped_by") is not None:  # DuckDB turns a signal during a query into its own error
-            _stopped(int(_state["stopped_by"]))  # type: ignore[call-overload]
+        _exit_if_stopped()  # DuckDB turns a signal during a query into its own error
         if "--debug" in args:
             raise
-        if _disk_full(exc):
-            _say_disk_full(exc)
+        _exit_if_disk_full(exc)
         summary = (str(exc).strip().splitlines() or [""])[0]  # DuckDB appends the query context on more lines
         print(f"tracelake: internal error: {type(exc).__name__}: {summary} (rerun with --debug)", file=sys.stderr)
         sys.exit(int(_state.get("internal_error_exit", EXIT_FAILED)))  # type: ignore[call-overload]
 
 
-def _say_disk_full(exc: BaseException) -> None:
+def _exit_if_stopped() -> None:
+    """An error raised while a stop signal was being handled is the stop, not a failure."""
+    if _state.get("stopped_by") is not None:
+        _stopped(int(_state["stopped_by"]))  # type: ignore[call-overload]
+
+
+def _exit_if_disk_full(exc: BaseException) -> None:
+    if not _disk_full(exc):
+        return
     where = getattr(exc, "filename", None)
     print(f"tracelake: error: disk full{f' writing {where}' if where else ''}: no space left on the device; "
           "free some space (or use --warehouse / --out on another disk) and re-run", file=sys.stderr)

@@ -66,7 +66,7 @@ class OutputTarget:
 
 
 def _is_within(path: Path, folder: Path) -> bool:
-    return path == folder or path.is_relative_to(folder)
+    return path.is_relative_to(folder)  # the folder itself too
 
 
 def _read_marker(folder: Path) -> OutputMarker | None:

@@ -72,6 +72,11 @@ LEDGER_TABLE = "trace_model_updates"  # the mart listing every trace whose model
 _held_locks: dict[Path, int] = {}  # write locks this process holds, with their nesting depth
 
 
+def _ledger(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """The traces whose models are up to date, as the database `con` reads lists them."""
+    return {row[0] for row in con.execute(f"select trace_id from {LEDGER_TABLE}").fetchall()}
+
+
 def _writer_wait_seconds() -> float:
     try:
         return float(os.environ.get(WRITER_WAIT_ENV, WRITER_WAIT_SECONDS))
@@ -291,7 +296,7 @@ class Warehouse:
         views = dict(con.execute("select view_name, sql from duckdb_views() where schema_name = 'raw'").fetchall())
         here = all(self._raw_view_files(table) in views.get(table, "") for table in TABLES)
         try:
-            return {row[0] for row in con.execute(f"select trace_id from {LEDGER_TABLE}").fetchall()}, here
+            return _ledger(con), here
         except duckdb.CatalogException:
             return None, here
 
@@ -299,13 +304,10 @@ class Warehouse:
         """Traces the published warehouse lists in its ledger (empty when it has none)."""
         return self._inspect()[0] or set()
 
-    def pending_trace_ids(self) -> set[str]:
-        """Traces whose Parquet is committed but whose models are not (a writer died between)."""
-        return self._unfinished()[0]
-
-    def _unfinished(self, con: duckdb.DuckDBPyConnection | None = None) -> tuple[set[str], bool]:
+    def _unfinished(self, con: duckdb.DuckDBPyConnection | None = None,
+                    committed: set[str] | None = None) -> tuple[set[str], bool]:
         """(traces committed but not modelled, whether the raw views must be re-pointed here)."""
-        committed = self.trace_ids()
+        committed = self.trace_ids() if committed is None else committed
         if not committed:
             return set(), False
         if not self.db_path.exists():
@@ -317,13 +319,14 @@ class Warehouse:
         """Whether a dead run left anything: a trace to finish, partitions of a trace that never
         committed, a staging folder, or raw views that read another folder (a moved warehouse).
         Reads the database through `con` when given."""
-        if has_dead_staging(self.staging_dir) or has_dead_staging(self.root) or self._orphan_partitions():
+        committed = self.trace_ids()
+        if has_dead_staging(self.staging_dir) or has_dead_staging(self.root) or self._orphan_partitions(committed):
             return True
-        pending, moved = self._unfinished(con)
+        pending, moved = self._unfinished(con, committed)
         return bool(pending) or moved
 
-    def _orphan_partitions(self) -> list[Path]:
-        committed = self.trace_ids()
+    def _orphan_partitions(self, committed: set[str] | None = None) -> list[Path]:
+        committed = self.trace_ids() if committed is None else committed
         orphans = []
         for table in TABLES:
             folder = self.parquet_dir / table
@@ -530,8 +533,7 @@ class Warehouse:
                 self.build(run_tests=False, full_refresh=self.db_path.exists())
                 return "dbt"
             committed = self.trace_ids()
-            modelled = {row[0] for row in con.execute(f"select trace_id from {LEDGER_TABLE}").fetchall()}
-            trace_ids = sorted((set(new_trace_ids) | (committed - modelled)) & committed)
+            trace_ids = sorted((set(new_trace_ids) | (committed - _ledger(con))) & committed)
             # Every incremental model reads only the new traces' rows, so in a larger warehouse the
             # raw views see only their partitions during the update: the cost stays that of the new
             # traces, not of the warehouse (DuckDB does not push the trace filter through every view
