@@ -48,6 +48,17 @@ class Finding(BaseModel):
     evidence_sql: str  # a query over the warehouse that reproduces those numbers
     operations: list[str] = Field(default_factory=list)  # op names / signatures covered
     details: str = ""  # longer reasoning for the Detailed Analysis section (markdown)
+    # The claims ledger (finding_kernels / finding_gaps): the GPU events (kernels.event_idx) and
+    # GPU idle gaps (gpu_idle_gaps.gap_id) the finding's impact rests on, each with the
+    # microseconds it counts. Analyzers fill the candidates; agents/claims.py gives each event
+    # and gap to one finding of the report and rescales the impact to what the finding owns.
+    # Kept out of the JSON dumps (thousands of rows): the warehouse holds them.
+    claimed_kernels: dict[int, float] = Field(default_factory=dict, exclude=True)
+    claimed_gaps: dict[int, float] = Field(default_factory=dict, exclude=True)
+    claimed_time_ms: float | None = None  # sum of the owned claims / 1000 (None: the finding claims nothing)
+    claimed_kernel_count: int = 0
+    claimed_gap_count: int = 0
+    ceded_to: dict[str, float] = Field(default_factory=dict)  # finding_id -> ms of this finding's candidates it owns
 
 
 class AgentResult(BaseModel):
