@@ -1,5 +1,5 @@
 """Run the agents of one tier concurrently: each on its own read-only DuckDB cursor, with a
-time limit and one retry. A failed agent comes back as an ERROR result (and ends up in the
+time limit and one retry; render each result's findings markdown. A failed agent comes back as an ERROR result (and ends up in the
 report's Warnings), never as an exception and never silently dropped."""
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ def _error_result(definition: AgentDefinition, message: str, attempts: int, star
     )
 
 
-def _finish(definition: AgentDefinition, result: AgentResult, ctx: AnalysisContext, settings: RunnerSettings,
-            warnings: list[str]) -> AgentResult:
+def render(definition: AgentDefinition, result: AgentResult, ctx: AnalysisContext, settings: RunnerSettings,
+           warnings: list[str]) -> AgentResult:
     """Render the findings markdown: through the LLM command when configured, else the template.
     An LLM may echo trace names as it likes: its markdown keeps no raw HTML, link or open fence."""
     deterministic = render_findings(definition, result, ctx)
@@ -75,7 +75,8 @@ def run_tier(
     settings: RunnerSettings,
     warnings: list[str],
 ) -> list[AgentResult]:
-    """All agents of `definitions` at once; results in the order of `definitions`."""
+    """All agents of `definitions` at once; results in the order of `definitions`, not yet
+    rendered (`render`, once the claims are assigned)."""
     if not definitions:
         return []
     base = connect()
@@ -100,7 +101,7 @@ def run_tier(
                             "started_at": started[definition.name], "finished_at": _now(),
                             "attempts": attempts[definition.name],
                         })
-                        results[definition.name] = _finish(definition, result, ctx, settings, warnings)
+                        results[definition.name] = result
                         continue
                     except FutureTimeout:
                         cursors[definition.name].interrupt()

@@ -31,6 +31,11 @@ def inline_trace_id(sql: str, trace_id: str) -> str:
     return sql.replace("?", "'" + trace_id.replace("'", "''") + "'", 1).strip()
 
 
+def sql_literal(value: str) -> str:
+    """A SQL string literal (quotes doubled) for the evidence queries a finding prints."""
+    return "'" + value.replace("'", "''") + "'"
+
+
 def confidence_from_quality(base: Confidence, verdicts: dict[str, str], checks: tuple[str, ...]) -> Confidence:
     """One level lower per relevant trace-quality check that warns; low when one fails."""
     if any(verdicts.get(c) == "fail" for c in checks):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from pydantic import BaseModel, Field, SerializeAsAny
 from analyzers import settings
 from analyzers import comparison
 from analyzers.comparison import SignatureMatch, signature_matches
+from analyzers.common import sql_literal
 from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
 
 # ---- names and patterns this module matches on (thresholds are in analyzers/settings.py) ----
@@ -358,10 +358,6 @@ def compact_shape(input_dims: str, max_tensors: int = 3) -> str:
     return ", ".join(shapes)
 
 
-def sql_literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def kind_totals(ops: Sequence[OpRecord]) -> tuple[dict[str, int], dict[str, float]]:
     """Op signatures and their kernel time (ms) per agent classification (`op.kind`)."""
     counts: dict[str, int] = {}
@@ -506,65 +502,34 @@ left join platform_peaks as peaks
 left join platforms
     on platforms.platform = p.platform
 where p.trace_id = $trace_id and p.platform = $platform
+    and ($categories is null or list_contains($categories, p.op_category))
 order by p.kernel_time_sum_us desc, p.signature_key
 """
 
-# The GPU kernels of each op signature: an op's instances (op_perf_instances, matched on the
-# signature columns) own the kernels launched anywhere in their host subtree (cpu_ops.parent_id,
-# kernels.enclosing_cpu_op_id, as the op's kernel time is computed); a synthetic op owns the one
-# kernel its key names (`<trace_id>:k<event_idx>`).
+# The GPU kernels of each op signature (op_perf_kernels), grouped by kernel name and taxonomy.
 _OP_KERNELS_SQL = """
-with recursive
-op_rows as (
-    select signature_key, name, op_category, process_name, process_label, thread_name,
-        input_dims, input_type, input_strides, concrete_inputs
-    from op_perf
-    where trace_id = $trace_id and platform = $platform
-),
-instances as (
-    select op_rows.signature_key, i.unified_op_key, i.op_id, i.is_synthetic
-    from op_perf_instances as i
-    inner join op_rows
-        on i.name = op_rows.name
-        and i.op_category = op_rows.op_category
-        and coalesce(i.process_name, '') = op_rows.process_name
-        and coalesce(i.process_label, '') = op_rows.process_label
-        and coalesce(i.thread_name, '') = op_rows.thread_name
-        and coalesce(i.input_dims, '') = op_rows.input_dims
-        and coalesce(i.input_type, '') = op_rows.input_type
-        and coalesce(i.input_strides, '') = op_rows.input_strides
-        and coalesce(i.concrete_inputs, '') = op_rows.concrete_inputs
-    where i.trace_id = $trace_id
-),
-host_tree as (
-    select op_id, parent_id from cpu_ops where trace_id = $trace_id and in_tree
-),
-subtree(signature_key, op_id) as (
-    select signature_key, op_id from instances where not is_synthetic and op_id is not null
-    union all
-    select subtree.signature_key, host_tree.op_id
-    from subtree
-    inner join host_tree on host_tree.parent_id = subtree.op_id
-),
-op_kernels as (
-    select subtree.signature_key, k.name, k.dur_us, k.kernel_category, k.kernel_type, k.library, k.kernel_precision
-    from subtree
-    inner join kernels as k
-        on k.trace_id = $trace_id and k.is_linked and k.enclosing_cpu_op_id = subtree.op_id
-    union all
-    select instances.signature_key, k.name, k.dur_us, k.kernel_category, k.kernel_type, k.library, k.kernel_precision
-    from instances
-    inner join kernels as k
-        on k.trace_id = $trace_id
-        and k.event_idx = try_cast(split_part(instances.unified_op_key, ':k', 2) as bigint)
-    where instances.is_synthetic
-)
-select signature_key, name, kernel_category, kernel_type, library, kernel_precision,
+select signature_key, kernel_name, kernel_category, kernel_type, library, kernel_precision,
     count(*) as kernel_count, sum(dur_us) as time_us
-from op_kernels
+from op_perf_kernels
+where trace_id = $trace_id and platform = $platform and list_contains($signature_keys, signature_key)
 group by all
-order by signature_key, time_us desc, name
+order by signature_key, time_us desc, kernel_name
 """
+
+# The GPU events behind some op signatures: a compute finding's claims (finding_kernels).
+_CLAIMED_KERNELS_SQL = """
+select event_idx, any_value(dur_us) as dur_us
+from op_perf_kernels
+where trace_id = $trace_id and platform = $platform and list_contains($signature_keys, signature_key)
+group by event_idx
+"""
+
+
+def claimed_kernels(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, signature_keys: Sequence[str]) -> dict[int, float]:
+    """event_idx -> dur_us of every GPU event the signatures' instances own."""
+    params = {"trace_id": ctx.trace_id, "platform": ctx.platform, "signature_keys": list(signature_keys)}
+    return {int(idx): float(dur) for idx, dur in db.execute(_CLAIMED_KERNELS_SQL, params).fetchall()}
+
 
 _LIBRARY_NAME_RULES = (  # TraceLens classify_kernel_library, op-name rules
     ("aiter::", "aiter"), ("rocm_aiter", "aiter"), ("fbgemm", "FBGEMM"), ("miopen", "MIOpen"), ("triton", "Triton"),
@@ -600,37 +565,16 @@ def load_platform_peaks(db: duckdb.DuckDBPyConnection, platform: str) -> tuple[d
     return peaks, (row[0] if row else None)
 
 
-_op_records_lock = threading.Lock()
-_op_records_cache: dict[tuple[str, ...], list[OpRecord]] = {}
-
-
-def _database_path(db: duckdb.DuckDBPyConnection) -> str:
-    row = db.execute("select path from duckdb_databases() where database_name = current_database()").fetchone()
-    return str(row[0]) if row and row[0] else ""
-
-
 def load_op_rows(
     db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, categories: Sequence[str] | None
 ) -> list[OpRecord]:
     """The trace's op_perf rows on ctx.platform for `categories` (None: every category), largest
-    kernel time first, with their kernels' library and taxonomy categories.
-
-    The compute agents of one analysis all ask for these rows at once; the first one queries every
-    category (one walk of the host tree instead of one per agent) and the others reuse its rows.
-    Only the latest analysis is kept. Callers get copies, free to change."""
-    key = (_database_path(db), ctx.trace_id, ctx.platform, str(ctx.e2e_time_ms), ctx.comparison_scope,
-           ctx.trace2_id or "", ctx.platform2 or "")
-    with _op_records_lock:
-        records = _op_records_cache.get(key)
-        if records is None:
-            records = _query_op_records(db, ctx)
-            if ctx.comparison_scope == "comparative" and ctx.trace2_id:
-                _apply_comparison(records, signature_matches(
-                    db, ctx.trace_id, ctx.platform, ctx.trace2_id, ctx.platform2 or ctx.platform))
-            _op_records_cache.clear()
-            _op_records_cache[key] = records
-    wanted = None if categories is None else set(categories)
-    return [r.model_copy() for r in records if wanted is None or r.op_category in wanted]
+    kernel time first, with their kernels' library and taxonomy categories."""
+    records = _query_op_records(db, ctx, categories)
+    if ctx.comparison_scope == "comparative" and ctx.trace2_id:
+        _apply_comparison(records, signature_matches(
+            db, ctx.trace_id, ctx.platform, ctx.trace2_id, ctx.platform2 or ctx.platform))
+    return records
 
 
 def _apply_comparison(records: list[OpRecord], matches: dict[str, SignatureMatch]) -> None:
@@ -645,14 +589,19 @@ def _apply_comparison(records: list[OpRecord], matches: dict[str, SignatureMatch
         record.efficiency_percent = efficiency
 
 
-def _query_op_records(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> list[OpRecord]:
-    params = {"trace_id": ctx.trace_id, "platform": ctx.platform}
+def _query_op_records(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext,
+                       categories: Sequence[str] | None) -> list[OpRecord]:
+    params = {"trace_id": ctx.trace_id, "platform": ctx.platform,
+              "categories": None if categories is None else list(categories)}
     cursor = db.execute(_OP_ROWS_SQL, params)
     columns = [d[0] for d in cursor.description]
     rows = [dict(zip(columns, r)) for r in cursor.fetchall()]
     kernels_by_op: dict[str, list[KernelShare]] = defaultdict(list)
     if rows:
-        for key, name, kcat, ktype, library, precision, count, time_us in db.execute(_OP_KERNELS_SQL, params).fetchall():
+        kernel_params = {"trace_id": ctx.trace_id, "platform": ctx.platform,
+                         "signature_keys": [row["signature_key"] for row in rows]}
+        for key, name, kcat, ktype, library, precision, count, time_us in db.execute(
+                _OP_KERNELS_SQL, kernel_params).fetchall():
             kernels_by_op[key].append(KernelShare(
                 name=name, kernel_category=kcat, kernel_type=ktype, library=library,
                 kernel_precision=precision, count=count, time_us=time_us or 0.0,
@@ -1132,7 +1081,11 @@ def run_agent(
         kept += [g for g in extra if g.impact.mid >= settings.MIN_PITEM_IMPACT_SCORE]
         dropped += [g for g in extra if g.impact.mid < settings.MIN_PITEM_IMPACT_SCORE]
         kept.sort(key=lambda g: (-g.impact.mid, -g.time_ms))
-    findings = [build_finding(rank, group, agent, data) for rank, group in enumerate(kept, start=1)]
+    findings = [
+        build_finding(rank, group, agent, data).model_copy(update={
+            "claimed_kernels": claimed_kernels(db, ctx, [op.signature_key for op in group.members])})
+        for rank, group in enumerate(kept, start=1)
+    ]
     categories: dict[str, float] = defaultdict(float)
     for op in ops:
         label = f"{op.relabelled_from} (re-labelled)" if op.relabelled_from else op.op_category

@@ -46,6 +46,7 @@ class Finding(BaseModel):
     confidence: Confidence
     evidence: dict[str, Any] = Field(default_factory=dict)  # the numbers the finding used
     evidence_sql: str  # a query over the warehouse that reproduces those numbers
+    analysis_sql: str = ""  # the analyzer's own query over the marts it read (evidence_sql becomes the ledger's)
     operations: list[str] = Field(default_factory=list)  # op names / signatures covered
     details: str = ""  # longer reasoning for the Detailed Analysis section (markdown)
     # The claims ledger (finding_kernels / finding_gaps): the GPU events (kernels.event_idx) and
@@ -82,7 +83,8 @@ class RankedFinding(Finding):
 class CategoryPriority(BaseModel):
     category: str
     tier: Tier
-    impact_score: float | None  # sum of the category's quantified findings; None = unmodeled fallback
+    impact_score: float | None  # sum of the category's findings' mid estimates; None = unmodeled fallback
+    quantified_score: float | None = None  # the part of impact_score from quantified findings
     finding_count: int
     source: Literal["findings", "manifest_fallback"] = "findings"
 

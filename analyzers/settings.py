@@ -28,6 +28,15 @@ EFFICIENCY_ANOMALY_PERCENT = 110.0  # Pct Roofline above this is a measurement a
 EFFICIENCY_BUCKETS = (30.0, 60.0)  # buckets 0-30 / 30-60 / 60-100 % of roofline
 
 # ---- aggregation and validation ----------------------------------------------------------
+# The claims ledger (agents/claims.py): where findings rest on the same GPU events or idle gaps,
+# the best-modelled finding owns them (quantified before heuristic before qualitative), then the
+# most specific one, in this agent order: a named replacement for one op family (eager attention
+# -> SDPA, a GEMM / conv / norm / MoE / Triton kernel) before a transfer or collective finding,
+# before a multi-op fusion chain, before the bandwidth-bound catch-alls. TraceLens has no such
+# rule (its agents' estimates overlap); the order is ours and documented in docs/findings.md.
+CLAIM_METHOD_ORDER = ("quantified", "heuristic", "qualitative")
+CLAIM_AGENT_ORDER = ("sdpa", "gemm", "convolution", "norm", "moe", "triton", "multi_kernel", "kernel_fusion",
+                     "cpu_idle", "reduce", "elementwise", "generic")
 MAX_CATEGORY_PRIORITIES = 6  # TraceLens report_utils max_recommendations
 UNMODELED_CATEGORY_MIN_PERCENT = 5.0  # categories without findings but >= 5 % of compute are listed
 CATEGORY_TIME_TOLERANCE = 0.10  # validation: category kernel time vs computation time within 10 %

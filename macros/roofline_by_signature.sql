@@ -67,7 +67,7 @@ with_roofline as (
 )
 
 select
-    trace_id || ':' || platform || ':' || md5({% for column in signature %}{{ column }}{{ " || '|' || " if not loop.last }}{% endfor %}) as signature_key,
+    {{ op_signature_key('trace_id', 'platform', signature) }} as signature_key,
     trace_id,
     platform,
     is_trace_platform,

@@ -227,8 +227,30 @@ def _card(finding: RankedFinding, e2e_ms: float, trace_strings: dict[str, TraceS
         "details": details,
         "structured_details": structured,
         "sql": finding.evidence_sql.strip(),
+        "analysis_sql": finding.analysis_sql.strip(),
+        "claim": _claim_text(finding),
         "anchor": f"detail-p{finding.global_rank}",
     }
+
+
+def _claim_text(finding: RankedFinding) -> Markdown | None:
+    """What the finding's estimate rests on, from the claims ledger (finding_kernels / finding_gaps)."""
+    if finding.claimed_time_ms is None:
+        return None
+    parts = [f"{finding.claimed_kernel_count} GPU event(s)" if finding.claimed_kernel_count else "",
+             f"{finding.claimed_gap_count} GPU idle gap(s)" if finding.claimed_gap_count else ""]
+    return Markdown(f"{fmt_ms(finding.claimed_time_ms)} ms of GPU time ({', '.join(p for p in parts if p)}), "
+                    "counted in no other finding")
+
+
+def _ranked_rows(cards: list[dict[str, Any]], findings: list[RankedFinding]) -> list[dict[str, Any]]:
+    """The findings in rank order, as priority_data.json lists them: one table row each."""
+    by_rank = {f.global_rank: f for f in findings}
+    return [{
+        "rank": c["rank"], "title": c["title"], "agent": c["agent"], "tier": c["tier"],
+        "claimed_ms": fmt_ms(by_rank[c["rank"]].claimed_time_ms) if by_rank[c["rank"]].claimed_time_ms is not None else DASH,
+        "recoverable_ms": fmt_ms(c["impact"]["mid_ms"]) if c["impact"]["quantified"] else DASH,
+    } for c in sorted(cards, key=lambda c: c["rank"])]
 
 
 def _title(inputs: ReportInputs) -> Markdown:
@@ -401,6 +423,7 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "skipped_steps": [one_line(s) for s in inputs.skipped_steps if s and s.strip()],
         "warnings": _warnings(inputs),
         "summary": _summary(inputs, gpu1, gpu2, cards),
+        "ranked_rows": _ranked_rows(cards, ranked),
         "metric_rows": _metric_rows(inputs, gpu1, gpu2),
         "plot": Markdown(inputs.plot_png_base64) if inputs.plot_png_base64 else None,  # base64, or PLOT_PENDING
         "gpu": gpu1,

@@ -20,23 +20,32 @@ def rank_findings(results: list[AgentResult]) -> list[RankedFinding]:
 
 
 def category_priorities(
-    results: list[AgentResult], category_time_ms: dict[str, float], ctx: AnalysisContext
+    results: list[AgentResult], ranked: list[RankedFinding], category_time_ms: dict[str, float], ctx: AnalysisContext
 ) -> list[CategoryPriority]:
-    """Per category, the summed quantified impact (heuristics never inflate projected savings),
-    top ones first; compute categories with no finding but a large share of compute time are
-    listed after them with no score."""
-    quantified: dict[str, float] = defaultdict(float)
-    counts: dict[str, int] = defaultdict(int)
+    """Every category with a scored finding, system and compute tiers alike, in the order of its
+    best-ranked finding (so the first category is P1's); its score is the sum of its findings'
+    mid estimates (they add up: no GPU event or idle gap counts twice), its quantified part
+    apart. Compute categories with no finding but a large share of compute time follow, with no
+    score."""
     tiers = {r.category: r.tier for r in results}
-    for result in results:
-        for finding in result.findings:
-            counts[result.category] += 1
-            if finding.estimate_method == "quantified" and finding.impact_score is not None:
-                quantified[result.category] += finding.impact_score
-    ranked = sorted(quantified.items(), key=lambda item: -item[1])[: settings.MAX_CATEGORY_PRIORITIES]
+    counts: dict[str, int] = defaultdict(int)
+    for finding in ranked:
+        counts[finding.category] += 1
+    scores: dict[str, float] = defaultdict(float)
+    quantified: dict[str, float] = defaultdict(float)
+    order: list[str] = []
+    for finding in ranked:
+        if finding.impact_score is None:
+            continue
+        if finding.category not in scores:
+            order.append(finding.category)
+        scores[finding.category] += finding.impact_score
+        if finding.estimate_method == "quantified":
+            quantified[finding.category] += finding.impact_score
     priorities = [
-        CategoryPriority(category=c, tier=tiers[c], impact_score=round(score, 4), finding_count=counts[c])
-        for c, score in ranked
+        CategoryPriority(category=c, tier=tiers.get(c, "compute"), impact_score=round(scores[c], 4),
+                         quantified_score=round(quantified[c], 4), finding_count=counts[c])
+        for c in order[: settings.MAX_CATEGORY_PRIORITIES]
     ]
     listed = {p.category for p in priorities}
     for result in results:
@@ -51,10 +60,11 @@ def category_priorities(
 def build_priority_data(
     results: list[AgentResult], category_time_ms: dict[str, float], ctx: AnalysisContext
 ) -> PriorityData:
+    ranked = rank_findings(results)
     return PriorityData(
         trace_id=ctx.trace_id,
         comparison_scope=ctx.comparison_scope,
         e2e_time_ms=ctx.e2e_time_ms,
-        findings=rank_findings(results),
-        priorities=category_priorities(results, category_time_ms, ctx),
+        findings=ranked,
+        priorities=category_priorities(results, ranked, category_time_ms, ctx),
     )

@@ -24,11 +24,11 @@ import pyarrow.compute as pc
 from pydantic import BaseModel
 
 from agents.llm import LlmCommand
-from agents.registry import COMPUTE_AGENTS, FUSION_AGENT, SYSTEM_AGENTS
-from agents.runner import RunnerSettings, run_tier
+from agents.registry import COMPUTE_AGENTS, FUSION_AGENT, SYSTEM_AGENTS, by_name
+from agents.claims import assign_claims, with_ledger_sql
+from agents.runner import RunnerSettings, render, run_tier
 from analyzers import settings
 from analyzers.comparison import category_times, compare_ops
-from analyzers.compute import load_op_rows
 from analyzers.contracts import AgentResult, AnalysisContext
 from ingest.errors import BadTraceError
 from reports.comparative_report import op_comparison_table, report_fields
@@ -40,6 +40,7 @@ from reports.priority import build_priority_data
 from reports.report_inputs import PLOT_PENDING, ReportInputs
 from reports.validation import validate
 from tracelake import __version__
+from tracelake.analysis_record import record_analysis
 from tracelake.crashpoints import crash_point
 from tracelake.folders import FolderKind, OutputStaging, OutputTarget, claim_output_folder
 from tracelake.ingestion import IngestProgress, ingest_paths
@@ -286,39 +287,6 @@ def _write_agent_outputs(run: _Run, results: list[AgentResult]) -> None:
         run.write(f"{folder}/{result.agent}_findings.md", markdown)
 
 
-def _record_findings(warehouse: Warehouse, ctx: AnalysisContext, priority: Any, out_dir: Path,
-                     comparison_scope: str) -> None:
-    """The `findings` table (one row per ranked finding, with the SQL that reproduces it) and the
-    `analyses` table (where each trace's latest report is, for the dashboard and for users)."""
-    now = datetime.now(timezone.utc)
-    rows = [(ctx.trace_id, ctx.trace2_id, f.global_rank, f.tier, f.category, f.agent, f.finding_id, f.title,
-             f.impact_low, f.impact_score, f.impact_high, f.recoverable_ms, f.estimate_method, f.confidence,
-             f.evidence_sql, now) for f in priority.findings]
-    with warehouse.write_lock(), warehouse.writing() as con:
-        con.execute("""
-            create table if not exists findings (
-                trace_id varchar, trace2_id varchar, global_rank integer, tier varchar, category varchar,
-                agent varchar, finding_id varchar, title varchar, impact_low_percent double,
-                impact_mid_percent double, impact_high_percent double, recoverable_ms double,
-                estimate_method varchar, confidence varchar, evidence_sql varchar, recorded_at timestamptz)
-        """)
-        con.execute("""
-            create table if not exists analyses (
-                trace_id varchar, trace2_id varchar, comparison_scope varchar, platform varchar,
-                out_dir varchar, analysis_md varchar, finding_count integer, analyzed_at timestamptz)
-        """)
-        con.execute("delete from findings where trace_id = ? and trace2_id is not distinct from ?",
-                    [ctx.trace_id, ctx.trace2_id])
-        # an output folder holds one report: an older analysis written to the same folder is gone
-        con.execute("delete from analyses where (trace_id = ? and trace2_id is not distinct from ?) or analysis_md = ?",
-                    [ctx.trace_id, ctx.trace2_id, str(out_dir / "analysis.md")])
-        if rows:
-            con.executemany("insert into findings values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        con.execute("insert into analyses values (?, ?, ?, ?, ?, ?, ?, ?)", [
-            ctx.trace_id, ctx.trace2_id, comparison_scope, ctx.platform, str(out_dir),
-            str(out_dir / "analysis.md"), len(rows), now])
-
-
 def run_analysis(
     trace: Path,
     warehouse: Warehouse,
@@ -479,11 +447,6 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
                     write_csv(op_comparison_table(op_comparison),
                               run.staging / "perf_report_trace1_csvs" / "op_comparison.csv")
 
-            if gate.run_compute_tier:
-                # the compute agents share one load of the op rows: done here, beside the system tier,
-                # it counts against no agent's time limit (else the agent that happens to load them
-                # could time out for all); fusion flags change no row
-                load_op_rows(db, ctx, None)
             on_stage("7 system agents")
             results, model_info = system_results.result(), model_result.result()
             run.write("metadata/model_info.json", model_info)
@@ -503,6 +466,10 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
             category_time = {
                 r.agent: float(r.metrics.get("total_time_ms", 0.0)) for r in compute_results if r.status == "OK"
             } or category_time
+            # each GPU event and idle gap counts in one finding; then the findings are rendered
+            results = with_ledger_sql(assign_claims(results, ctx.e2e_time_ms), trace_id, trace2_id)
+            results = [r if r.status == "ERROR" else render(by_name(r.agent), r, ctx, runner, run.warnings)
+                       for r in results]
         _write_agent_outputs(run, results)
         run.metadata.agents = [AgentTiming(agent=r.agent, tier=r.tier, status=r.status, attempts=r.attempts,
                                            started_at=r.started_at, finished_at=r.finished_at) for r in results]
@@ -539,7 +506,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
     finally:
         db.close()
 
-    after_swap.append(lambda: _record_findings(warehouse, ctx, priority, out_dir, ctx.comparison_scope))
+    after_swap.append(lambda: record_analysis(warehouse, ctx, priority, results, out_dir))
     run.metadata.finished_at = datetime.now(timezone.utc)
     run.metadata.warnings = list(run.warnings)
     run.write("metadata/run.json", run.metadata)

@@ -9,10 +9,7 @@ with instances as (
 ),
 
 final as (
-    {{ roofline_by_signature('instances', [
-        'name', 'op_category', 'process_name', 'process_label', 'thread_name',
-        'input_dims', 'input_type', 'input_strides', 'concrete_inputs'
-    ]) }}
+    {{ roofline_by_signature('instances', op_signature_columns()) }}
 )
 
 select * from final
