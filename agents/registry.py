@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
-from analyzers.contracts import Tier
+import duckdb
+
+from analyzers import (
+    convolution, cpu_idle, elementwise, gemm, generic, kernel_fusion, moe, multi_kernel, norm, reduce, sdpa, triton,
+)
+from analyzers.contracts import AgentResult, AnalysisContext, Tier
+
+Analyze = Callable[[duckdb.DuckDBPyConnection, AnalysisContext], AgentResult]
 
 SPECS_DIR = Path(__file__).parent / "specs"
 
@@ -18,36 +24,29 @@ class AgentDefinition:
     tier: Tier
     display_name: str
     template: str
-
-    @property
-    def module(self) -> ModuleType:
-        return importlib.import_module(f"analyzers.{self.name}")
+    analyze: Analyze
 
     @property
     def spec_path(self) -> Path:
         return SPECS_DIR / f"{self.name}.md"
 
-    def op_categories(self) -> tuple[str, ...] | None:
-        """The op categories the agent analyzes; None for the generic agent (the rest)."""
-        return getattr(self.module, "OP_CATEGORIES", None)
-
 
 SYSTEM_AGENTS = (
-    AgentDefinition("cpu_idle", "system", "CPU / idle time", "cpu_idle.md.j2"),
-    AgentDefinition("multi_kernel", "system", "Memory copies and collectives", "multi_kernel.md.j2"),
-    AgentDefinition("kernel_fusion", "system", "Kernel fusion", "kernel_fusion.md.j2"),
+    AgentDefinition("cpu_idle", "system", "CPU / idle time", "cpu_idle.md.j2", cpu_idle.analyze),
+    AgentDefinition("multi_kernel", "system", "Memory copies and collectives", "multi_kernel.md.j2", multi_kernel.analyze),
+    AgentDefinition("kernel_fusion", "system", "Kernel fusion", "kernel_fusion.md.j2", kernel_fusion.analyze),
 )
 
 COMPUTE_AGENTS = (
-    AgentDefinition("gemm", "compute", "GEMM", "compute.md.j2"),
-    AgentDefinition("sdpa", "compute", "Attention (SDPA)", "compute.md.j2"),
-    AgentDefinition("elementwise", "compute", "Elementwise", "compute.md.j2"),
-    AgentDefinition("reduce", "compute", "Reduce", "compute.md.j2"),
-    AgentDefinition("norm", "compute", "Normalization", "compute.md.j2"),
-    AgentDefinition("convolution", "compute", "Convolution", "compute.md.j2"),
-    AgentDefinition("moe", "compute", "Mixture of experts", "compute.md.j2"),
-    AgentDefinition("triton", "compute", "Triton (compiled)", "compute.md.j2"),
-    AgentDefinition("generic", "compute", "Other ops", "compute.md.j2"),
+    AgentDefinition("gemm", "compute", "GEMM", "compute.md.j2", gemm.analyze),
+    AgentDefinition("sdpa", "compute", "Attention (SDPA)", "compute.md.j2", sdpa.analyze),
+    AgentDefinition("elementwise", "compute", "Elementwise", "compute.md.j2", elementwise.analyze),
+    AgentDefinition("reduce", "compute", "Reduce", "compute.md.j2", reduce.analyze),
+    AgentDefinition("norm", "compute", "Normalization", "compute.md.j2", norm.analyze),
+    AgentDefinition("convolution", "compute", "Convolution", "compute.md.j2", convolution.analyze),
+    AgentDefinition("moe", "compute", "Mixture of experts", "compute.md.j2", moe.analyze),
+    AgentDefinition("triton", "compute", "Triton (compiled)", "compute.md.j2", triton.analyze),
+    AgentDefinition("generic", "compute", "Other ops", "compute.md.j2", generic.analyze),
 )
 
 # Kernel fusion runs first so that ops it covers get no kernel-tuning finding (SPEC §5).

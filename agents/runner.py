@@ -44,7 +44,7 @@ def _forced_failures() -> set[str]:
 def _analyze(definition: AgentDefinition, cursor: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
     if definition.name in _forced_failures():
         raise ForcedAgentFailure(f"forced failure ({FORCE_FAILURE_ENV})")
-    return definition.module.analyze(cursor, ctx)
+    return definition.analyze(cursor, ctx)
 
 
 def _error_result(definition: AgentDefinition, message: str, attempts: int, started: datetime) -> AgentResult:

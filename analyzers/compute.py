@@ -33,12 +33,13 @@ from pydantic import BaseModel, Field, SerializeAsAny
 from analyzers import settings
 from analyzers import comparison
 from analyzers.comparison import SignatureMatch, signature_matches
+from analyzers.agent_categories import load_agent_categories
 from analyzers.common import sql_literal
 from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
 
 # ---- names and patterns this module matches on (thresholds are in analyzers/settings.py) ----
 RELABEL_SOURCE_CATEGORIES = ("other",)  # SPEC §5: ops labelled `other` whose kernels the taxonomy ...
-RELABEL_KERNEL_CATEGORIES = {"GEMM": "gemm", "SDPA": "sdpa"}  # ... recognises as GEMM or attention
+# ... whose kernels are mostly of a kernel category with takes_other_ops in the agent_categories seed
 QUALITY_CHECKS_FOR_COMPUTE = (  # trace_quality checks a kernel-time finding depends on (SPEC §5 gate)
     "dropped_events",
     "linked_gpu_time_share",
@@ -130,6 +131,8 @@ class OpRecord(BaseModel):
     kernels: list[KernelShare] = Field(default_factory=list)
     kernel_category_shares: dict[str, float] = Field(default_factory=dict)  # kernel_category -> share 0..1
     layout_kernel_time_us: float = 0.0  # kernels that only transpose / convert the data layout
+    # the agent (agent_categories seed) that owns the taxonomy category of most of the op's kernel time
+    dominant_kernel_agent: str | None = None
     kind: str = ""  # the agent's classification (flash, quantized, activation, ...)
     excluded: str | None = None  # why the op gets no tuning finding
     impact: Impact | None = None
@@ -277,12 +280,11 @@ class ComputeAgent:
     name: str
     display_name: str
     noun: str  # how the text calls the agent's ops and kernels: "GEMM", "attention", ...
-    op_categories: tuple[str, ...] | None  # None: every category no other agent owns
     classify: Callable[[OpRecord], str]
     advise: Callable[[OpGroup, AgentData], Advice]
+    owns_the_rest: bool = False  # the generic agent: every op category no agent owns (agent_categories seed)
     family: Callable[[OpRecord], str] | None = None  # grouping family; default: the op's kind
     exclude: Callable[[duckdb.DuckDBPyConnection, AnalysisContext, list[OpRecord]], dict[str, str]] | None = None
-    excluded_categories: tuple[str, ...] = ()  # for the generic agent: categories other agents own
     extra_groups: Callable[[duckdb.DuckDBPyConnection, AnalysisContext, AgentData], list[OpGroup]] | None = None
 
 
@@ -658,12 +660,20 @@ def _query_op_records(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext,
     return records
 
 
-def relabel_target(op: OpRecord) -> str | None:
-    """The agent an op labelled `other` belongs to when most of its kernel time is GEMM or
-    attention kernels (kernel taxonomy), else None."""
+def dominant_kernel_category(op: OpRecord) -> tuple[str, float] | None:
+    """The taxonomy category of most of the op's kernel time, and its share."""
+    if not op.kernel_category_shares:
+        return None
+    category = max(op.kernel_category_shares, key=op.kernel_category_shares.__getitem__)
+    return category, op.kernel_category_shares[category]
+
+
+def relabel_target(op: OpRecord, relabel_agents: dict[str, str]) -> str | None:
+    """The agent an op labelled `other` belongs to when most of its kernel time is of a kernel
+    category that agent takes `other` ops of (GEMM, attention), else None."""
     if op.op_category not in RELABEL_SOURCE_CATEGORIES:
         return None
-    for kernel_category, agent in RELABEL_KERNEL_CATEGORIES.items():
+    for kernel_category, agent in relabel_agents.items():
         if op.kernel_category_shares.get(kernel_category, 0.0) > settings.RELABEL_MIN_KERNEL_SHARE:
             return agent
     return None
@@ -672,24 +682,28 @@ def relabel_target(op: OpRecord) -> str | None:
 def load_agent_ops(
     db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, agent: ComputeAgent
 ) -> tuple[list[OpRecord], list[OpRecord]]:
-    """(the ops `agent` owns, the ops it hands to another agent). An agent owns its categories plus
-    the re-labelled `other` ops meant for it; the generic agent owns every category no other agent
-    owns, minus the re-labelled ops (which it hands off)."""
-    takes_relabelled = agent.name in RELABEL_KERNEL_CATEGORIES.values()
-    if agent.op_categories is None:
-        candidates = [op for op in load_op_rows(db, ctx, None) if op.op_category not in agent.excluded_categories]
+    """(the ops `agent` owns, the ops it hands to another agent). An agent owns its categories
+    (agent_categories seed) plus the re-labelled `other` ops meant for it; the generic agent owns
+    every category no other agent owns, minus the re-labelled ops (which it hands off)."""
+    owners = load_agent_categories(db)
+    takes_relabelled = agent.name in owners.relabel_agents.values()
+    owned = owners.owned_by(agent.name)
+    if agent.owns_the_rest:
+        candidates = [op for op in load_op_rows(db, ctx, None) if op.op_category not in owners.owned]
     else:
-        wanted = list(agent.op_categories) + (list(RELABEL_SOURCE_CATEGORIES) if takes_relabelled else [])
+        wanted = list(owned) + (list(RELABEL_SOURCE_CATEGORIES) if takes_relabelled else [])
         candidates = load_op_rows(db, ctx, wanted)
     ops, handed_off = [], []
     for op in candidates:
-        target = relabel_target(op)
-        if agent.op_categories is None:
+        dominant = dominant_kernel_category(op)
+        op.dominant_kernel_agent = owners.kernel_agents.get(dominant[0]) if dominant else None
+        target = relabel_target(op, owners.relabel_agents)
+        if agent.owns_the_rest:
             if target is None:
                 ops.append(op)
             else:
                 handed_off.append(op.model_copy(update={"analyzed_as": target, "relabelled_from": op.op_category}))
-        elif op.op_category in agent.op_categories:
+        elif op.op_category in owned:
             ops.append(op)
         elif target == agent.name:
             ops.append(op.model_copy(update={"relabelled_from": op.op_category}))
@@ -1039,7 +1053,8 @@ def no_data_result(agent: ComputeAgent, metrics: ComputeMetrics) -> AgentResult:
     )
 
 
-def base_metrics(agent: ComputeAgent, ctx: AnalysisContext, peak_hbm: float | None) -> dict[str, Any]:
+def base_metrics(db: duckdb.DuckDBPyConnection, agent: ComputeAgent, ctx: AnalysisContext,
+                 peak_hbm: float | None) -> dict[str, Any]:
     return {
         "agent": agent.name,
         "display_name": agent.display_name,
@@ -1047,7 +1062,7 @@ def base_metrics(agent: ComputeAgent, ctx: AnalysisContext, peak_hbm: float | No
         "platform": ctx.platform,
         "comparison_scope": ctx.comparison_scope,
         "e2e_time_ms": ctx.e2e_time_ms,
-        "op_categories": list(agent.op_categories) if agent.op_categories is not None else None,
+        "op_categories": None if agent.owns_the_rest else list(load_agent_categories(db).owned_by(agent.name)),
         "peak_hbm_tb_per_s": peak_hbm,
     }
 
@@ -1072,7 +1087,7 @@ def run_agent(
     kept, dropped = group_ops(ops, agent.family or (lambda op: op.kind), ctx.comparison_scope == "comparative")
     extra = agent.extra_groups(db, ctx, data) if agent.extra_groups is not None else []
     if not ops and not extra:
-        metrics = metrics_model(**base_metrics(agent, ctx, peak_hbm), category_specific=facts(data))
+        metrics = metrics_model(**base_metrics(db, agent, ctx, peak_hbm), category_specific=facts(data))
         return no_data_result(agent, metrics)
     if extra:
         known = {op.signature_key for op in ops}
@@ -1112,7 +1127,7 @@ def run_agent(
             f"threshold (together {sum(g.impact.mid for g in dropped):.3f} % of E2E at the mid estimate)."
         )
     metrics = metrics_model(
-        **base_metrics(agent, ctx, peak_hbm),
+        **base_metrics(db, agent, ctx, peak_hbm),
         categories_present=dict(categories),
         total_time_ms=total_ms,
         percent_of_e2e=total_ms / ctx.e2e_time_ms * 100.0 if ctx.e2e_time_ms > 0 else 0.0,

@@ -15,7 +15,6 @@ from analyzers.contracts import AgentResult, AnalysisContext
 AGENT_NAME = "convolution"
 TIER = "compute"
 DISPLAY_NAME = "Convolution"
-OP_CATEGORIES: tuple[str, ...] | None = ("CONV_fwd", "CONV_bwd")
 
 
 
@@ -150,7 +149,7 @@ def facts(data: AgentData) -> ConvolutionFacts:
 
 
 AGENT = compute.ComputeAgent(
-    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="convolution", op_categories=OP_CATEGORIES, classify=classify, advise=advise,
+    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="convolution", classify=classify, advise=advise,
 )
 
 

@@ -14,7 +14,6 @@ from analyzers.contracts import AgentResult, AnalysisContext
 AGENT_NAME = "elementwise"
 TIER = "compute"
 DISPLAY_NAME = "Elementwise"
-OP_CATEGORIES: tuple[str, ...] | None = ("elementwise",)
 
 # ---- names and patterns this agent matches on (thresholds are in analyzers/settings.py) ----
 # TraceLens elementwise spec member classes (by op name, namespace and in-place suffix removed)
@@ -140,7 +139,7 @@ def facts(data: AgentData) -> ElementwiseFacts:
 
 
 AGENT = compute.ComputeAgent(
-    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="elementwise", op_categories=OP_CATEGORIES,
+    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="elementwise",
     classify=classify, advise=advise, family=family,
 )
 

@@ -14,7 +14,6 @@ from analyzers.contracts import AgentResult, AnalysisContext
 AGENT_NAME = "gemm"
 TIER = "compute"
 DISPLAY_NAME = "GEMM"
-OP_CATEGORIES: tuple[str, ...] | None = ("GEMM", "GroupedGEMM_fwd", "GroupedGEMM_bwd")
 
 # ---- names and patterns this agent matches on (thresholds are in analyzers/settings.py) ----
 QUANTIZED_NAME_MARKERS = ("w8a8", "int8", "fp8", "w4a16", "w4a4", "fp4", "mxfp4")  # TraceLens gemm_analysis classifier
@@ -213,7 +212,7 @@ def exclude(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, ops: list[OpRec
 
 
 AGENT = compute.ComputeAgent(
-    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="GEMM", op_categories=OP_CATEGORIES,
+    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="GEMM",
     classify=classify, advise=advise, exclude=exclude,
 )
 

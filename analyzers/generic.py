@@ -7,7 +7,7 @@ from __future__ import annotations
 import duckdb
 from pydantic import BaseModel
 
-from analyzers import compute, convolution, elementwise, gemm, moe, norm, reduce, sdpa, triton
+from analyzers import compute
 from analyzers import settings
 from analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
 from analyzers.contracts import AgentResult, AnalysisContext
@@ -15,13 +15,6 @@ from analyzers.contracts import AgentResult, AnalysisContext
 AGENT_NAME = "generic"
 TIER = "compute"
 DISPLAY_NAME = "Other ops"
-OP_CATEGORIES: tuple[str, ...] | None = None  # the rest: every category the agents below do not own
-OWNED_ELSEWHERE: tuple[str, ...] = tuple(
-    category
-    for module in (gemm, sdpa, elementwise, reduce, norm, convolution, moe, triton)
-    for category in (module.OP_CATEGORIES or ())
-)
-
 # ---- names and patterns this agent matches on (thresholds are in analyzers/settings.py) ----
 KIND_RULES = (  # first match on the lower-cased op name (TraceLens generic-op spec keyword table, extended)
     ("optimizer", ("_foreach_", "multi_tensor", "fused_adam", "fused_sgd")),
@@ -36,8 +29,6 @@ KIND_RULES = (  # first match on the lower-cased op name (TraceLens generic-op s
     ("quantize", ("quant",)),
 )
 HOST_SYNC_OPS = ("_local_scalar_dense", "item", "nonzero")  # ops whose kernels are device-to-host copies
-# kernel_category (taxonomy) -> the agent that would analyze such kernels (possible miscategorization)
-MISCATEGORIZED_KERNELS = {"GEMM": "gemm", "SDPA": "sdpa", "NORM": "norm", "CONV": "convolution", "MoE": "moe", "triton": "triton", "reduce": "reduce"}
 MISCATEGORIZED_ACTIONS = {  # the owning agent's main action, in one clause
     "GEMM": "tune its GEMM shapes through the vendor GEMM library or another GEMM backend",
     "SDPA": "make sure a fused attention kernel is selected and batch more queries per call",
@@ -64,11 +55,7 @@ class GenericMetrics(ComputeMetrics):
     category_specific: GenericFacts
 
 
-def dominant_kernel_category(op: OpRecord) -> tuple[str, float] | None:
-    if not op.kernel_category_shares:
-        return None
-    category = max(op.kernel_category_shares, key=op.kernel_category_shares.__getitem__)
-    return category, op.kernel_category_shares[category]
+dominant_kernel_category = compute.dominant_kernel_category
 
 
 def is_communication(op: OpRecord) -> bool:
@@ -83,7 +70,7 @@ def is_host_sync(op: OpRecord) -> bool:
 
 def miscategorized_as(op: OpRecord) -> str | None:
     dominant = dominant_kernel_category(op)
-    if dominant and dominant[0] in MISCATEGORIZED_KERNELS and dominant[1] > settings.MISCATEGORIZED_MIN_SHARE:
+    if dominant and op.dominant_kernel_agent and dominant[1] > settings.MISCATEGORIZED_MIN_SHARE:
         return dominant[0]
     return None
 
@@ -122,9 +109,10 @@ def _misc_text(group: OpGroup) -> str:
     if not seen:
         return ""
     name, category = next(iter(seen.items()))
+    owner = next(op.dominant_kernel_agent for op in group.members if op.name == name)
     return (
         f" Possible miscategorization: the kernel taxonomy classifies most of the kernel time of `{compute.clip(name, 80)}` as "
-        f"{category} kernels, which the {MISCATEGORIZED_KERNELS[category]} agent would analyze; it stays here because only "
+        f"{category} kernels, which the {owner} agent would analyze; it stays here because only "
         "GEMM and attention kernels are re-labelled."
     )
 
@@ -222,8 +210,8 @@ def facts(data: AgentData) -> GenericFacts:
 
 
 AGENT = compute.ComputeAgent(
-    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="uncategorized", op_categories=OP_CATEGORIES, classify=classify, advise=advise,
-    exclude=exclude, excluded_categories=OWNED_ELSEWHERE,
+    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="uncategorized", classify=classify, advise=advise,
+    exclude=exclude, owns_the_rest=True,
 )
 
 

@@ -13,7 +13,6 @@ from analyzers.contracts import AgentResult, AnalysisContext
 AGENT_NAME = "moe"
 TIER = "compute"
 DISPLAY_NAME = "Mixture of Experts"
-OP_CATEGORIES: tuple[str, ...] | None = ("MoE_fused", "MoE_unfused", "MoE_aux", "MoE_comm_fwd", "MoE_comm_bwd")
 
 # ---- names and patterns this agent matches on (thresholds are in analyzers/settings.py) ----
 KIND_BY_CATEGORY = {
@@ -130,7 +129,7 @@ def facts(data: AgentData) -> MoeFacts:
 
 
 AGENT = compute.ComputeAgent(
-    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="MoE", op_categories=OP_CATEGORIES, classify=classify, advise=advise,
+    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="MoE", classify=classify, advise=advise,
 )
 
 

@@ -14,7 +14,6 @@ from analyzers.contracts import AgentResult, AnalysisContext
 AGENT_NAME = "norm"
 TIER = "compute"
 DISPLAY_NAME = "Normalization"
-OP_CATEGORIES: tuple[str, ...] | None = ("NORM_fwd", "NORM_bwd", "RMSNorm")
 
 # ---- names and patterns this agent matches on (thresholds are in analyzers/settings.py) ----
 VARIANTS = (  # TraceLens norm spec member classes, first match on the lower-cased op name
@@ -123,7 +122,7 @@ def facts(data: AgentData) -> NormFacts:
 
 
 AGENT = compute.ComputeAgent(
-    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="normalization", op_categories=OP_CATEGORIES, classify=classify, advise=advise,
+    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="normalization", classify=classify, advise=advise,
 )
 
 

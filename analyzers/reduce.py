@@ -14,7 +14,6 @@ from analyzers.contracts import AgentResult, AnalysisContext
 AGENT_NAME = "reduce"
 TIER = "compute"
 DISPLAY_NAME = "Reduce"
-OP_CATEGORIES: tuple[str, ...] | None = ("reduce",)
 
 # ---- names and patterns this agent matches on (thresholds are in analyzers/settings.py) ----
 KIND_NAMES: dict[str, tuple[str, ...]] = {  # TraceLens reduce spec member classes, by op name
@@ -111,7 +110,7 @@ def facts(data: AgentData) -> ReduceFacts:
 
 
 AGENT = compute.ComputeAgent(
-    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="reduce", op_categories=OP_CATEGORIES,
+    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="reduce",
     classify=classify, advise=advise, exclude=exclude,
 )
 

@@ -19,7 +19,6 @@ from analyzers.contracts import AgentResult, AnalysisContext
 AGENT_NAME = "sdpa"
 TIER = "compute"
 DISPLAY_NAME = "Attention (SDPA)"
-OP_CATEGORIES: tuple[str, ...] | None = ("SDPA_fwd", "SDPA_bwd", "InferenceAttention")
 
 # ---- names and patterns this agent matches on (thresholds are in analyzers/settings.py) ----
 FLASH_MARKERS = ("flash", "fmha", "flashattn", "attn_fwd", "attn_bwd")  # TraceLens sdpa_analysis flash detector (+ kernel names)
@@ -258,7 +257,7 @@ def facts(data: AgentData) -> SdpaFacts:
 
 
 AGENT = compute.ComputeAgent(
-    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="attention", op_categories=OP_CATEGORIES,
+    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="attention",
     classify=classify, advise=advise, extra_groups=eager_groups,
 )
 

@@ -15,7 +15,6 @@ from analyzers.contracts import AgentResult, AnalysisContext
 AGENT_NAME = "triton"
 TIER = "compute"
 DISPLAY_NAME = "Triton (compiled)"
-OP_CATEGORIES: tuple[str, ...] | None = ("triton",)
 
 # ---- names and patterns this agent matches on (thresholds are in analyzers/settings.py) ----
 KERNEL_PREFIXES = {  # TraceLens triton_analysis classifier, by lower-cased name prefix (+ Inductor templates)
@@ -107,7 +106,7 @@ def facts(data: AgentData) -> TritonFacts:
 
 
 AGENT = compute.ComputeAgent(
-    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="Triton", op_categories=OP_CATEGORIES, classify=classify, advise=advise,
+    name=AGENT_NAME, display_name=DISPLAY_NAME, noun="Triton", classify=classify, advise=advise,
 )
 
 

@@ -28,6 +28,7 @@ from agents.registry import COMPUTE_AGENTS, FUSION_AGENT, SYSTEM_AGENTS, by_name
 from agents.claims import assign_claims, with_ledger_sql
 from agents.runner import RunnerSettings, render, run_tier
 from analyzers import settings
+from analyzers.agent_categories import load_agent_categories
 from analyzers.comparison import category_times, compare_ops
 from analyzers.contracts import AgentResult, AnalysisContext
 from ingest.errors import BadTraceError
@@ -224,18 +225,13 @@ def _op_perf_rows(db: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -
         params=[trace_id, platform]).to_arrow_table()
 
 
-def _agent_categories(op_perf: pa.Table) -> dict[str, list[str]]:
-    """Op categories present in the trace (largest first), assigned to the compute agent that owns them."""
+def _agent_categories(db: duckdb.DuckDBPyConnection, op_perf: pa.Table) -> dict[str, list[str]]:
+    """Op categories present in the trace (largest first), assigned to the compute agent that owns
+    them (agent_categories seed); the generic agent takes the rest."""
     present = pc.unique(op_perf.column("op_category")).to_pylist()
-    owned: dict[str, list[str]] = {}
-    claimed: set[str] = set()
-    for definition in COMPUTE_AGENTS:
-        categories = definition.op_categories()
-        if categories is None:
-            continue
-        owned[definition.name] = [c for c in present if c in categories]
-        claimed.update(categories)
-    owned["generic"] = [c for c in present if c not in claimed]
+    owners = load_agent_categories(db)
+    owned = {d.name: [c for c in present if c in owners.owned_by(d.name)] for d in COMPUTE_AGENTS}
+    owned["generic"] = [c for c in present if c not in owners.owned]
     return owned
 
 
@@ -246,7 +242,7 @@ def _write_category_data(run: _Run, db: duckdb.DuckDBPyConnection, ctx: Analysis
     category_time: dict[str, float] = {}
     if gate.run_compute_tier:
         op_perf = _op_perf_rows(db, ctx.trace_id, ctx.platform)
-        owned = _agent_categories(op_perf)
+        owned = _agent_categories(db, op_perf)
         for definition in COMPUTE_AGENTS:
             categories = owned.get(definition.name) or []
             if not categories:

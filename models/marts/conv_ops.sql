@@ -1,4 +1,4 @@
 {#- The convolution ops of op_perf, on each trace's own platform. A view for users' SQL. -#}
 {{ config(materialized='view') }}
 
-{{ op_perf_for_categories(['CONV_fwd', 'CONV_bwd']) }}
+{{ op_perf_for_agent('convolution') }}

@@ -1,4 +1,4 @@
 {#- The normalization ops of op_perf, on each trace's own platform. A view for users' SQL. -#}
 {{ config(materialized='view') }}
 
-{{ op_perf_for_categories(['NORM_fwd', 'NORM_bwd', 'RMSNorm']) }}
+{{ op_perf_for_agent('norm') }}

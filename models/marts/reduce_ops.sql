@@ -1,4 +1,4 @@
 {#- The reduction ops of op_perf, on each trace's own platform. A view for users' SQL. -#}
 {{ config(materialized='view') }}
 
-{{ op_perf_for_categories(['reduce']) }}
+{{ op_perf_for_agent('reduce') }}

@@ -1,4 +1,4 @@
 {#- The attention ops (SDPA forward/backward, inference attention) of op_perf, on each trace's own platform. A view for users' SQL. -#}
 {{ config(materialized='view') }}
 
-{{ op_perf_for_categories(['SDPA_fwd', 'SDPA_bwd', 'InferenceAttention']) }}
+{{ op_perf_for_agent('sdpa') }}

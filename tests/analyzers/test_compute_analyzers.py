@@ -4,16 +4,16 @@ of tests/data: the impact ladder, grouping, re-labelling, ownership, evidence SQ
 from __future__ import annotations
 
 import importlib
-from functools import cache
 from types import ModuleType
 
 import duckdb
 import jinja2
 import pytest
 
-from agents.registry import by_name
+from agents.registry import COMPUTE_AGENTS, by_name
 from agents.render import TEMPLATES, render_findings
 from analyzers import compute, settings
+from analyzers.agent_categories import load_agent_categories
 from analyzers.compute import OpRecord
 from analyzers.contracts import AgentResult, AnalysisContext
 from tests.conftest import EXPECTED_TRACES, trace_id_of
@@ -293,20 +293,28 @@ def test_template_renders_with_only_result_and_ctx(results) -> None:
     assert "Status: ERROR" in text and "boom" in text
 
 
-@cache
-def _module_constants() -> dict[str, object]:
-    return {name: getattr(agent(name), "OP_CATEGORIES", "missing") for name in AGENTS}
+CATEGORY_MARTS = {"gemm_ops": "gemm", "sdpa_ops": "sdpa", "elementwise_ops": "elementwise", "reduce_ops": "reduce",
+                  "norm_ops": "norm", "conv_ops": "convolution"}
 
 
-def test_agent_modules_declare_their_contract() -> None:
-    constants = _module_constants()
-    assert "missing" not in constants.values()
-    assert constants["generic"] is None
+def test_one_seed_says_which_agent_owns_which_category(db) -> None:
+    """agent_categories is the one mapping: each op category has one owner, every owner is a
+    registered compute agent, and the per-category marts hold exactly their agent's op rows."""
+    owners = load_agent_categories(db)
+    registered = {d.name for d in COMPUTE_AGENTS}
+    assert set(owners.op_categories) | set(owners.kernel_agents.values()) <= registered
+    owned = [c for cats in owners.op_categories.values() for c in cats]
+    assert len(owned) == len(set(owned)), "two agents claim one op category"
+    assert "generic" not in owners.op_categories  # the generic agent takes the rest
+    assert set(owners.relabel_agents.values()) == {"gemm", "sdpa"}  # SPEC §5: only GEMM and attention re-label
     for name in AGENTS:
         module = agent(name)
         assert module.AGENT_NAME == name and module.TIER == "compute"
-    owned = [c for name, cats in constants.items() if cats for c in cats]
-    assert len(owned) == len(set(owned)), "two agents claim one op category"
+    for mart, owner in CATEGORY_MARTS.items():
+        mart_rows = db.execute(f"select count(*) from {mart}").fetchone()[0]
+        expected = db.execute("select count(*) from op_perf where is_trace_platform and list_contains(?, op_category)",
+                              [list(owners.owned_by(owner))]).fetchone()[0]
+        assert mart_rows == expected, mart
 
 
 def test_eager_attention_is_owned_by_sdpa_and_left_out_of_gemm_and_reduce(db, monkeypatch) -> None:
