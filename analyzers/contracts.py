@@ -11,6 +11,9 @@ Tier = Literal["system", "compute"]
 EstimateMethod = Literal["quantified", "heuristic", "qualitative"]
 Confidence = Literal["high", "medium", "low"]
 AgentStatus = Literal["OK", "NO_DATA", "ERROR"]
+# runs.mode, the `mode` tag and `analyze --mode`: what the run does and how its GPU work is issued
+RunMode = Literal["training", "inference", "training-graph", "inference-graph"]
+RUN_MODES: tuple[str, ...] = RunMode.__args__  # type: ignore[attr-defined]
 
 
 class AnalysisContext(BaseModel):
@@ -18,7 +21,7 @@ class AnalysisContext(BaseModel):
 
     trace_id: str
     platform: str  # op_perf / roofline_summary rows are filtered to this platform
-    mode: Literal["default", "inference"] = "default"
+    mode: RunMode | None = None  # runs.mode (or --mode); None when the trace shows neither
     comparison_scope: Literal["standalone", "comparative"] = "standalone"
     trace2_id: str | None = None  # comparative scope: the target trace (trace 1 is the baseline)
     platform2: str | None = None  # comparative scope: trace 2's platform

@@ -259,7 +259,7 @@ limit $limit
 
 _MODE_BREAKDOWN_SQL = f"""
 select
-    o.model, o.group_platform, o.mode,
+    o.model, o.group_platform, split_part(o.mode, '-', 1) as mode,  -- training-graph is training
     avg(r.total_time_ms) as total_time_ms,
     avg(r.computation_time_ms) as computation_time_ms,
     avg(r.exposed_comm_time_ms) as exposed_comm_time_ms,
@@ -267,14 +267,19 @@ select
     avg(r.idle_time_ms) as idle_time_ms
 from {_RUN_ORDER} o
 join runs r on r.trace_id = o.trace_id
-where o.mode in ('training', 'inference') and r.total_time_ms is not null
+where split_part(o.mode, '-', 1) in ('training', 'inference') and r.total_time_ms is not null
 group by all
 """
 
 _MODE_CATEGORY_SQL = f"""
-with sides as (
-    select model, group_platform, mode, trace_id, count(*) over (partition by model, group_platform, mode) as run_count
+with purposes as (
+    select model, group_platform, split_part(mode, '-', 1) as mode, trace_id  -- training-graph is training
     from {_RUN_ORDER}
+),
+
+sides as (
+    select model, group_platform, mode, trace_id, count(*) over (partition by model, group_platform, mode) as run_count
+    from purposes
     where mode in ('training', 'inference')
 ),
 

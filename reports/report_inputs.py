@@ -26,8 +26,8 @@ class ReportInputs(BaseModel):
     platform: str
     platform2: str | None = None
     comparison_scope: Literal["standalone", "comparative"] = "standalone"
-    mode: str  # default | inference
-    mode_reason: str  # why auto mode picked it (or "given")
+    mode: str  # runs.mode (training | inference, -graph for graph replays) or "unknown"
+    mode_reason: str  # runs.mode_reason, or "--mode <mode>" when given
     trace_name: str
     trace_id: str
     trace2_name: str | None = None

@@ -75,7 +75,6 @@ def _imported_for_good() -> None:
     gc.freeze()
 
 
-RUN_MODES = ("training", "inference")  # the `mode` tag's values (runs.mode)
 
 
 def _parse_tags(tags: list[str]) -> dict[str, str]:
@@ -85,6 +84,8 @@ def _parse_tags(tags: list[str]) -> dict[str, str]:
         if not sep or not key.strip():
             raise typer.BadParameter(f"tag {tag!r} is not KEY=VALUE", param_hint="--tag")
         parsed[key.strip()] = value.strip()
+    from analyzers.contracts import RUN_MODES  # noqa: PLC0415 - pydantic only when tags are given
+
     mode = parsed.get("mode")
     if mode is not None and mode not in RUN_MODES:
         raise typer.BadParameter(f"mode={mode!r}: the mode tag is one of {', '.join(RUN_MODES)}", param_hint="--tag")
@@ -136,8 +137,10 @@ def ingest(
 
 class Mode(str, Enum):
     auto = "auto"
-    default = "default"
+    training = "training"
     inference = "inference"
+    training_graph = "training-graph"
+    inference_graph = "inference-graph"
 
 
 class AgentsRunner(str, Enum):
@@ -151,7 +154,10 @@ def analyze(
     compare: Annotated[Optional[Path], typer.Option("--compare", help="Second trace (the target): comparative analysis against TRACE.")] = None,
     platform: Annotated[Optional[str], typer.Option("--platform", help="Roofline platform (default: detected from the trace).")] = None,
     platform2: Annotated[Optional[str], typer.Option("--platform2", help="Platform of the --compare trace (default: detected).")] = None,
-    mode: Annotated[Mode, typer.Option("--mode", help="auto picks inference for serving-engine traces and GPU graph replays.")] = Mode.auto,
+    mode: Annotated[Mode, typer.Option("--mode", help=(
+        "What the run does: training | inference, with -graph for GPU graph replays (the words of runs.mode and the "
+        "mode tag). auto reads runs.mode: backward-pass ops mean training; serving-engine ops, graph replays or "
+        "GPU work without a backward pass mean inference."))] = Mode.auto,
     capture_folder: Annotated[Optional[Path], typer.Option("--capture-folder", help="Graph-capture traces for a graph-replay trace.")] = None,
     capture_folder2: Annotated[Optional[Path], typer.Option("--capture-folder2", help="Graph-capture traces for the --compare trace.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help=(

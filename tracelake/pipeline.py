@@ -60,8 +60,6 @@ from tracelake.run_contracts import (
 )
 from tracelake.warehouse import Warehouse
 
-INFERENCE_OP_PATTERNS = ("vllm::%", "sglang%", "%sglang::%", "aiter::%", "_C_cache_ops::%")
-
 
 @dataclass(frozen=True)
 class AnalyzeOptions:
@@ -202,19 +200,12 @@ def _quality_gate(db: duckdb.DuckDBPyConnection, trace_id: str, capture_folder: 
     )
 
 
-def _detect_mode(db: duckdb.DuckDBPyConnection, trace_id: str, requested: str) -> tuple[str, str]:
+def _detect_mode(db: duckdb.DuckDBPyConnection, trace_id: str, requested: str) -> tuple[str | None, str]:
+    """--mode when given, else runs.mode and its evidence (one detection, in the mart)."""
     if requested != "auto":
         return requested, f"--mode {requested}"
-    likes = " or ".join("name like ?" for _ in INFERENCE_OP_PATTERNS)
-    engine_ops = db.execute(
-        f"select count(*), any_value(name) from cpu_ops where trace_id = ? and ({likes})",
-        [trace_id, *INFERENCE_OP_PATTERNS]).fetchall()[0]
-    if engine_ops[0]:
-        return "inference", f"{engine_ops[0]} serving-engine ops (e.g. {engine_ops[1]})"
-    graphs = db.execute("select count(*) from kernels where trace_id = ? and is_graph_launch", [trace_id]).fetchall()[0][0]
-    if graphs:
-        return "inference", f"{graphs} GPU events replayed from GPU graphs"
-    return "default", "no serving-engine ops or GPU graph replays found"
+    mode, reason = db.execute("select mode, mode_reason from runs where trace_id = ?", [trace_id]).fetchone()
+    return mode, reason
 
 
 def _op_perf_rows(db: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> pa.Table:
@@ -390,7 +381,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
         platform_specs = {spec.platform: spec.model_dump() for spec in load_platforms()}
         platform_spec = platform_specs[platform]
         ctx = AnalysisContext(
-            trace_id=trace_id, platform=platform, mode=mode if mode in ("default", "inference") else "default",
+            trace_id=trace_id, platform=platform, mode=mode,
             comparison_scope="comparative" if comparative else "standalone", trace2_id=trace2_id, platform2=platform2,
             e2e_time_ms=gpu.total_time_ms, computation_time_ms=gpu.computation_time_ms,
             quality_verdicts={c.check_name: c.verdict for c in gate.checks})
@@ -534,7 +525,7 @@ def _report_inputs(db: duckdb.DuckDBPyConnection, trace: Path, trace_id: str, pl
     return {
         "title_model": model_info.display_name,
         "platform": platform, "platform2": None, "comparison_scope": "standalone",
-        "mode": mode, "mode_reason": mode_reason, "trace_name": trace.name, "trace_id": trace_id,
+        "mode": mode or "unknown", "mode_reason": mode_reason, "trace_name": trace.name, "trace_id": trace_id,
         "gpu_utilization": gpu.model_dump(), "gpu_utilization2": None, "top_bottleneck_category": top_category,
         "priority": priority, "agent_results": results, "top_operations": top_operations,
         "model_info": model_info, "platform_spec": platform_spec,

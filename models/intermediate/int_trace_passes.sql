@@ -1,18 +1,38 @@
-{#- Per trace: how many host ops run a backward pass, the evidence `runs` uses to call an
-    untagged trace training or inference. -#}
+{#- Per trace: the evidence `runs` uses to name an untagged trace's mode — backward-pass ops
+    (training), serving-engine ops (inference) and GPU graph launches (graph replay). -#}
 {{ config(materialized='incremental') }}
 
 with host_ops as (
     select * from {{ ref('stg_trace__host_ops') }}
-    where {{ is_new_trace() }} and category = 'cpu_op'
+    where {{ is_new_trace() }} and category in ('cpu_op', 'cuda_runtime', 'cuda_driver')
+),
+
+serving_engine_ops as (
+    -- ops that only serving engines (vLLM, SGLang, aiter kernels, paged-KV cache ops) run
+    select trace_id, name
+    from host_ops
+    where category = 'cpu_op'
+        and (name like 'vllm::%' or name like 'sglang%' or name like '%sglang::%' or name like 'aiter::%'
+             or name like '_C_cache_ops::%')
 ),
 
 final as (
     select
-        trace_id,
-        count(*) filter (where name like 'autograd::engine::evaluate_function:%') as backward_op_count
+        host_ops.trace_id,
+        count(*) filter (
+            where host_ops.category = 'cpu_op' and host_ops.name like 'autograd::engine::evaluate_function:%'
+        ) as backward_op_count,
+        count(*) filter (
+            where host_ops.category <> 'cpu_op' and host_ops.name in (
+                {%- for name in var('graph_launch_names') %}'{{ name }}'{{ "," if not loop.last }}{% endfor -%}
+            )
+        ) as graph_launch_count,
+        (select count(*) from serving_engine_ops where serving_engine_ops.trace_id = host_ops.trace_id)
+            as serving_engine_op_count,
+        (select min(name) from serving_engine_ops where serving_engine_ops.trace_id = host_ops.trace_id)
+            as serving_engine_op_example
     from host_ops
-    group by trace_id
+    group by host_ops.trace_id
 )
 
 select * from final

@@ -140,7 +140,7 @@ def test_graph_replay_without_capture_says_so(analyses) -> None:
     markdown = (analyses["inference/vllm_decode_full/graph_execution.json.gz"] / "analysis.md").read_text()
     assert "capture" in markdown.split("## Compute Kernel Optimizations", 1)[0]
     run = json.loads((analyses["inference/vllm_decode_full/graph_execution.json.gz"] / "metadata" / "run.json").read_text())
-    assert run["mode"] == "inference" and run["mode_reason"]
+    assert run["mode"] == "inference-graph" and "graph launches" in run["mode_reason"]
 
 
 def test_cpu_only_trace_gets_a_cpu_report(analyses) -> None:
