@@ -41,6 +41,7 @@ MAX_CATEGORY_PRIORITIES = 6  # TraceLens report_utils max_recommendations
 UNMODELED_CATEGORY_MIN_PERCENT = 5.0  # categories without findings but >= 5 % of compute are listed
 CATEGORY_TIME_TOLERANCE = 0.10  # validation: category kernel time vs computation time within 10 %
 ROLLUP_TOLERANCE = 0.02  # validation: per-category rollup equals the sum of its findings within 0.02
+ROOFLINE_VALIDATION_MAX_PERCENT = 100.0  # validation: an op above 100 % of its roofline is physically impossible (listed)
 
 # ---- runner ------------------------------------------------------------------------------
 AGENT_TIMEOUT_SECONDS = 120.0  # per agent, per attempt

@@ -23,11 +23,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel
 
+from agents.claims import assign_claims, with_ledger_sql
 from agents.llm import LlmCommand
 from agents.registry import COMPUTE_AGENTS, FUSION_AGENT, SYSTEM_AGENTS, by_name
-from agents.claims import assign_claims, with_ledger_sql
 from agents.runner import RunnerSettings, render, run_tier
-from analyzers import settings
+from analyzers import settings, trace_overview
 from analyzers.agent_categories import load_agent_categories
 from analyzers.comparison import category_times, compare_ops
 from analyzers.contracts import AgentResult, AnalysisContext
@@ -161,23 +161,15 @@ def _claim_out_dir(trace: Path, warehouse: Warehouse, options: AnalyzeOptions) -
         force=options.force)
 
 
-def _rows(db: duckdb.DuckDBPyConnection, sql: str, params: list[object]) -> list[dict[str, Any]]:
-    result = db.execute(sql, params)
-    columns = [d[0] for d in result.description]
-    return [dict(zip(columns, row)) for row in result.fetchall()]
-
-
 def _gpu_utilization(db: duckdb.DuckDBPyConnection, trace_id: str) -> GpuUtilization:
-    rows = _rows(db, "select * from gpu_timeline where trace_id = ?", [trace_id])
-    if not rows:
+    row = trace_overview.gpu_timeline(db, trace_id)
+    if row is None:
         return GpuUtilization()
-    return GpuUtilization(**{k: v for k, v in rows[0].items() if k in GpuUtilization.model_fields and v is not None})
+    return GpuUtilization(**{k: v for k, v in row.items() if k in GpuUtilization.model_fields and v is not None})
 
 
 def _quality_gate(db: duckdb.DuckDBPyConnection, trace_id: str, capture_folder: Path | None) -> QualityGate:
-    checks = [QualityCheck(**row) for row in _rows(
-        db, "select check_name, value, threshold, verdict, detail from trace_quality where trace_id = ? order by check_name",
-        [trace_id])]
+    checks = [QualityCheck(**row) for row in trace_overview.quality_checks(db, trace_id)]
     verdict = {c.check_name: c for c in checks}
     gpu_present = verdict.get("gpu_events_present") is not None and verdict["gpu_events_present"].verdict == "pass"
     cpu_present = verdict.get("cpu_ops_present") is not None and verdict["cpu_ops_present"].verdict == "pass"
@@ -204,16 +196,7 @@ def _detect_mode(db: duckdb.DuckDBPyConnection, trace_id: str, requested: str) -
     """--mode when given, else runs.mode and its evidence (one detection, in the mart)."""
     if requested != "auto":
         return requested, f"--mode {requested}"
-    mode, reason = db.execute("select mode, mode_reason from runs where trace_id = ?", [trace_id]).fetchone()
-    return mode, reason
-
-
-def _op_perf_rows(db: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> pa.Table:
-    """The trace's op_perf rows, largest kernel time first: read once, split per agent."""
-    return db.sql(
-        "select * exclude (module_chain), array_to_string(module_chain, ' > ') as module_chain from op_perf "
-        "where trace_id = ? and platform = ? order by kernel_time_sum_us desc",
-        params=[trace_id, platform]).to_arrow_table()
+    return trace_overview.run_mode(db, trace_id)
 
 
 def _agent_categories(db: duckdb.DuckDBPyConnection, op_perf: pa.Table) -> dict[str, list[str]]:
@@ -232,7 +215,7 @@ def _write_category_data(run: _Run, db: duckdb.DuckDBPyConnection, ctx: Analysis
     entries: list[CategoryEntry] = []
     category_time: dict[str, float] = {}
     if gate.run_compute_tier:
-        op_perf = _op_perf_rows(db, ctx.trace_id, ctx.platform)
+        op_perf = trace_overview.op_perf_table(db, ctx.trace_id, ctx.platform)
         owned = _agent_categories(db, op_perf)
         for definition in COMPUTE_AGENTS:
             categories = owned.get(definition.name) or []
@@ -322,9 +305,9 @@ def run_analysis(
 def _trace_platform(db: duckdb.DuckDBPyConnection, trace_id: str, chosen: str | None,
                     label: str, option: str) -> tuple[str, str, str | None]:
     """(platform, how it was chosen: given | detected | default, a warning for the default)."""
-    detected, is_detected, device_name, gpu_events = db.execute(
-        "select platform, platform_detected, device_name, gpu_event_count from traces where trace_id = ?",
-        [trace_id]).fetchall()[0]
+    device = trace_overview.trace_device(db, trace_id)
+    detected, is_detected, device_name, gpu_events = (
+        device["platform"], device["platform_detected"], device["device_name"], device["gpu_event_count"])
     platform = chosen or detected
     source = "given" if chosen else ("detected" if is_detected else "default")
     # without GPU events no roofline is drawn, so the default platform is nothing to warn about
@@ -468,9 +451,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
             plot.submit(priority, gpu.model_dump())
 
         with run.step("9 validation", on_stage):
-            anomalous = [tuple(row) for row in db.execute(
-                "select name, pct_roofline_mean from op_perf where trace_id = ? and platform = ? "
-                "and pct_roofline_mean > 100 order by pct_roofline_mean desc", [trace_id, platform]).fetchall()]
+            anomalous = trace_overview.roofline_anomalies(db, trace_id, platform)
             validation = validate(results, priority, category_time, anomalous, ctx)
             run.write("metadata/validation.json", validation)
             run.warnings.extend(validation.problems)
@@ -505,18 +486,8 @@ def _report_inputs(db: duckdb.DuckDBPyConnection, trace: Path, trace_id: str, pl
                    platform_spec: dict[str, Any], mode: str, mode_reason: str, gpu: GpuUtilization,
                    gate: QualityGate, priority: Any, results: list[AgentResult], model_info: Any,
                    warnings: list[str]) -> dict[str, Any]:
-    top_operations = _rows(db, """
-        select name, op_category as category, operation_count as count, kernel_time_sum_us / 1000.0 as time_ms,
-               100.0 * kernel_time_sum_us / 1000.0 / nullif(?, 0) as percent_of_e2e,
-               pct_roofline_mean as pct_roofline, roofline_bound as bound
-        from op_perf where trace_id = ? and platform = ? order by kernel_time_sum_us desc limit 10
-    """, [gpu.total_time_ms, trace_id, platform])
-    if not gate.gpu_events_present:
-        top_operations = _rows(db, """
-            select name, 'cpu' as category, count(*) as count, sum(dur_us) / 1000.0 as time_ms,
-                   null::double as percent_of_e2e, null::double as pct_roofline, null as bound
-            from cpu_ops where trace_id = ? and depth = 0 group by name order by time_ms desc limit 10
-        """, [trace_id])
+    top_operations = (trace_overview.top_operations(db, trace_id, platform, gpu.total_time_ms)
+                      if gate.gpu_events_present else trace_overview.top_cpu_operations(db, trace_id))
     ranked = [f for f in priority.findings if f.impact_score is not None]
     top_category = ranked[0].category if ranked else (top_operations[0]["category"] if top_operations else "n/a")
     failed = [r for r in results if r.status == "ERROR"]
@@ -531,14 +502,7 @@ def _report_inputs(db: duckdb.DuckDBPyConnection, trace: Path, trace_id: str, pl
         "model_info": model_info, "platform_spec": platform_spec,
         "quality_checks": [c.model_dump() for c in gate.checks], "warnings": report_warnings,
         "skipped_steps": gate.skipped_steps,
-        "reproduce_sql": [
-            ("GPU time breakdown", f"select * from gpu_timeline where trace_id = '{trace_id}'"),
-            ("Top operations", f"select name, op_category, operation_count, kernel_time_sum_us, pct_roofline_mean "
-                               f"from op_perf where trace_id = '{trace_id}' and platform = '{platform}' "
-                               "order by kernel_time_sum_us desc limit 10"),
-            ("Trace quality", f"select check_name, value, verdict, detail from trace_quality where trace_id = '{trace_id}'"),
-            ("Findings", f"select global_rank, title, impact_mid_percent from findings where trace_id = '{trace_id}' order by global_rank"),
-        ],
+        "reproduce_sql": trace_overview.reproduce_queries(trace_id, platform),
         "plot_png_base64": PLOT_PENDING,
         "relabelled_ops_note": None,
     }

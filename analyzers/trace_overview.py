@@ -1,0 +1,85 @@
+"""The trace-level facts `analyze` reads around the agents: the GPU timeline row, the quality
+checks, the run's mode and platform, the op table and the top operations. Queries over the
+marts only, so the pipeline keeps to orchestration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from analyzers import settings
+from analyzers.common import query_rows, sql_literal
+
+TOP_OPERATIONS = 10  # rows of the report's Top Operations table (TraceLens lists the top 10)
+
+
+def gpu_timeline(db: duckdb.DuckDBPyConnection, trace_id: str) -> dict[str, Any] | None:
+    rows = query_rows(db, "select * from gpu_timeline where trace_id = ?", [trace_id])
+    return rows[0] if rows else None
+
+
+def quality_checks(db: duckdb.DuckDBPyConnection, trace_id: str) -> list[dict[str, Any]]:
+    return query_rows(db, "select check_name, value, threshold, verdict, detail from trace_quality "
+                          "where trace_id = ? order by check_name", [trace_id])
+
+
+def run_mode(db: duckdb.DuckDBPyConnection, trace_id: str) -> tuple[str | None, str]:
+    """runs.mode and the evidence for it."""
+    mode, reason = db.execute("select mode, mode_reason from runs where trace_id = ?", [trace_id]).fetchone()
+    return mode, reason
+
+
+def trace_device(db: duckdb.DuckDBPyConnection, trace_id: str) -> dict[str, Any]:
+    """The detected platform, whether the device name matched one, the device name, GPU events."""
+    return query_rows(db, "select platform, platform_detected, device_name, gpu_event_count from traces "
+                          "where trace_id = ?", [trace_id])[0]
+
+
+def op_perf_table(db: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> pa.Table:
+    """The trace's op_perf rows on `platform`, largest kernel time first (the category data CSVs)."""
+    return db.sql(
+        "select * exclude (module_chain), array_to_string(module_chain, ' > ') as module_chain from op_perf "
+        "where trace_id = ? and platform = ? order by kernel_time_sum_us desc",
+        params=[trace_id, platform]).to_arrow_table()
+
+
+def roofline_anomalies(db: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> list[tuple[str, float]]:
+    """Op signatures whose mean efficiency is above the roofline: (name, % of roofline)."""
+    return [tuple(row) for row in db.execute(
+        "select name, pct_roofline_mean from op_perf where trace_id = ? and platform = ? "
+        "and pct_roofline_mean > ? order by pct_roofline_mean desc",
+        [trace_id, platform, settings.ROOFLINE_VALIDATION_MAX_PERCENT]).fetchall()]
+
+
+def top_operations(db: duckdb.DuckDBPyConnection, trace_id: str, platform: str, e2e_ms: float) -> list[dict[str, Any]]:
+    return query_rows(db, """
+        select name, op_category as category, operation_count as count, kernel_time_sum_us / 1000.0 as time_ms,
+               100.0 * kernel_time_sum_us / 1000.0 / nullif(?, 0) as percent_of_e2e,
+               pct_roofline_mean as pct_roofline, roofline_bound as bound
+        from op_perf where trace_id = ? and platform = ? order by kernel_time_sum_us desc limit ?
+    """, [e2e_ms, trace_id, platform, TOP_OPERATIONS])
+
+
+def top_cpu_operations(db: duckdb.DuckDBPyConnection, trace_id: str) -> list[dict[str, Any]]:
+    """A trace without GPU events: its top-level cpu ops by host time."""
+    return query_rows(db, """
+        select name, 'cpu' as category, count(*) as count, sum(dur_us) / 1000.0 as time_ms,
+               null::double as percent_of_e2e, null::double as pct_roofline, null as bound
+        from cpu_ops where trace_id = ? and depth = 0 group by name order by time_ms desc limit ?
+    """, [trace_id, TOP_OPERATIONS])
+
+
+def reproduce_queries(trace_id: str, platform: str) -> list[tuple[str, str]]:
+    """(label, query) for the report's trace-level numbers, as a user would run them."""
+    trace, on = sql_literal(trace_id), sql_literal(platform)
+    return [
+        ("GPU time breakdown", f"select * from gpu_timeline where trace_id = {trace}"),
+        ("Top operations", f"select name, op_category, operation_count, kernel_time_sum_us, pct_roofline_mean "
+                           f"from op_perf where trace_id = {trace} and platform = {on} "
+                           f"order by kernel_time_sum_us desc limit {TOP_OPERATIONS}"),
+        ("Trace quality", f"select check_name, value, verdict, detail from trace_quality where trace_id = {trace}"),
+        ("Findings", "select global_rank, title, claimed_ms, recoverable_ms, impact_mid_percent from findings "
+                     f"where trace_id = {trace} and trace2_id is null order by global_rank"),
+    ]
