@@ -12,7 +12,7 @@ export DO_NOT_TRACK := 1
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
-	$(BIN)/python -m compileall -q ingest tracelake analyzers agents reports
+	$(BIN)/python -m compileall -q core ingest tracelake analyzers agents reports
 	touch $@
 
 setup: $(BIN)/.installed

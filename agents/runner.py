@@ -16,7 +16,7 @@ from agents.llm import LlmCommand, LlmOutputRejected, run_llm
 from agents.registry import AgentDefinition
 from agents.render import render_findings
 from analyzers.contracts import AgentResult, AnalysisContext
-from reports.markdown_text import safe_markdown
+from core.markdown_text import safe_markdown
 
 # Fault injection for checking the failure path end to end: names agents that must fail.
 FORCE_FAILURE_ENV = "TRACELAKE_FORCE_AGENT_FAILURE"

@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field
 from analyzers import settings
 from analyzers.common import query_rows
 from analyzers.contracts import Confidence
-from ingest.errors import TraceLakeError
+from core.errors import TraceLakeError
 
 MetricKind = Literal["headline", "category", "op"]
 ChangeStatus = Literal["slower", "faster", "within_noise", "unchanged", "new", "gone"]

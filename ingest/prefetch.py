@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingest.errors import TraceLakeError
+from core.errors import TraceLakeError
 from ingest.limits import MAX_TRACE_FILE_BYTES
 
 

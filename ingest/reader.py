@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from ingest.errors import BadTraceError, NotATraceError
+from core.errors import BadTraceError, NotATraceError
 from ingest.limits import MAX_JSON_DEPTH, MAX_TRACE_FILE_BYTES, MAX_TRACE_JSON_BYTES
 
 TRACE_SUFFIXES = (".json", ".json.gz")

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ingest.checks import ingest_checks
-from ingest.errors import BadTraceError
+from core.errors import BadTraceError
 from ingest.host_tree import build_host_tree
 from ingest.parallel_decode import decode_to_parquet
 from ingest.parquet_io import write_table

@@ -2,7 +2,7 @@
 
 The renderer only arranges what the pipeline gathered: numbers are formatted here, never computed
 from a trace. Trace strings (names, shapes, file and device names) are data: the template escapes
-every value it prints (reports.markdown_text), what this module composes is escaped here, and the
+every value it prints (core.markdown_text), what this module composes is escaped here, and the
 markdown an analyzer wrote around names goes through TraceStrings. ``validate_analysis`` checks a
 rendered (or hand-edited) report against the priority data: the ``##`` sections and their order,
 the title, leftover template placeholders, the P-item cards (one per ranked finding, numbered by
@@ -18,9 +18,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from agents.render import markdown_environment
+from core.templates import markdown_environment
 from analyzers.contracts import AgentResult, PriorityData, RankedFinding
-from reports.markdown_text import (EMPTY, Markdown, TraceStrings, blank_code, code, code_cell, one_line,
+from core.markdown_text import (EMPTY, Markdown, TraceStrings, blank_code, code, code_cell, one_line,
                                    safe_markdown, text)
 from reports.model_id import UNKNOWN
 from reports.report_inputs import PLOT_PENDING, ReportInputs

@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 
 from analyzers.comparison import CategoryTime, OpComparison
-from reports.markdown_text import code, sql_literal
+from core.markdown_text import code, sql_literal
 
 TOP_OPERATIONS = 10  # rows of the report's Top Operations table
 UNMATCHED_LISTED = 5  # unmatched ops named in the report's matching note, per side

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from agents.render import template_environment
+from core.templates import template_environment
 from reports import svg_charts
 from reports.dashboard_data import REST_CATEGORY, DashboardData, RunGroup, TimeBreakdown, TraceRun
 from reports.svg_charts import BREAKDOWN_SEGMENTS, Column, Segment

@@ -29,7 +29,7 @@ from typing import Literal
 import duckdb
 from pydantic import BaseModel, Field
 
-from reports.markdown_text import code
+from core.markdown_text import code
 
 UNKNOWN = "Cannot be inferred from trace"
 

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from analyzers.contracts import PriorityData, RankedFinding
-from reports.markdown_text import one_line
+from core.markdown_text import one_line
 
 MAX_BARS = 10
 LABEL_CHARS = 60  # a finding's label on the y axis

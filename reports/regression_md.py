@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from agents.render import markdown_environment
+from core.templates import markdown_environment
 from analyzers import settings
 from analyzers.regression import MetricChange, OpSignatureChange, RegressionVerdict, SideSamples
-from reports.markdown_text import Markdown, code, one_line, text
+from core.markdown_text import Markdown, code, one_line, text
 
 TEMPLATES = Path(__file__).parent / "templates"
 TEMPLATE = "regression.md.j2"

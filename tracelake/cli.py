@@ -21,7 +21,7 @@ try:  # typer >= 0.20 ships its own copy of click
 except ImportError:  # pragma: no cover - older typer uses click itself
     from click.exceptions import ClickException
 
-from ingest.errors import TraceLakeError, WarehouseError
+from core.errors import TraceLakeError, WarehouseError
 from ingest.prefetch import prefetch
 from tracelake.config import default_jobs, default_warehouse
 from tracelake.output import render

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ingest.errors import TraceLakeError, WarehouseError
+from core.errors import TraceLakeError, WarehouseError
 from tracelake import __version__
 from tracelake.folders import FolderKind, OutputStaging, claim_output_folder
 from tracelake.warehouse import Warehouse

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import duckdb
 
-from ingest.errors import WarehouseError
+from core.errors import WarehouseError
 from tracelake import __version__
 from tracelake.config import PROJECT_ROOT
 from tracelake.memory import MemoryReleaser

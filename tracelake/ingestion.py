@@ -17,7 +17,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from ingest.errors import BadTraceError, NotATraceError, TraceLakeError
+from core.errors import BadTraceError, NotATraceError, TraceLakeError
 from ingest.prefetch import take_prefetched
 from ingest.process_lifetime import die_with_parent
 from ingest.reader import PreRead, file_sha256, is_trace_file, read_and_hash

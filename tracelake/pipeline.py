@@ -31,7 +31,7 @@ from analyzers import settings, trace_overview
 from analyzers.agent_categories import load_agent_categories
 from analyzers.comparison import category_times, compare_ops
 from analyzers.contracts import AgentResult, AnalysisContext
-from ingest.errors import BadTraceError
+from core.errors import BadTraceError
 from reports.comparative_report import op_comparison_table, report_fields
 from reports.csv_files import write_csv
 from reports.model_id import ModelInfo, identify_model

@@ -6,7 +6,7 @@ import csv
 
 from pydantic import BaseModel
 
-from ingest.errors import TraceLakeError
+from core.errors import TraceLakeError
 from tracelake.config import PROJECT_ROOT
 
 SEEDS = PROJECT_ROOT / "seeds"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ingest.errors import BadTraceError, TraceLakeError
+from core.errors import BadTraceError, TraceLakeError
 from tracelake.ingestion import ingest_paths
 from tracelake.warehouse import Warehouse
 

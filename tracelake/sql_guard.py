@@ -28,7 +28,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ingest.errors import TraceLakeError
+from core.errors import TraceLakeError
 
 if TYPE_CHECKING:
     import duckdb

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import duckdb
 
-from ingest.errors import WarehouseError
+from core.errors import WarehouseError
 from ingest.staged import TABLES, StagedTrace
 from tracelake.crashpoints import crash_point
 from tracelake.dbt_runner import (

@@ -32,7 +32,7 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from ingest.errors import TraceLakeError
+from core.errors import TraceLakeError
 from ingest.trace_ingest import stage_trace
 from tests.conftest import TRACES
 from tracelake.cli import main

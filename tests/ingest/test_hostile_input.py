@@ -12,7 +12,7 @@ import pytest
 
 from ingest import reader
 from ingest.decode import trace_window
-from ingest.errors import BadTraceError, NotATraceError
+from core.errors import BadTraceError, NotATraceError
 from ingest.json_repair import repair_json, repair_utf8, valid_utf8
 from ingest.limits import TRACE_WINDOW_MIN_HALF_WIDTH_US
 from ingest.metadata import decode_metadata

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 import json
 import os
 import shutil
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from analyzers import settings
 from analyzers.contracts import PriorityData
 from reports.analysis_md import validate_analysis
 from tests.conftest import EXPECTED, TRACES, run_cli
@@ -252,3 +254,85 @@ def test_a_reused_output_folder_points_only_at_its_latest_report(analysis_wareho
                            [str(out.resolve() / "analysis.md")]).fetchall()
     assert rows == [(second.trace_id,)] and first.trace_id != second.trace_id
     assert "Qwen" in (out / "analysis.md").read_text().splitlines()[0]
+
+
+# ---- the claims ledger: findings add up ---------------------------------------------------------
+
+CARD = re.compile(r"^### P(\d+): .*?$(.*?)(?=^### |^## )", re.MULTILINE | re.DOTALL)
+CLAIMS_LINE = re.compile(r"\*\*Claims\*\*: ([\d,]+\.\d{3}) ms of GPU time")
+RANKED_ROW = re.compile(r"^\| P(\d+) \| (.*?) \| (\w+) \| ([\d,.—-]+) \| ([\d,.—-]+) \|$", re.MULTILINE)
+
+
+def _ledger(warehouse: Warehouse, trace_id: str) -> dict[str, list[tuple]]:
+    with warehouse.connect_read_only() as con:
+        return {
+            "kernels": con.execute("select finding_id, event_idx, claimed_us from finding_kernels "
+                                   "where trace_id = ? and trace2_id is null", [trace_id]).fetchall(),
+            "gaps": con.execute("select finding_id, gap_id, claimed_us from finding_gaps "
+                                "where trace_id = ? and trace2_id is null", [trace_id]).fetchall(),
+        }
+
+
+@pytest.mark.parametrize("relative", ALL_TRACES)
+def test_findings_add_up(analyses, analysis_warehouse: Warehouse, relative: str) -> None:
+    """No GPU event nor idle gap counts in two findings of a report; every finding with an
+    estimate rests on claims; its printed GPU time is the sum of its claimed rows; the high
+    estimates together stay within the E2E time."""
+    out = analyses[relative]
+    priority = _priority(out)
+    ledger = _ledger(analysis_warehouse, priority.trace_id)
+    for kind in ("kernels", "gaps"):
+        ids = [row[1] for row in ledger[kind]]
+        assert len(ids) == len(set(ids)), f"a {kind[:-1]} is claimed twice"
+    claimed: dict[str, float] = {}
+    for finding_id, _, us in ledger["kernels"] + ledger["gaps"]:
+        claimed[finding_id] = claimed.get(finding_id, 0.0) + us / 1000.0
+    assert set(claimed) <= {f.finding_id for f in priority.findings}
+    cards = {int(rank): body for rank, body in CARD.findall((out / "analysis.md").read_text())}
+    for finding in priority.findings:
+        if finding.impact_score is not None:
+            assert finding.claimed_time_ms, f"{finding.finding_id} has an estimate but no claims"
+        if finding.claimed_time_ms is None:
+            assert finding.finding_id not in claimed
+            continue
+        assert claimed[finding.finding_id] == pytest.approx(finding.claimed_time_ms, abs=1e-6)
+        printed = CLAIMS_LINE.search(cards[finding.global_rank])
+        assert printed is not None, f"P{finding.global_rank} prints no claims"
+        assert float(printed.group(1).replace(",", "")) == pytest.approx(finding.claimed_time_ms, abs=5e-4)
+        assert (finding.impact_high or 0.0) * priority.e2e_time_ms / 100.0 <= finding.claimed_time_ms + 1e-9
+    high_ms = sum((f.impact_high or 0.0) * priority.e2e_time_ms / 100.0 for f in priority.findings)
+    assert high_ms <= priority.e2e_time_ms + 1e-9
+
+
+@pytest.mark.parametrize("relative", ALL_TRACES)
+def test_evidence_sql_returns_the_printed_numbers(analyses, analysis_warehouse: Warehouse, relative: str) -> None:
+    priority = _priority(analyses[relative])
+    with analysis_warehouse.connect_read_only() as con:
+        for finding in priority.findings:
+            if finding.claimed_time_ms is None:
+                continue
+            events, gaps, claimed_ms, recoverable_ms = con.execute(finding.evidence_sql).fetchone()
+            assert (events, gaps) == (finding.claimed_kernel_count, finding.claimed_gap_count)
+            assert claimed_ms == pytest.approx(round(finding.claimed_time_ms, 3), abs=1e-9)
+            if finding.recoverable_ms is not None:
+                assert recoverable_ms == pytest.approx(round(finding.recoverable_ms, 3), abs=1e-9)
+            if finding.analysis_sql:
+                con.execute(finding.analysis_sql).fetchall()  # the agent's own query still runs
+
+
+@pytest.mark.parametrize("relative", ALL_TRACES)
+def test_priority_data_and_analysis_md_rank_the_same_findings(analyses, relative: str) -> None:
+    out = analyses[relative]
+    priority = _priority(out)
+    markdown = (out / "analysis.md").read_text()
+    table = markdown.split("**All findings, by recoverable time**", 1)
+    rows = RANKED_ROW.findall(table[1].split("\n\n", 2)[1]) if len(table) == 2 else []
+    assert [(int(r[0]), r[2]) for r in rows] == [(f.global_rank, f.agent) for f in priority.findings]
+    scored = [f for f in priority.findings if f.impact_score is not None]
+    # priorities: every tier's categories, in the order of their best-ranked finding (P1's first)
+    expected = list(dict.fromkeys(f.category for f in scored))[: settings.MAX_CATEGORY_PRIORITIES]
+    listed = [p for p in priority.priorities if p.source == "findings"]
+    assert [p.category for p in listed] == expected
+    for category in listed:
+        total = sum(f.impact_score for f in scored if f.category == category.category)
+        assert category.impact_score == pytest.approx(total, abs=1e-4)

@@ -12,7 +12,7 @@ import pytest
 
 from analyzers.contracts import PriorityData
 from reports.analysis_md import validate_analysis
-from reports.markdown_text import one_line
+from core.markdown_text import one_line
 from reports.plot_process import PNG_SIGNATURE
 from tests.conftest import TRACES, run_cli
 from tests.reports.markdown_checks import RENDERER, markup_problems, tables, visible_text

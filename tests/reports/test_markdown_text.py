@@ -1,4 +1,4 @@
-"""reports.markdown_text: a trace string reads as itself on a CommonMark/GFM renderer, wherever it
+"""core.markdown_text: a trace string reads as itself on a CommonMark/GFM renderer, wherever it
 lands (prose, heading, list item, table cell, code span, code block, SQL), and never as markup."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from agents.registry import by_name
 from agents.render import render_findings
 from analyzers.contracts import AgentResult, AnalysisContext
 from reports.analysis_md import embed_plot, render_analysis, validate_analysis
-from reports.markdown_text import (TraceStrings, code, code_cell, fenced, one_line, safe_markdown, sql_literal,
+from core.markdown_text import (TraceStrings, code, code_cell, fenced, one_line, safe_markdown, sql_literal,
                                    text)
 from reports.plot import perf_improvement_png
 from reports.plot_process import PNG_SIGNATURE

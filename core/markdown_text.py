@@ -18,7 +18,7 @@ only what a renderer would read as markup, so the raw markdown of an ordinary na
                          stray backtick and unclosed fence neutralized
 
 Templates escape every interpolated value by themselves: `finalize` (installed by
-agents.render.markdown_environment) passes each `{{ }}` value through `text`, except values that
+core.templates.markdown_environment) passes each `{{ }}` value through `text`, except values that
 already are markdown (`Markdown`, what the helpers return), which pass unchanged.
 
 Trace text also never spells the markers the report checker (reports.analysis_md) reads as
