@@ -4,9 +4,7 @@
     event is the outer one. A range join, no recursion: torch.profiler writes the frames nested. -#}
 
 with module_frames as (
-    select trace_id, pid, tid, event_idx as module_call_id, ts_us, end_us
-    from {{ ref('stg_trace__host_ops') }}
-    where category = 'python_function' and name like 'nn.Module: %'
+    select * from {{ ref('int_module_frames') }}
 ),
 
 enclosing_frames as (

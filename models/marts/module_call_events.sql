@@ -12,9 +12,8 @@ with host_ops as (
 ),
 
 module_frames as (
-    select trace_id, pid, tid, event_idx as module_call_id, ts_us, end_us
-    from host_ops
-    where category = 'python_function' and name like 'nn.Module: %' and end_us > ts_us
+    select * from {{ ref('int_module_frames') }}
+    where end_us > ts_us and {{ is_new_trace() }}
 ),
 
 host_events as (

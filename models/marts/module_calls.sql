@@ -3,8 +3,8 @@
     memcpy, memset) launched within each call (its sub-calls included). -#}
 {{ config(materialized='incremental') }}
 
-with host_ops as (
-    select * from {{ ref('stg_trace__host_ops') }}
+with module_frames as (
+    select * from {{ ref('int_module_frames') }}
     where {{ is_new_trace() }}
 ),
 
@@ -23,28 +23,6 @@ kernels as (
     where is_linked and {{ is_new_trace() }}
 ),
 
-module_frames as (
-    select
-        trace_id,
-        event_idx as module_call_id,
-        substr(name, length('nn.Module: ') + 1) as module_instance,
-        pid,
-        tid,
-        ts_us,
-        dur_us,
-        end_us
-    from host_ops
-    where category = 'python_function' and name like 'nn.Module: %'
-),
-
-named_calls as (
-    select
-        *,
-        {{ regex_extract('module_instance', "'^(.+?)(_[0-9]+)?$'", 1) }} as module_class,
-        cast(nullif({{ regex_extract('module_instance', "'_([0-9]+)$'", 1) }}, '') as integer) as instance_index
-    from module_frames
-),
-
 call_tree as (
     select
         ancestors.trace_id,
@@ -53,7 +31,7 @@ call_tree as (
         max(case when ancestors.distance = 1 then ancestors.ancestor_call_id end) as parent_module_call_id,
         array_agg(outer_calls.module_class order by ancestors.distance desc) as module_chain
     from ancestors
-    inner join named_calls as outer_calls
+    inner join module_frames as outer_calls
         on ancestors.trace_id = outer_calls.trace_id
         and ancestors.ancestor_call_id = outer_calls.module_call_id
     group by ancestors.trace_id, ancestors.module_call_id
@@ -95,20 +73,20 @@ call_kernels as (
 
 final as (
     select
-        named_calls.trace_id || ':' || named_calls.module_call_id as module_call_key,
-        named_calls.trace_id,
-        named_calls.module_call_id,
-        named_calls.module_class,
-        named_calls.module_instance,
-        named_calls.instance_index,
+        module_frames.trace_id || ':' || module_frames.module_call_id as module_call_key,
+        module_frames.trace_id,
+        module_frames.module_call_id,
+        module_frames.module_class,
+        module_frames.module_instance,
+        module_frames.instance_index,
         call_tree.parent_module_call_id,
         coalesce(call_tree.depth, 0) as depth,
-        coalesce(call_tree.module_chain, [named_calls.module_class]) as module_chain,
-        named_calls.pid,
-        named_calls.tid,
-        named_calls.ts_us,
-        named_calls.dur_us,
-        named_calls.end_us,
+        coalesce(call_tree.module_chain, [module_frames.module_class]) as module_chain,
+        module_frames.pid,
+        module_frames.tid,
+        module_frames.ts_us,
+        module_frames.dur_us,
+        module_frames.end_us,
         coalesce(call_kernels.kernel_count, 0) as kernel_count,
         coalesce(call_kernels.kernel_time_us, 0.0) as kernel_time_us,
         call_kernels.first_kernel_event_idx,
@@ -116,13 +94,13 @@ final as (
         call_kernels.last_kernel_event_idx,
         call_kernels.last_kernel_ts_us,
         call_kernels.last_kernel_end_us
-    from named_calls
+    from module_frames
     left join call_tree
-        on named_calls.trace_id = call_tree.trace_id
-        and named_calls.module_call_id = call_tree.module_call_id
+        on module_frames.trace_id = call_tree.trace_id
+        and module_frames.module_call_id = call_tree.module_call_id
     left join call_kernels
-        on named_calls.trace_id = call_kernels.trace_id
-        and named_calls.module_call_id = call_kernels.module_call_id
+        on module_frames.trace_id = call_kernels.trace_id
+        and module_frames.module_call_id = call_kernels.module_call_id
 )
 
 select * from final
