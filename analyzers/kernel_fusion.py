@@ -105,19 +105,10 @@ class KernelFusionMetrics(BaseModel):
 
 # ---- SQL --------------------------------------------------------------------------------------
 
+# Each computation kernel with its unit (the nearest op above its launching op that has a perf
+# model, else the launching op) and the innermost nn.Module call of its launch.
 KERNELS_SQL = """
-with recursive params as (select ?::varchar as trace_id),
-ops as (
-    select cpu_ops.op_id, cpu_ops.parent_id
-    from cpu_ops, params where cpu_ops.trace_id = params.trace_id
-),
-ancestry as (
-    select op_id, op_id as ancestor_id, 0 as distance from ops
-    union all
-    select ancestry.op_id, ops.parent_id, ancestry.distance + 1
-    from ancestry join ops on ops.op_id = ancestry.ancestor_id
-    where ops.parent_id is not null
-),
+with params as (select ?::varchar as trace_id),
 modeled_ops as (
     select op_perf_instances.op_id from op_perf_instances, params
     where op_perf_instances.trace_id = params.trace_id and not op_perf_instances.is_synthetic
@@ -131,38 +122,22 @@ gpu_kernels as (
       and kernels.gpu_bucket = 'computation'
 ),
 kernel_units as (
-    select gpu_kernels.event_idx, arg_min(ancestry.ancestor_id, ancestry.distance) as unit_op_id
-    from gpu_kernels
-    join ancestry on ancestry.op_id = gpu_kernels.cpu_op_id
-    join modeled_ops on modeled_ops.op_id = ancestry.ancestor_id
-    group by gpu_kernels.event_idx
-),
-modules as (
-    select events.event_idx as module_id, events.pid, events.tid, events.ts_us, events.end_us
-    from events, params
-    where events.trace_id = params.trace_id and events.category = 'python_function'
-      and events.name like 'nn.Module: %'
-),
-launches as (
-    select gpu_kernels.event_idx, events.pid, events.tid, events.ts_us
+    select gpu_kernels.event_idx, arg_min(cpu_op_ancestors.ancestor_op_id, cpu_op_ancestors.distance) as unit_op_id
     from gpu_kernels
     cross join params
-    join events on events.trace_id = params.trace_id and events.event_idx = gpu_kernels.launch_event_idx
-),
-kernel_modules as (
-    select launches.event_idx, arg_max(modules.module_id, [modules.ts_us, -modules.end_us]) as module_id
-    from launches
-    join modules on modules.pid = launches.pid and modules.tid = launches.tid
-      and modules.ts_us <= launches.ts_us and modules.end_us >= launches.ts_us
-    group by launches.event_idx
+    join cpu_op_ancestors on cpu_op_ancestors.trace_id = params.trace_id and cpu_op_ancestors.op_id = gpu_kernels.cpu_op_id
+    join modeled_ops on modeled_ops.op_id = cpu_op_ancestors.ancestor_op_id
+    group by gpu_kernels.event_idx
 )
 select
     coalesce(kernel_units.unit_op_id, gpu_kernels.cpu_op_id) as unit_op_id,
     gpu_kernels.event_idx, gpu_kernels.name, gpu_kernels.ts_us, gpu_kernels.dur_us, gpu_kernels.kernel_type,
-    kernel_modules.module_id
+    module_call_events.module_call_id
 from gpu_kernels
+cross join params
 left join kernel_units on kernel_units.event_idx = gpu_kernels.event_idx
-left join kernel_modules on kernel_modules.event_idx = gpu_kernels.event_idx
+left join module_call_events
+  on module_call_events.trace_id = params.trace_id and module_call_events.event_idx = gpu_kernels.launch_event_idx
 order by gpu_kernels.ts_us, gpu_kernels.event_idx"""
 
 OPS_SQL = """
@@ -178,65 +153,31 @@ left join op_perf_instances
 where cpu_ops.trace_id = params.trace_id"""
 
 MODULES_SQL = """
-with params as (select ?::varchar as trace_id),
-modules as (
-    select events.event_idx as module_id, events.name, events.pid, events.tid, events.ts_us, events.end_us
-    from events, params
-    where events.trace_id = params.trace_id and events.category = 'python_function'
-      and events.name like 'nn.Module: %'
-),
-enclosing as (
-    select module.module_id,
-        arg_max(outer_module.module_id, [outer_module.ts_us, -outer_module.end_us, outer_module.module_id])
-            as parent_module_id
-    from modules as module
-    join modules as outer_module
-      on outer_module.pid = module.pid and outer_module.tid = module.tid
-     and outer_module.ts_us <= module.ts_us and outer_module.end_us >= module.end_us
-     and (outer_module.ts_us < module.ts_us or outer_module.end_us > module.end_us
-          or outer_module.module_id < module.module_id)
-    group by module.module_id
-)
-select modules.module_id,
-    regexp_replace(modules.name, '^nn\\.Module: (.*?)(_[0-9]+)?$', '\\1') as module_class,
-    enclosing.parent_module_id
-from modules
-left join enclosing on enclosing.module_id = modules.module_id"""
+select module_call_id as module_id, module_class, parent_module_call_id as parent_module_id, depth, module_chain
+from module_calls
+where trace_id = ?"""
+
+# The op ancestry (itself first) of the given ops.
+ANCESTORS_SQL = """
+select op_id, list(ancestor_op_id order by distance) as ancestor_op_ids
+from cpu_op_ancestors
+where trace_id = ? and op_id in (select unnest(?::bigint[]))
+group by op_id"""
 
 PLATFORM_SQL = """
 select platforms.mem_bw_gbps, platform_peaks.compute_spec, platform_peaks.peak_tflops
 from platforms left join platform_peaks on platform_peaks.platform = platforms.platform
 where platforms.platform = ?"""
 
-# Evidence: kernel time of the candidate's ops (an op counts a kernel launched anywhere in its
-# subtree) within the candidate's scope; trace id, op names and scope inlined.
+# Evidence: the candidate's chain instances (instance number, kernel event ids inlined) joined to
+# `kernels`: the instance count, the kernels per instance and the chain time the finding prints.
 EVIDENCE_SQL = """
-with recursive ancestry as (
-    select op_id, op_id as ancestor_id from cpu_ops where trace_id = {trace}
-    union all
-    select ancestry.op_id, cpu_ops.parent_id
-    from ancestry join cpu_ops on cpu_ops.trace_id = {trace} and cpu_ops.op_id = ancestry.ancestor_id
-    where cpu_ops.parent_id is not null
-),
-kernel_ops as (
-    select distinct kernels.event_idx, kernels.dur_us, ancestor.name as op_name
-    from kernels
-    join ancestry on ancestry.op_id = kernels.cpu_op_id
-    join cpu_ops as ancestor on ancestor.trace_id = kernels.trace_id and ancestor.op_id = ancestry.ancestor_id
-    where kernels.trace_id = {trace} and kernels.is_linked and kernels.category = 'kernel'
-      and ancestor.name in ({names})
-      and {scope_filter}
-)
-select op_name, count(*) as kernel_count, sum(dur_us) / 1000 as kernel_time_ms
-from kernel_ops
-group by op_name
-order by kernel_time_ms desc"""
-MODULE_SCOPE_FILTER = "list_contains(ancestor.module_chain, {scope})"
-OP_SCOPE_FILTER = """kernels.event_idx in (
-          select scoped.event_idx from kernels as scoped
-          join ancestry as scoped_ancestry on scoped_ancestry.op_id = scoped.cpu_op_id
-          join cpu_ops as scope_op on scope_op.trace_id = scoped.trace_id and scope_op.op_id = scoped_ancestry.ancestor_id
-          where scoped.trace_id = {trace} and scope_op.name = {scope})"""
+with claimed(instance, event_idx) as (select unnest({instances}), unnest({event_ids}))
+select count(distinct claimed.instance) as instance_count,
+    count(*) / count(distinct claimed.instance) as kernels_per_instance,
+    sum(kernels.dur_us) / 1000 as chain_time_ms
+from claimed
+join kernels on kernels.trace_id = {trace} and kernels.event_idx = claimed.event_idx"""
 
 
 # ---- working structures -----------------------------------------------------------------------
@@ -331,12 +272,6 @@ class _Ops:
         self._columns = {name: table.column(name).to_pylist() for name in table.column_names}
         self._row_of = {op_id: row for row, op_id in enumerate(self._columns["op_id"])}
 
-    def __contains__(self, op_id: object) -> bool:
-        return op_id in self._row_of
-
-    def parent(self, op_id: int) -> int | None:
-        return self._columns["parent_id"][self._row_of[op_id]]
-
     def get(self, op_id: int | None) -> dict | None:
         row = self._row_of.get(op_id)
         return None if row is None else {name: values[row] for name, values in self._columns.items()}
@@ -426,14 +361,6 @@ def _module_instances(units: list[Unit], modules: dict[int, dict], covered: set[
         parent = modules.get(m, {}).get("parent_module_id")
         return parent if parent in modules else None
 
-    def chain_of(m: int) -> list[str]:
-        chain, seen = [], set()
-        while m is not None and m not in seen:
-            seen.add(m)
-            chain.append(modules[m]["module_class"])
-            m = parent_of(m)
-        return chain[::-1]
-
     direct: dict[int, list[Unit]] = defaultdict(list)
     subtree: dict[int, list[Unit]] = defaultdict(list)  # every unit under the module, covered or not
     for u in units:
@@ -446,14 +373,6 @@ def _module_instances(units: list[Unit], modules: dict[int, dict], covered: set[
             seen.add(m)
             subtree[m].append(u)
             m = parent_of(m)
-    depth: dict[int, int] = {}
-
-    def depth_of(m: int) -> int:
-        if m not in depth:
-            parent = parent_of(m)
-            depth[m] = 0 if parent is None else depth_of(parent) + 1
-        return depth[m]
-
     children: dict[int, list[int]] = defaultdict(list)
     for m in subtree:
         parent = parent_of(m)
@@ -461,7 +380,7 @@ def _module_instances(units: list[Unit], modules: dict[int, dict], covered: set[
             children[parent].append(m)
     leftover: dict[int, list[Unit]] = {}
     found: list[Instance] = []
-    for m in sorted(subtree, key=lambda x: (-depth_of(x), x)):
+    for m in sorted(subtree, key=lambda x: (-modules[x]["depth"], x)):
         pool = list(direct.get(m, []))
         for child in children.get(m, []):
             pool.extend(leftover.pop(child, []))
@@ -474,7 +393,7 @@ def _module_instances(units: list[Unit], modules: dict[int, dict], covered: set[
                     segments.append([])
                 segments[-1].append(u)
             previous_in_pool = u.key in in_pool
-        module_class, chain = modules[m]["module_class"], chain_of(m)
+        module_class, chain = modules[m]["module_class"], list(modules[m]["module_chain"])
         kept: list[Unit] = []
         for segment in segments:
             kernels = sum(len(u.kernels) for u in segment)
@@ -491,23 +410,18 @@ def _module_instances(units: list[Unit], modules: dict[int, dict], covered: set[
     return found
 
 
-def _op_subtree_instances(units: list[Unit], ops: _Ops, covered: set[str]) -> list[Instance]:
+def _op_subtree_instances(db: duckdb.DuckDBPyConnection, trace_id: str, units: list[Unit], ops: _Ops,
+                          covered: set[str]) -> list[Instance]:
     """Outermost cpu op whose subtree (over the remaining kernels) has 2..FUSION_MAX_KERNELS kernels."""
     remaining = [u for u in units if u.key not in covered and u.op_id is not None]
-    ancestors: dict[str, list[int]] = {}
+    ancestry = dict(db.execute(ANCESTORS_SQL, [trace_id, sorted({u.op_id for u in remaining})]).fetchall())
     counts: dict[int, int] = defaultdict(int)
     for u in remaining:
-        chain, op_id, seen = [], u.op_id, set()
-        while op_id is not None and op_id in ops and op_id not in seen:
-            seen.add(op_id)
-            chain.append(op_id)
-            op_id = ops.parent(op_id)
-        ancestors[u.key] = chain
-        for a in chain:
+        for a in ancestry.get(u.op_id) or [u.op_id]:
             counts[a] += len(u.kernels)
     groups: dict[int, list[Unit]] = defaultdict(list)
     for u in remaining:
-        fitting = [a for a in ancestors[u.key] if 2 <= counts[a] <= settings.FUSION_MAX_KERNELS]
+        fitting = [a for a in ancestry.get(u.op_id) or [u.op_id] if 2 <= counts[a] <= settings.FUSION_MAX_KERNELS]
         if fitting:
             groups[fitting[-1]].append(u)
     found = []
@@ -719,7 +633,7 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
     covered: set[str] = set()
     instances = _eager_attention(units, ops, covered)
     instances += _module_instances(units, modules, covered)
-    instances += _op_subtree_instances(units, ops, covered)
+    instances += _op_subtree_instances(db, ctx.trace_id, units, ops, covered)
     instances = [i for i in instances if 2 <= sum(len(u.kernels) for u in i.units) <= settings.FUSION_MAX_KERNELS]
 
     groups: dict[tuple, list[Instance]] = defaultdict(list)
@@ -732,6 +646,7 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
 
     candidates: list[FusionCandidate] = []
     removed_by_candidate: dict[str, dict[str, float]] = {}
+    members_by_candidate: dict[str, list[Instance]] = {}
     for (source, scope, types), members in groups.items():
         current_us = sum(u.time_us for i in members for u in i.units)
         percent = 100.0 * current_us / 1000.0 / ctx.e2e_time_ms
@@ -769,7 +684,7 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
             kernel_ops=[u.name for u in first.units for _ in u.kernels],
             op_names=[u.name for u in first.units],
             covered_ops=sorted(removed_names),
-            current_time_ms=round(current_us / 1000.0, 4),
+            current_time_ms=current_us / 1000.0,  # unrounded: the sum of the claimed kernels
             fused_time_ms=round((current_us - mid) / 1000.0, 4),
             savings_low_ms=round(low / 1000.0, 4), savings_mid_ms=round(mid / 1000.0, 4),
             savings_high_ms=round(high / 1000.0, 4),
@@ -785,9 +700,12 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
             example_op_ids=[u.op_id for u in first.units if u.op_id is not None][:FUSION_MAX_EXAMPLE_OPS],
         ))
         removed_by_candidate[candidate_id] = removed_names
+        members_by_candidate[candidate_id] = members
     order = sorted(range(len(candidates)), key=lambda i: (-candidates[i].impact_mid, -candidates[i].current_time_ms,
                                                            candidates[i].name))
     removed_by_candidate = {f"{rank:02d}": removed_by_candidate[candidates[i].candidate_id]
+                            for rank, i in enumerate(order, start=1)}
+    members_by_candidate = {f"{rank:02d}": members_by_candidate[candidates[i].candidate_id]
                             for rank, i in enumerate(order, start=1)}
     candidates = [candidates[i].model_copy(update={"candidate_id": f"{rank:02d}"}) for rank, i in enumerate(order, start=1)]
 
@@ -808,7 +726,7 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
     reported = [c for c in candidates if c.status == "estimated" and c.impact_mid >= settings.MIN_PITEM_IMPACT_SCORE]
     findings: list[Finding] = []
     for c in reported[:settings.MAX_FUSION_FINDINGS]:
-        finding = _finding(c, ctx)
+        finding = _finding(c, members_by_candidate[c.candidate_id], ctx)
         if any(f.finding_id == finding.finding_id for f in findings):
             finding = finding.model_copy(update={"finding_id": f"{finding.finding_id}-{c.candidate_id}"})
         findings.append(finding)
@@ -825,16 +743,20 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
                        metrics=metrics.model_dump(mode="json"), findings=findings)
 
 
-def _finding(c: FusionCandidate, ctx: AnalysisContext) -> Finding:
+def _claimed_kernels(members: list[Instance]) -> dict[int, float]:
+    """The GPU events of the candidate's chain instances: event_idx -> dur_us."""
+    return {k[0]: k[3] for instance in members for u in instance.units for k in u.kernels}
+
+
+def _evidence_sql(trace_id: str, members: list[Instance]) -> str:
+    instances = [n for n, instance in enumerate(members, start=1) for u in instance.units for _ in u.kernels]
+    event_ids = [k[0] for instance in members for u in instance.units for k in u.kernels]
+    return EVIDENCE_SQL.format(trace=_inline(trace_id), instances=instances, event_ids=event_ids).strip()
+
+
+def _finding(c: FusionCandidate, members: list[Instance], ctx: AnalysisContext) -> Finding:
     slug = re.sub(r"[^a-z0-9]+", "-", f"{c.pattern}-{c.scope}".lower()).strip("-")
-    names = ", ".join(_inline(n) for n in sorted(set(c.op_names)))
-    if c.source == "op_subtree":
-        scope_filter = OP_SCOPE_FILTER.format(trace=_inline(ctx.trace_id), scope=_inline(c.scope))
-    elif c.module_chain:
-        scope_filter = MODULE_SCOPE_FILTER.format(scope=_inline(c.scope))
-    else:
-        scope_filter = "true"
-    evidence_sql = EVIDENCE_SQL.format(trace=_inline(ctx.trace_id), names=names, scope_filter=scope_filter).strip()
+    evidence_sql = _evidence_sql(ctx.trace_id, members)
     kernel_table = "\n".join(
         ["| # | Op | Kernel | Type |", "|---|---|---|---|"]
         + [f"| {i} | `{op}` | `{(k[:60] + '...') if len(k) > 60 else k}` | {t} |"
@@ -864,6 +786,7 @@ def _finding(c: FusionCandidate, ctx: AnalysisContext) -> Finding:
                   "savings_ms": [c.savings_low_ms, c.savings_mid_ms, c.savings_high_ms],
                   "covered_ops": c.covered_ops, "estimation": c.estimation, "modeled_share": c.modeled_share},
         evidence_sql=evidence_sql,
+        claimed_kernels=_claimed_kernels(members),
         operations=c.covered_ops,
         details=(
             f"**Identification:** {c.instance_count} calls of `{c.scope}`"

@@ -27,7 +27,7 @@ def template_environment(folder: Path) -> jinja2.Environment:
 
 def markdown_environment(folder: Path) -> jinja2.Environment:
     """template_environment for markdown: every `{{ }}` value is escaped as literal text
-    (reports.markdown_text.finalize) unless it already is markdown, so a template cannot let a
+    (core.markdown_text.finalize) unless it already is markdown, so a template cannot let a
     trace string through as markup. `code`, `code_cell` and `fenced` print a value as code.
     Autoescape is on only so that macros return escaped text; the escaping is finalize's."""
     environment = template_environment(folder)

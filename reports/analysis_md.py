@@ -22,7 +22,7 @@ from core.templates import markdown_environment
 from analyzers.contracts import AgentResult, PriorityData, RankedFinding
 from core.markdown_text import (EMPTY, Markdown, TraceStrings, blank_code, code, code_cell, one_line,
                                    safe_markdown, text)
-from reports.model_id import UNKNOWN
+from analyzers.model_id import UNKNOWN
 from reports.report_inputs import PLOT_PENDING, ReportInputs
 
 TEMPLATES = Path(__file__).parent / "templates"

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from analyzers.contracts import AgentResult, PriorityData
-from reports.model_id import ModelInfo
+from analyzers.model_id import ModelInfo
 
 # A report can be rendered while its plot is still being drawn: plot_png_base64 is then this
 # token, which reports.analysis_md.embed_plot() replaces with the PNG's base64 text. Its NULs make

@@ -34,7 +34,7 @@ from analyzers.contracts import AgentResult, AnalysisContext
 from core.errors import BadTraceError
 from reports.comparative_report import op_comparison_table, report_fields
 from reports.csv_files import write_csv
-from reports.model_id import ModelInfo, identify_model
+from analyzers.model_id import ModelInfo, identify_model
 from reports.perf_report import perf_report_tables, write_perf_report
 from reports.plot_process import PlotProcess
 from reports.priority import build_priority_data

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+from pathlib import Path
 
 import duckdb
 import jinja2
@@ -13,6 +14,7 @@ import pytest
 from agents.render import TEMPLATES
 from analyzers import cpu_idle, kernel_fusion, multi_kernel, settings
 from analyzers.contracts import AgentResult, AnalysisContext
+from tests.conftest import TRACES as DATA_TRACES
 from tests.conftest import trace_id_of
 
 BERT_H100 = "h100/gaunernst_bert-small-uncased__1016001.json.gz"
@@ -275,6 +277,42 @@ def test_resnet_fusion_rejects_groups_without_anything_to_fuse(results):
     assert all(f.impact_score >= settings.MIN_PITEM_IMPACT_SCORE for f in result.findings)
 
 
+@pytest.fixture(scope="module")
+def fusion_findings(db) -> list[tuple[AnalysisContext, object]]:
+    """Every kernel_fusion finding of every trace in the session warehouse (with a timeline)."""
+    paths = [r[0] for r in db.execute(
+        "select source_path from traces join gpu_timeline using (trace_id) order by source_path").fetchall()]
+    out = []
+    for path in paths:
+        ctx = context_for(db, str(Path(path).relative_to(DATA_TRACES.resolve())))
+        out += [(ctx, f) for f in kernel_fusion.analyze(db, ctx).findings]
+    return out
+
+
+def test_fusion_claims_are_the_chain_kernels_the_finding_prints(db, fusion_findings):
+    assert len(fusion_findings) >= 6  # both Qwen traces: RMSNorm, rotary embedding, gated activation
+    claimed_by_trace: dict[str, list[int]] = {}
+    for ctx, f in fusion_findings:
+        claims = f.claimed_kernels
+        assert len(claims) == f.evidence["instance_count"] * f.evidence["kernel_count"], f.finding_id
+        assert sum(claims.values()) / 1000 == pytest.approx(f.evidence["current_time_ms"], abs=1e-6), f.finding_id
+        rows = dict(db.execute("select event_idx, dur_us from kernels where trace_id = ? and event_idx in "
+                               "(select unnest(?::bigint[]))", [ctx.trace_id, list(claims)]).fetchall())
+        assert rows == pytest.approx(claims), f.finding_id  # every claimed event is a kernel, with its duration
+        claimed_by_trace.setdefault(ctx.trace_id, []).extend(claims)
+    for trace_id, event_ids in claimed_by_trace.items():
+        assert len(event_ids) == len(set(event_ids)), trace_id  # no kernel in two fusion findings
+
+
+def test_fusion_evidence_sql_returns_the_printed_chain(db, fusion_findings):
+    for _ctx, f in fusion_findings:
+        instances, per_instance, time_ms = db.execute(f.evidence_sql).fetchone()
+        assert (instances, per_instance) == (f.evidence["instance_count"], f.evidence["kernel_count"]), f.finding_id
+        assert time_ms == pytest.approx(f.evidence["current_time_ms"], abs=1e-6), f.finding_id
+        assert f"{instances} instances of {int(per_instance)} kernels" in f.insight
+        assert f"take {time_ms:.3f} ms" in f.insight, f.finding_id
+
+
 # ---- a synthetic warehouse for eager attention and GEMM epilogues ----------------------------------
 
 SYNTHETIC_TRACE = "synthetic0000001"
@@ -293,8 +331,10 @@ def synthetic() -> duckdb.DuckDBPyConnection:
     con.execute("""create table kernels (trace_id varchar, event_idx bigint, name varchar, ts_us double, dur_us double,
         kernel_type varchar, cpu_op_id bigint, launch_event_idx bigint, is_linked boolean, category varchar,
         gpu_bucket varchar)""")
-    con.execute("""create table events (trace_id varchar, event_idx bigint, category varchar, name varchar, pid varchar,
-        tid varchar, ts_us double, end_us double)""")
+    con.execute("""create table module_calls (trace_id varchar, module_call_id bigint, module_class varchar,
+        parent_module_call_id bigint, depth integer, module_chain varchar[])""")
+    con.execute("create table module_call_events (trace_id varchar, event_idx bigint, module_call_id bigint)")
+    con.execute("create table cpu_op_ancestors (trace_id varchar, op_id bigint, ancestor_op_id bigint, distance integer)")
     con.execute("create table platforms (platform varchar, mem_bw_gbps double)")
     con.execute("create table platform_peaks (platform varchar, compute_spec varchar, peak_tflops double)")
     con.execute("insert into platforms values ('MI300X', 5300)")
@@ -310,7 +350,7 @@ def synthetic() -> duckdb.DuckDBPyConnection:
     clock, event = 0.0, 10_000
     for layer in range(LAYERS):
         for module in ("SelfAttention", "MLP"):
-            module_start, module_event = clock, event
+            module_event = event
             event += 1
             members = [o for o in ops if o[1] == module]
             for name, _, kernel, kernel_type, dur, spec in members:
@@ -320,13 +360,14 @@ def synthetic() -> duckdb.DuckDBPyConnection:
                             [SYNTHETIC_TRACE, op_id, name, ["Model", module], clock, clock + 10])
                 con.execute("insert into op_perf_instances values (?, ?, false, ?, ?, ?, '[[8,128,128],[8,128,128]]')",
                             [SYNTHETIC_TRACE, op_id, 1e6, 8 * 128 * 128 * 2 * 3, spec])
-                con.execute("insert into events values (?, ?, 'cuda_runtime', 'hipLaunchKernel', '1', '1', ?, ?)",
-                            [SYNTHETIC_TRACE, launch_id, clock + 2, clock + 5])
+                con.execute("insert into cpu_op_ancestors values (?, ?, ?, 0)", [SYNTHETIC_TRACE, op_id, op_id])
+                con.execute("insert into module_call_events values (?, ?, ?)", [SYNTHETIC_TRACE, op_id, module_event])
+                con.execute("insert into module_call_events values (?, ?, ?)", [SYNTHETIC_TRACE, launch_id, module_event])
                 con.execute("insert into kernels values (?, ?, ?, ?, ?, ?, ?, ?, true, 'kernel', 'computation')",
                             [SYNTHETIC_TRACE, kernel_id, kernel, clock + 5, dur, kernel_type, op_id, launch_id])
                 clock += 12 + dur
-            con.execute("insert into events values (?, ?, 'python_function', ?, '1', '1', ?, ?)",
-                        [SYNTHETIC_TRACE, module_event, f"nn.Module: {module}_{layer}", module_start, clock])
+            con.execute("insert into module_calls values (?, ?, ?, null, 0, ?)",
+                        [SYNTHETIC_TRACE, module_event, module, [module]])
             clock += 5
     yield con
     con.close()

@@ -9,7 +9,7 @@ import pytest
 
 from analyzers.contracts import AgentResult, CategoryPriority, Finding, PriorityData, RankedFinding
 from reports.analysis_md import SECTIONS, render_analysis, validate_analysis
-from reports.model_id import ModelInfo, identify_model
+from analyzers.model_id import ModelInfo, identify_model
 from reports.plot import perf_improvement_png
 from reports.plot_process import PNG_SIGNATURE, PlotProcess
 from reports.report_inputs import ReportInputs

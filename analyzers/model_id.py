@@ -2,18 +2,19 @@
 
 What the trace tells about the model, read with SQL and decided by rules:
 
-- family: nn.Module class names (``events`` python_function frames ``nn.Module: <Class>_<n>``, or
-  ``cpu_ops.module_chain``) against a table of well-known classes (``Qwen2DecoderLayer`` -> Qwen);
+- family: nn.Module class names (``module_calls.module_class``, or ``cpu_ops.module_chain``) against
+  the family rules seed (seeds/model_family_rules.csv: ``Qwen2DecoderLayer`` -> Qwen);
 - layer count: distinct instances of the repeated layer class (``BertLayer_0`` .. ``BertLayer_3``);
 - weights: the weight operand of ``aten::linear`` / ``aten::convolution`` / ``aten::embedding``,
-  one per module instance (the innermost ``nn.Module`` frame around the op), so repeated passes
+  one per module instance (the innermost ``nn.Module`` call around the op, ``module_call_events``), so repeated passes
   and activation-checkpoint recomputes count once; without module frames, the GEMMs of ``op_perf``;
 - hidden size = most common input width of the linear weights, FFN width = input width of the
   down projection, vocabulary = rows of the largest embedding table (or columns of the output head);
 - attention: heads and head dim from the SDPA ``perf_params`` (or the q/k tensors of an inference
   attention op);
 - precision: the dtypes of the matrix kernels (``kernels.kernel_precision``) weighted by GPU time,
-  else the input dtypes of the modelled ops.
+  else the input dtypes of the modelled ops;
+- checkpoint: the published configurations seed (seeds/model_configs.csv) the numbers match.
 
 Whatever the trace does not show is ``Cannot be inferred from trace`` (the seed's wording).
 """
@@ -29,46 +30,12 @@ from typing import Literal
 import duckdb
 from pydantic import BaseModel, Field
 
-from core.markdown_text import code
+from core.markdown_text import code, sql_literal
 
 UNKNOWN = "Cannot be inferred from trace"
 
-# ---- module class -> family ------------------------------------------------------------------
-# Ordered: the first rule whose pattern matches any module class of the trace wins, so the more
-# specific names come first (Qwen3Moe before Qwen3, DistilBert before Bert).
-_FAMILY_RULES: tuple[tuple[str, str, str], ...] = (
-    (r"^GptOss", "GPT-OSS", "decoder"),
-    (r"^Qwen3Moe", "Qwen3-MoE", "decoder"),
-    (r"^Qwen3", "Qwen3", "decoder"),
-    (r"^Qwen2Moe", "Qwen2-MoE", "decoder"),
-    (r"^Qwen2", "Qwen", "decoder"),  # Qwen1.5 and Qwen2 both run on the Qwen2 modelling code
-    (r"^Mixtral", "Mixtral", "decoder"),
-    (r"^Mistral", "Mistral", "decoder"),
-    (r"^Llama", "Llama", "decoder"),
-    (r"^Deepseek", "DeepSeek", "decoder"),
-    (r"^Gemma", "Gemma", "decoder"),
-    (r"^Phi", "Phi", "decoder"),
-    (r"^GPTNeoX", "GPT-NeoX", "decoder"),
-    (r"^GPTJ", "GPT-J", "decoder"),
-    (r"^GPT2", "GPT-2", "decoder"),
-    (r"^Falcon", "Falcon", "decoder"),
-    (r"^OPT", "OPT", "decoder"),
-    (r"^Bloom", "BLOOM", "decoder"),
-    (r"^T5", "T5", "encoder-decoder"),
-    (r"^Bart", "BART", "encoder-decoder"),
-    (r"^Whisper", "Whisper", "encoder-decoder"),
-    (r"^(XLM)?Roberta", "RoBERTa", "encoder"),
-    (r"^DistilBert", "DistilBERT", "encoder"),
-    (r"^Bert", "BERT", "encoder"),
-    (r"^ViT|^VisionTransformer$", "ViT", "encoder"),
-    (r"^CLIP", "CLIP", "encoder"),
-    (r"^UNet2DConditionModel$", "Stable Diffusion UNet", "unet"),
-    (r"^DLRM", "DLRM", "recommendation"),
-    (r"^Mamba", "Mamba", "ssm"),
-    (r"^ResNet$|^Bottleneck$|^BasicBlock$", "ResNet", "cnn"),
-    (r"^EfficientNet", "EfficientNet", "cnn"),
-    (r"^MobileNet", "MobileNet", "cnn"),
-)
+# The family rules (module class -> family) and the published checkpoint configurations are
+# seeds: seeds/model_family_rules.csv and seeds/model_configs.csv.
 
 _ARCHITECTURE_OF_KIND = {
     "decoder": "Decoder-only Transformer",
@@ -86,46 +53,6 @@ _NOT_A_LAYER = re.compile(r"(?i)(mlp|attention|attn|feedforward|ffn|norm|embeddi
 _TENSOR_PARALLEL_CLASS = re.compile(r"(ColumnParallelLinear|RowParallelLinear|QKVParallelLinear|VocabParallelEmbedding|ParallelLMHead)")
 _MOE_CLASS = re.compile(r"(?i)(moe|experts?$|sparse.*block)")
 
-
-@dataclass(frozen=True)
-class KnownConfig:
-    family: str
-    name: str
-    hidden: int
-    layers: int
-    ffn: int | None = None
-    vocab: int | None = None
-
-
-# Published configurations (config.json of each checkpoint) a trace can be matched against. Used
-# only to name the checkpoint; every number the report prints is the one read from the trace.
-KNOWN_CONFIGS: tuple[KnownConfig, ...] = (
-    KnownConfig("BERT", "BERT-tiny", 128, 2, 512, 30522),
-    KnownConfig("BERT", "BERT-mini", 256, 4, 1024, 30522),
-    KnownConfig("BERT", "BERT-small", 512, 4, 2048, 30522),
-    KnownConfig("BERT", "BERT-medium", 512, 8, 2048, 30522),
-    KnownConfig("BERT", "BERT-base", 768, 12, 3072),
-    KnownConfig("BERT", "BERT-large", 1024, 24, 4096),
-    KnownConfig("Qwen", "Qwen1.5-0.5B", 1024, 24, 2816, 151936),
-    KnownConfig("Qwen", "Qwen1.5-1.8B", 2048, 24, 5504, 151936),
-    KnownConfig("Qwen", "Qwen1.5-4B", 2560, 40, 6912, 151936),
-    KnownConfig("Qwen", "Qwen1.5-7B", 4096, 32, 11008, 151936),
-    KnownConfig("Qwen", "Qwen2-0.5B", 896, 24, 4864, 151936),
-    KnownConfig("Qwen", "Qwen2-1.5B", 1536, 28, 8960, 151936),
-    KnownConfig("Qwen", "Qwen2-7B", 3584, 28, 18944, 152064),
-    KnownConfig("Qwen3", "Qwen3-0.6B", 1024, 28, 3072, 151936),
-    KnownConfig("Qwen3", "Qwen3-8B", 4096, 36, 12288, 151936),
-    KnownConfig("GPT-OSS", "gpt-oss-20b", 2880, 24, None, 201088),
-    KnownConfig("GPT-OSS", "gpt-oss-120b", 2880, 36, None, 201088),
-    KnownConfig("Llama", "Llama-3.2-1B", 2048, 16, 8192, 128256),
-    KnownConfig("Llama", "Llama-3.2-3B", 3072, 28, 8192, 128256),
-    KnownConfig("Llama", "Llama-3-8B", 4096, 32, 14336, 128256),
-    KnownConfig("Llama", "Llama-2-7B", 4096, 32, 11008, 32000),
-    KnownConfig("Llama", "Llama-2-13B", 5120, 40, 13824, 32000),
-    KnownConfig("Llama", "Llama-3-70B", 8192, 80, 28672, 128256),
-    KnownConfig("GPT-2", "GPT-2 (124M)", 768, 12, 3072, 50257),
-    KnownConfig("GPT-2", "GPT-2 Medium", 1024, 24, 4096, 50257),
-)
 
 _MATRIX_KERNEL_LABEL = {"gemm": "GEMM", "moe": "MoE expert GEMMs", "attention": "attention", "conv": "convolution"}
 
@@ -170,12 +97,10 @@ class ModelInfo(BaseModel):
 
 # ---- SQL ---------------------------------------------------------------------------------------
 
-_MODULE_INSTANCES_SQL = r"""
-select regexp_extract(name, '^nn\.Module: (.+?)(_[0-9]+)?$', 1) as module_class,
-       count(distinct name) as instances,
-       count(*) as calls
-from events
-where trace_id = $trace_id and category = 'python_function' and name like 'nn.Module: %'
+_MODULE_INSTANCES_SQL = """
+select module_class, count(distinct module_instance) as instances, count(*) as calls
+from module_calls
+where trace_id = $trace_id
 group by 1
 order by 1
 """
@@ -188,24 +113,39 @@ group by 1
 order by 1
 """
 
-# Weight operands, one row per op call, with the innermost nn.Module frame around the call.
+# Weight operands, one row per op call, with the module instance of the innermost nn.Module call
+# around the call.
 _WEIGHT_OPS_SQL = """
-with modules as (
-    select name as module_instance, tid, ts_us, end_us
-    from events
-    where trace_id = $trace_id and category = 'python_function' and name like 'nn.Module: %'
-),
-weight_ops as (
-    select op_id, name, tid, ts_us, input_dims
-    from cpu_ops
-    where trace_id = $trace_id and name in ('aten::linear', 'aten::convolution', 'aten::embedding', 'aten::embedding_bag')
-)
-select w.op_id, any_value(w.name) as op_name, any_value(w.input_dims) as input_dims,
-       arg_max(m.module_instance, m.ts_us) as module_instance
-from weight_ops w
-left join modules m on m.tid = w.tid and w.ts_us >= m.ts_us and w.ts_us <= m.end_us
-group by w.op_id
-order by w.op_id
+select cpu_ops.op_id, cpu_ops.name as op_name, cpu_ops.input_dims, module_calls.module_instance
+from cpu_ops
+left join module_call_events
+  on module_call_events.trace_id = cpu_ops.trace_id and module_call_events.event_idx = cpu_ops.op_id
+left join module_calls
+  on module_calls.trace_id = module_call_events.trace_id
+ and module_calls.module_call_id = module_call_events.module_call_id
+where cpu_ops.trace_id = $trace_id
+  and cpu_ops.name in ('aten::linear', 'aten::convolution', 'aten::embedding', 'aten::embedding_bag')
+order by cpu_ops.op_id
+"""
+
+# The family rules matching any of the trace's module classes, best rule first.
+_FAMILY_MATCHES_SQL = """
+select model_family_rules.rule_order, model_family_rules.family, model_family_rules.kind, classes.module_class
+from model_family_rules
+join (select unnest($classes::varchar[]) as module_class) as classes
+  on regexp_matches(classes.module_class, model_family_rules.class_pattern)
+order by model_family_rules.rule_order, classes.module_class
+"""
+
+# The first published checkpoint whose configuration the trace's numbers match.
+_CHECKPOINT_SQL = """
+select checkpoint, hidden_size, num_layers, ffn_size, vocab_size
+from model_configs
+where family = $family and hidden_size = $hidden and num_layers = $layers
+  and (ffn_size is null or $ffn::integer is null or ffn_size = $ffn)
+  and (vocab_size is null or $vocab::integer is null or vocab_size = $vocab)
+order by match_order
+limit 1
 """
 
 _GEMM_SHAPES_SQL = """
@@ -398,16 +338,21 @@ def _attention_facts(db: duckdb.DuckDBPyConnection, trace_id: str, sql: list[str
 
 # ---- decisions ---------------------------------------------------------------------------------
 
-def _family(facts: _Facts, classes: list[str]) -> tuple[str, str, str] | None:
-    """The first family rule that matches a module class; cites the outermost matching class."""
-    for pattern, family, kind in _FAMILY_RULES:
-        matcher = re.compile(pattern)
-        matched = [c for c in classes if matcher.search(c)]
-        if matched:
-            matched.sort(key=lambda c: (not re.search(r"(Model|For[A-Z]\w*)$", c),
-                                        facts.module_instances.get(c, 1), -len(c)))
-            return family, kind, matched[0]
-    return None
+def _family(db: duckdb.DuckDBPyConnection, facts: _Facts, classes: list[str],
+            sql: list[str]) -> tuple[str, str, str] | None:
+    """The first family rule (seeds/model_family_rules.csv) that matches a module class; cites the
+    outermost matching class."""
+    if not classes:
+        return None
+    rows = db.execute(_FAMILY_MATCHES_SQL, {"classes": classes}).fetchall()
+    if not rows:
+        return None
+    sql.append(" ".join(_FAMILY_MATCHES_SQL.replace("$classes", "[" + ", ".join(sql_literal(c) for c in classes)
+                                                    + "]").split()))
+    best_rule, family, kind = rows[0][0], rows[0][1], rows[0][2]
+    matched = [r[3] for r in rows if r[0] == best_rule]
+    matched.sort(key=lambda c: (not re.search(r"(Model|For[A-Z]\w*)$", c), facts.module_instances.get(c, 1), -len(c)))
+    return family, kind, matched[0]
 
 
 def _layer_class(instances: dict[str, int]) -> tuple[str, int] | None:
@@ -516,7 +461,7 @@ def identify_model(db: duckdb.DuckDBPyConnection, trace_id: str) -> ModelInfo:
     convs = [w for w in facts.weights if w.kind == "conv"]
 
     # -- family ---------------------------------------------------------------------------------
-    family = _family(facts, classes)
+    family = _family(db, facts, classes, sql)
     kind = None
     if family:
         info.model_family, kind, matched = family
@@ -673,13 +618,14 @@ def identify_model(db: duckdb.DuckDBPyConnection, trace_id: str) -> ModelInfo:
         evidence.append(f"{blocks_basic or blocks_bottleneck} {code('BasicBlock' if blocks_basic else 'Bottleneck')} "
                         f"instances: {depth} weight layers deep")
     elif info.hidden_size and info.num_layers:
-        config = _matching_config(info)
+        config = _checkpoint(db, info)
         if config:
-            info.model_name = config.name
-            evidence.append(f"hidden {config.hidden}, {config.layers} layers"
-                            + (f", FFN {config.ffn}" if config.ffn and info.ffn_size else "")
-                            + (f", vocabulary {config.vocab}" if config.vocab and info.vocab_size else "")
-                            + f" match the published {config.name} configuration")
+            name, hidden, layers, ffn, vocab = config
+            info.model_name = name
+            evidence.append(f"hidden {hidden}, {layers} layers"
+                            + (f", FFN {ffn}" if ffn and info.ffn_size else "")
+                            + (f", vocabulary {vocab}" if vocab and info.vocab_size else "")
+                            + f" match the published {name} configuration")
 
     info.scale = _scale_text(info, convs, linears, is_cnn)
     info.precision = _precision(db, trace_id, sql, evidence)
@@ -697,16 +643,12 @@ def identify_model(db: duckdb.DuckDBPyConnection, trace_id: str) -> ModelInfo:
     return info
 
 
-def _matching_config(info: ModelInfo) -> KnownConfig | None:
-    for config in KNOWN_CONFIGS:
-        if (config.family, config.hidden, config.layers) != (info.model_family, info.hidden_size, info.num_layers):
-            continue
-        if config.ffn and info.ffn_size and config.ffn != info.ffn_size:
-            continue
-        if config.vocab and info.vocab_size and config.vocab != info.vocab_size:
-            continue
-        return config
-    return None
+def _checkpoint(db: duckdb.DuckDBPyConnection, info: ModelInfo) -> tuple | None:
+    """(checkpoint, hidden, layers, ffn, vocab) of the first published configuration
+    (seeds/model_configs.csv) the trace's numbers match."""
+    return db.execute(_CHECKPOINT_SQL, {"family": info.model_family, "hidden": info.hidden_size,
+                                        "layers": info.num_layers, "ffn": info.ffn_size,
+                                        "vocab": info.vocab_size}).fetchone()
 
 
 def _scale_text(info: ModelInfo, convs: list[_Weight], linears: list[_Weight], is_cnn: bool) -> str:
