@@ -13,9 +13,9 @@ renamed as (
         pid,
         tid,
         bp as binding_point,
-        cat in (
+        coalesce(cat in (
             {%- for name in var('launch_flow_categories') %}'{{ name }}'{{ "," if not loop.last }}{% endfor -%}
-        ) as is_launch_flow
+        ), false) as is_launch_flow
     from source
 )
 
