@@ -33,6 +33,23 @@ MODULE_FRAME_PREFIX = "nn.Module: "
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 FLOW_PHASES = ("s", "f", "t")
 RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver")
+# Event categories by their lower-cased spelling -> the name every later stage reads. Older profilers
+# wrote `Kernel`, `Runtime`, `Memcpy`, `Memset` and `Operator` (PyTorch 1.8 / tb-plugin's EventTypeMap);
+# any case of a current name reads as that name too.
+CATEGORY_NAMES = {
+    "kernel": "kernel",
+    "memcpy": "gpu_memcpy",
+    "gpu_memcpy": "gpu_memcpy",
+    "memset": "gpu_memset",
+    "gpu_memset": "gpu_memset",
+    "runtime": "cuda_runtime",
+    "cuda_runtime": "cuda_runtime",
+    "cuda_driver": "cuda_driver",
+    "operator": "cpu_op",
+    "cpu_op": "cpu_op",
+}
+_CATEGORY_SPELLINGS = pa.array(list(CATEGORY_NAMES), pa.string())
+_CATEGORY_CURRENT = pa.array(list(CATEGORY_NAMES.values()), pa.string())
 
 # An absent field; msgspec cannot put Raw in a union with None.
 _NO_RAW = msgspec.Raw(b"")
@@ -368,6 +385,13 @@ FLOW_SCHEMA = pa.schema(
 )
 
 
+def normalized_categories(categories: pa.Array) -> pa.Array:
+    """`categories` with every legacy or differently-cased spelling of CATEGORY_NAMES replaced by
+    its current name; other categories (and nulls) unchanged."""
+    position = pc.index_in(pc.utf8_lower(categories), value_set=_CATEGORY_SPELLINGS)
+    return pc.if_else(pc.is_valid(position), pc.take(_CATEGORY_CURRENT, position), categories)
+
+
 def _chunks(raw_events: list[msgspec.Raw], first: int, stop: int) -> Iterator[tuple[int, list[msgspec.Raw]]]:
     for start in range(first, stop, CHUNK_EVENTS):
         yield start, raw_events[start : min(start + CHUNK_EVENTS, stop)]
@@ -434,7 +458,7 @@ def decode_events(
             {
                 "event_idx": pa.array(np.arange(start, start + len(events), dtype=np.int64)),
                 "ph": pa.array([e.ph for e in events], pa.string()),
-                "cat": pa.array([e.cat for e in events], pa.string()),
+                "cat": normalized_categories(pa.array([e.cat for e in events], pa.string())),
                 "name": pa.array([e.name for e in events], pa.string()),
                 "ts": pa.array([e.ts for e in events], pa.float64()),
                 "dur": pa.array([e.dur for e in events], pa.float64()),

@@ -41,6 +41,9 @@ OPTIONAL_SECTIONS = frozenset({"Warnings"})
 METRIC_ROWS = ("Total Time", "Compute %", "Idle %", "Exposed Communication %", "Top Bottleneck Category")
 DASH = EMPTY
 TOP_OP_NAME_CHARS = 90  # longer op names (synthetic kernel ops) are cut in the table; SQL shows them whole
+# The trace-quality check that grades how much GPU time is linked to a host launch (trace_quality.sql);
+# when it fails, the timeline and every finding describe only the linked part of the GPU work.
+LINKED_SHARE_CHECK = "linked_gpu_time_share"
 HEURISTIC_NOTE = ("Heuristic estimate: a fixed share of the measured time is credited as recoverable; "
                   "it is not a gap to a performance model.")
 
@@ -370,8 +373,40 @@ def _top_operations(inputs: ReportInputs) -> list[dict[str, str]]:
     return rows
 
 
+def _failed_checks(inputs: ReportInputs) -> list[dict[str, Any]]:
+    """The trace-quality checks that failed, in check order: the report opens with them."""
+    return [c for c in inputs.quality_checks if c.get("verdict") == "fail"]
+
+
+def _quality_problems(failed: list[dict[str, Any]]) -> list[dict[str, Markdown]]:
+    return [{"name": code(one_line(c.get("check_name") or DASH)), "detail": text(one_line(c.get("detail") or ""))}
+            for c in failed]
+
+
+def _linked_share_failed(failed: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return next((c for c in failed if c.get("check_name") == LINKED_SHARE_CHECK), None)
+
+
+def _timeline_sentence(inputs: ReportInputs, gpu1: dict, linked_share: dict[str, Any] | None) -> str:
+    breakdown = (f"{fmt_pct(gpu1['computation_percent'])}% computation, {fmt_pct(gpu1['idle_percent'])}% idle, "
+                 f"{fmt_pct(gpu1['exposed_comm_percent'])}% exposed communication and "
+                 f"{fmt_pct(gpu1['exposed_memcpy_percent'])}% exposed memory copies.")
+    if linked_share is None:
+        return f"The trace {code(inputs.trace_name)} spans {fmt_ms(gpu1['total_time_ms'])} ms of GPU time: {breakdown}"
+    check = code(LINKED_SHARE_CHECK)
+    if not gpu1["total_time_ms"]:
+        return (f"The trace {code(inputs.trace_name)} has no GPU timeline: none of its GPU work could be tied to a "
+                f"host launch, by flow or by correlation id (trace quality {check} failed, see above), so nothing "
+                "below measures its GPU time.")
+    share = _finite(linked_share.get("value"))
+    share_text = "less than half" if share is None else f"only {fmt_pct(100.0 * share)}%"
+    return (f"Of the GPU time of {code(inputs.trace_name)}, {share_text} could be tied to a host launch (trace "
+            f"quality {check} failed, see above); that linked part spans {fmt_ms(gpu1['total_time_ms'])} ms: {breakdown}")
+
+
 def _summary(inputs: ReportInputs, gpu1: dict, gpu2: dict | None, cards: list[dict[str, Any]]) -> Markdown:
     parts = []
+    failed = _failed_checks(inputs)
     platform, platform2 = text(inputs.platform), text(inputs.platform2 or inputs.platform)
     if gpu2 is not None and gpu1["total_time_ms"] and gpu2["total_time_ms"]:
         t1, t2 = gpu1["total_time_ms"], gpu2["total_time_ms"]
@@ -383,11 +418,7 @@ def _summary(inputs: ReportInputs, gpu1: dict, gpu2: dict | None, cards: list[di
             speed = "Both traces take the same time"
         parts.append(f"{speed} than trace 1 ({platform}): {fmt_ms(t2)} ms vs {fmt_ms(t1)} ms of GPU time.")
     else:
-        parts.append(
-            f"The trace {code(inputs.trace_name)} spans {fmt_ms(gpu1['total_time_ms'])} ms of GPU time: "
-            f"{fmt_pct(gpu1['computation_percent'])}% computation, {fmt_pct(gpu1['idle_percent'])}% idle, "
-            f"{fmt_pct(gpu1['exposed_comm_percent'])}% exposed communication and "
-            f"{fmt_pct(gpu1['exposed_memcpy_percent'])}% exposed memory copies.")
+        parts.append(_timeline_sentence(inputs, gpu1, _linked_share_failed(failed)))
     quantified = [c for c in cards if c["impact"]["quantified"]]
     if quantified:
         best = quantified[0]
@@ -395,6 +426,9 @@ def _summary(inputs: ReportInputs, gpu1: dict, gpu2: dict | None, cards: list[di
                      f"({best['title']}), could recover {best['impact']['text'].split(' (')[0]}.")
     elif cards:
         parts.append(f"{len(cards)} finding(s) are listed below; none carries a time estimate.")
+    elif failed:
+        parts.append("No finding was made from what the trace supports; the failing trace-quality checks above say "
+                     "what it lacks, so this is no sign that the workload has no bottleneck.")
     else:
         parts.append("No optimization opportunity was found.")
     parts.append(f"Analysis mode: {text(inputs.mode)} ({text(inputs.mode_reason)}).")
@@ -403,7 +437,10 @@ def _summary(inputs: ReportInputs, gpu1: dict, gpu2: dict | None, cards: list[di
 
 def _context(inputs: ReportInputs) -> dict[str, Any]:
     e2e_ms = _finite(inputs.gpu_utilization.get("total_time_ms")) or _finite(inputs.priority.e2e_time_ms) or 0.0
-    gpu1 = _gpu(inputs.gpu_utilization)
+    failed = _failed_checks(inputs)
+    # no linked GPU work: there is no timeline, and its numbers print as dashes, not as 0.000 ms
+    timeline_missing = _linked_share_failed(failed) is not None and not _finite(inputs.gpu_utilization.get("total_time_ms"))
+    gpu1 = _gpu(None if timeline_missing else inputs.gpu_utilization)
     gpu2 = _gpu(inputs.gpu_utilization2) if inputs.comparison_scope == "comparative" and inputs.gpu_utilization2 else None
     ranked = sorted(inputs.priority.findings, key=lambda f: f.global_rank)
     trace_strings = _trace_strings(inputs.agent_results)
@@ -421,6 +458,8 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "platform": inputs.platform,
         "platform2": inputs.platform2 or inputs.platform,
         "skipped_steps": [one_line(s) for s in inputs.skipped_steps if s and s.strip()],
+        "quality_problems": _quality_problems(failed),
+        "timeline_missing": timeline_missing,
         "warnings": _warnings(inputs),
         "summary": _summary(inputs, gpu1, gpu2, cards),
         "ranked_rows": _ranked_rows(cards, ranked),

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from tests.reports.trace_variants import (write_legacy_categories, write_with_renamed_launch_flows,
+                                          write_without_launch_flows)
 from tracelake.ingestion import ingest_paths
 from tracelake.warehouse import Warehouse
 
 DATA = Path(__file__).parent / "data"
 TRACES = DATA / "traces"
 EXPECTED = DATA / "expected"
+HTA_TRACES = DATA / "hta"  # flow-less real ranks, outside TRACES (see tests/data/README.md)
+LINKING_SOURCE = "h100/gaunernst_bert-small-uncased__1016001.json.gz"
 
 # expected/<folder> -> the trace it was computed from
 EXPECTED_TRACES = {
@@ -40,6 +46,39 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
     report = ingest_paths([TRACES], wh, tags={"suite": "tests"}, jobs=2)
     assert not report.failed, report.failed
     return wh
+
+
+@dataclass(frozen=True)
+class LinkingTraces:
+    """The linking warehouse and the folder of the variant traces it holds."""
+
+    warehouse: Warehouse
+    variants: Path  # original.json.gz (BERT H100 as is) and its variants, by the names below
+
+
+@pytest.fixture(scope="session")
+def linking_traces(tmp_path_factory: pytest.TempPathFactory) -> LinkingTraces:
+    """One small warehouse, built once: BERT H100 and four variants of it written at test time
+    (launch flows removed; renamed `async_cpu_to_gpu`; legacy category names; flows and GPU
+    correlations removed, so nothing links) and the two flow-less HTA ranks."""
+    variants = tmp_path_factory.mktemp("linking_traces")
+    source = TRACES / LINKING_SOURCE
+    shutil.copyfile(source, variants / "original.json.gz")
+    write_without_launch_flows(source, variants / "no_flows.json.gz")
+    write_with_renamed_launch_flows(source, variants / "async_cpu_to_gpu_flows.json.gz", "async_cpu_to_gpu")
+    write_legacy_categories(source, variants / "legacy_categories.json.gz")
+    write_without_launch_flows(source, variants / "unlinkable.json.gz", drop_gpu_correlations=True)
+    wh = Warehouse(tmp_path_factory.mktemp("linking_warehouse"))
+    report = ingest_paths([variants, HTA_TRACES], wh, tags={"suite": "linking"}, jobs=2)
+    assert not report.failed, report.failed
+    return LinkingTraces(wh, variants)
+
+
+@pytest.fixture(scope="session")
+def linking_db(linking_traces: LinkingTraces) -> duckdb.DuckDBPyConnection:
+    con = linking_traces.warehouse.connect_read_only()
+    yield con
+    con.close()
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
-{#- The event an ac2g flow lands on: the last event (file order) with args on the flow end's
-    (pid, tid) carrying the flow id as its link id, as TraceLens' pid_tid_event_map keeps it. -#}
+{#- The event a launch flow (ac2g, or the older async_cpu_to_gpu) lands on: the last event (file
+    order) with args on the flow end's (pid, tid) carrying the flow id as its link id, as TraceLens'
+    pid_tid_event_map keeps it. -#}
 with link_ids as (
     select * from {{ ref('int_link_ids') }}
 ),
@@ -11,7 +12,7 @@ flows as (
 flow_starts as (
     select distinct trace_id, flow_id
     from flows
-    where category = 'ac2g' and phase = 's' and flow_id is not null
+    where is_launch_flow and phase = 's' and flow_id is not null
 ),
 
 flow_ends as (
@@ -21,7 +22,7 @@ flow_ends as (
         arg_max(pid, event_idx) as pid,
         arg_max(tid, event_idx) as tid
     from flows
-    where category = 'ac2g' and phase = 'f' and flow_id is not null
+    where is_launch_flow and phase = 'f' and flow_id is not null
     group by trace_id, flow_id
 ),
 

@@ -46,6 +46,7 @@ final as (
         coalesce(kernel_classes.library, 'unknown') as library,
         nullif(kernel_classes.precision, '') as kernel_precision,
         launches.launch_event_idx is not null as is_linked,
+        coalesce(launches.link_method, 'none') as link_method,
         launches.launch_event_idx,
         launches.launch_name,
         launches.launch_category,

@@ -31,6 +31,11 @@ gpu_stats as (
         trace_files.trace_id,
         count(kernels.event_idx) as gpu_events,
         count(kernels.event_idx) filter (where not kernels.is_linked) as unlinked_gpu_events,
+        count(kernels.event_idx) filter (where kernels.link_method = 'correlation') as correlation_linked_gpu_events,
+        count(kernels.event_idx) filter (
+            where kernels.link_method = 'correlation' and not kernels.is_graph_launch
+        ) as flowless_linked_gpu_events,
+        coalesce(sum(kernels.dur_us) filter (where not kernels.is_linked), 0) as unlinked_gpu_time_us,
         coalesce(sum(kernels.dur_us), 0) as gpu_time_us,
         coalesce(sum(kernels.dur_us) filter (where kernels.is_linked), 0) as linked_gpu_time_us,
         count(kernels.event_idx) filter (where kernels.is_comm) as comm_events,
@@ -119,10 +124,47 @@ derived_checks as (
         case
             when gpu_stats.gpu_time_us = 0 then 'info'
             when gpu_stats.linked_gpu_time_us / gpu_stats.gpu_time_us >= {{ var('min_linked_gpu_time_share') }} then 'pass'
-            else 'warn'
+            when gpu_stats.linked_gpu_time_us / gpu_stats.gpu_time_us >= {{ var('fail_linked_gpu_time_share') }} then 'warn'
+            else 'fail'
         end,
-        gpu_stats.unlinked_gpu_events || ' of ' || gpu_stats.gpu_events
-            || ' GPU events have no host launch (work queued before the profiling window or missing flows); they are left out of the timeline and op tables'
+        case
+            when gpu_stats.gpu_time_us > 0
+                and gpu_stats.linked_gpu_time_us / gpu_stats.gpu_time_us < {{ var('fail_linked_gpu_time_share') }}
+                then 'mostly unlinked: only ' || round(100.0 * gpu_stats.linked_gpu_time_us / gpu_stats.gpu_time_us, 1)
+                    || '% of the GPU time (' || gpu_stats.unlinked_gpu_events || ' of ' || gpu_stats.gpu_events
+                    || ' GPU events unlinked) has a host launch by flow or by correlation id, so the timeline, op tables and findings describe '
+                    || 'only that part; profile with flows (ac2g) or keep each GPU event''s correlation'
+            else gpu_stats.unlinked_gpu_events || ' of ' || gpu_stats.gpu_events
+                || ' GPU events have no host launch by flow or by correlation id (work queued before the profiling window, or neither kept); they are left out of the timeline and op tables'
+        end
+    from gpu_stats
+
+    union all
+
+    select
+        trace_id,
+        'correlation_linked_gpu_events',
+        correlation_linked_gpu_events::double,
+        0.0,
+        case when flowless_linked_gpu_events > 0 then 'info' else 'pass' end,
+        case
+            when correlation_linked_gpu_events = 0 then 'no GPU event was linked by correlation id'
+            else correlation_linked_gpu_events || ' GPU events linked to their runtime launch by correlation id: '
+                || (correlation_linked_gpu_events - flowless_linked_gpu_events) || ' replayed by GPU graph launches (as TraceLens links them), '
+                || flowless_linked_gpu_events || ' named by no launch flow (flows stripped or never written; TraceLens would leave these out)'
+        end
+    from gpu_stats
+
+    union all
+
+    select
+        trace_id,
+        'unlinked_gpu_events',
+        unlinked_gpu_events::double,
+        0.0,
+        case when unlinked_gpu_events > 0 then 'info' else 'pass' end,
+        unlinked_gpu_events || ' of ' || gpu_events || ' GPU events (' || round(unlinked_gpu_time_us / 1000.0, 3)
+            || ' ms) have no host launch after linking by flow and by correlation id; linked_gpu_time_share grades their share'
     from gpu_stats
 
     union all

@@ -12,7 +12,10 @@ renamed as (
         ts as ts_us,
         pid,
         tid,
-        bp as binding_point
+        bp as binding_point,
+        coalesce(cat in (
+            {%- for name in var('launch_flow_categories') %}'{{ name }}'{{ "," if not loop.last }}{% endfor -%}
+        ), false) as is_launch_flow
     from source
 )
 

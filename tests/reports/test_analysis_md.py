@@ -325,3 +325,19 @@ def test_an_unused_plot_child_is_stopped() -> None:
     assert child is not None
     plot.close()
     assert child.poll() is not None
+
+
+def test_a_failing_link_check_opens_the_report_and_qualifies_the_summary():
+    failing = {"check_name": "linked_gpu_time_share", "value": 0.3, "threshold": 0.95, "verdict": "fail",
+               "detail": "mostly unlinked: only 30.0% of the GPU time has a host launch"}
+    inputs = _inputs([], quality_checks=[failing])
+    markdown = render_analysis(inputs)
+    head = markdown.split("## Executive Summary")[0]
+    assert "**Trace quality: 1 check(s) failed.**" in head
+    assert "> - `linked_gpu_time_share`: mostly unlinked: only 30.0% of the GPU time has a host launch" in head
+    summary = markdown.split("## Executive Summary")[1].split("\n## ")[0]
+    assert "only 30.0% could be tied to a host launch" in summary and "that linked part spans 12.500 ms" in summary
+    assert "No optimization opportunity was found" not in markdown
+    assert "| Total Time | 12.500 ms |" in summary  # the linked part still has its timeline
+    assert validate_analysis(markdown, inputs.priority) == []
+    assert "Trace quality:" not in render_analysis(_inputs([]))  # passing checks open nothing

@@ -1,5 +1,6 @@
 """Synthetic variants of a real trace: "later runs" for dashboard tests and the dashboard screenshot,
-and a copy whose names are markup for the escaping tests.
+a copy whose names are markup for the escaping tests, and copies that link their GPU work to its
+launches differently (launch flows removed or renamed, GPU correlations removed, legacy categories).
 
 `write_slower_run(source, target, pattern, factor)` copies a trace with every GPU kernel whose name
 matches `pattern` lasting `factor` times as long. Later GPU work on the same stream (kernels,
@@ -113,4 +114,63 @@ def write_hostile_names(source: Path, target: Path) -> dict[str, int]:
     payload = json.dumps(trace).encode()
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(gzip.compress(payload, mtime=0) if target.suffix == ".gz" else payload)
+    return changed
+
+
+# ---- linking variants ------------------------------------------------------------------------------
+
+LAUNCH_FLOW_CATEGORY = "ac2g"
+LEGACY_CATEGORIES = {"kernel": "Kernel", "cuda_runtime": "Runtime", "gpu_memcpy": "Memcpy", "gpu_memset": "Memset",
+                     "cpu_op": "Operator"}
+
+
+def _write(trace: dict[str, Any], target: Path) -> None:
+    payload = json.dumps(trace).encode()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(gzip.compress(payload, mtime=0) if target.suffix == ".gz" else payload)
+
+
+def _is_launch_flow(event: dict[str, Any]) -> bool:
+    return event.get("cat") == LAUNCH_FLOW_CATEGORY and event.get("ph") in ("s", "f", "t")
+
+
+def write_without_launch_flows(source: Path, target: Path, drop_gpu_correlations: bool = False) -> int:
+    """Copy a trace without its ac2g flow events (a sampled trace's shape); with
+    `drop_gpu_correlations`, GPU events lose their `correlation` too, so nothing can link them.
+    Returns how many flow events were removed."""
+    trace = _load(source)
+    events = trace["traceEvents"]
+    kept = [e for e in events if not _is_launch_flow(e)]
+    if drop_gpu_correlations:
+        for event in kept:
+            if event.get("cat") in GPU_CATEGORIES:
+                event.get("args", {}).pop("correlation", None)
+    trace["traceEvents"] = kept
+    _write(trace, target)
+    return len(events) - len(kept)
+
+
+def write_with_renamed_launch_flows(source: Path, target: Path, category: str) -> int:
+    """Copy a trace with its ac2g flow events' category renamed (e.g. the older `async_cpu_to_gpu`)."""
+    trace = _load(source)
+    renamed = 0
+    for event in trace["traceEvents"]:
+        if _is_launch_flow(event):
+            event["cat"] = category
+            renamed += 1
+    _write(trace, target)
+    return renamed
+
+
+def write_legacy_categories(source: Path, target: Path) -> int:
+    """Copy a trace with the kernel, runtime, memcpy and memset categories spelled as older profilers
+    did (LEGACY_CATEGORIES). Returns how many events changed."""
+    trace = _load(source)
+    changed = 0
+    for event in trace["traceEvents"]:
+        legacy = LEGACY_CATEGORIES.get(event.get("cat"))
+        if legacy is not None:
+            event["cat"] = legacy
+            changed += 1
+    _write(trace, target)
     return changed
