@@ -1,18 +1,21 @@
 """CPU / idle analyzer (system tier): why the GPU sits idle, and how much of that is recoverable.
 
 TraceLens only reports the idle share (flagged above 15 %) and never quantifies it. Here every
-gap between consecutive GPU busy intervals is classified from the trace itself:
+gap between consecutive GPU busy intervals (a row of the `gpu_idle_gaps` mart) is classified:
 
-- `host_sync`: the host was blocked in a synchronizing call (device/stream/event synchronize,
-  a blocking copy, `aten::item` / `aten::_local_scalar_dense`) when the GPU ran dry and the call
-  returned inside the gap: the host waited for the queue to drain and then had to refill it;
+- `host_sync`: the host thread that launches the next kernel was blocked in a synchronizing call
+  when the GPU ran dry (its innermost runtime call spanning the gap start is a device/stream/event
+  synchronize or a blocking copy, or its innermost cpu op is `aten::item` /
+  `aten::_local_scalar_dense`) and the call returned inside the gap: the host waited for the queue
+  to drain and then had to refill it;
 - `window_edge`: a long gap at the very start or end of the profile, outside the steady state;
 - `pipeline_bubble`: any other gap of settings.LONG_GAP_US or more (the host was busy elsewhere);
 - `graph`: a gap between two kernels of GPU graph replays (no host launch in between);
 - `launch`: every other gap: the host could not launch kernels as fast as the GPU ran them.
 
 The recoverable time of a class is the time its gaps exceed settings.RESIDUAL_GAP_US, scaled by a
-low / mid / high recovery fraction (estimate_method "heuristic").
+low / mid / high recovery fraction (estimate_method "heuristic"). A finding claims those gaps
+(`claimed_gaps`: gap_id -> the µs above the residual), and its impact is computed from their sum.
 """
 
 from __future__ import annotations

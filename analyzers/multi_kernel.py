@@ -7,7 +7,11 @@ below 70 % when there is at least 100 us of communication). Unlike TraceLens, th
 quantified: the exposed time that could hide under idle computation (communication) or that is
 not overlapped at all (copies), times a low / mid / high recovery fraction.
 
-Every time here is over GPU events linked to a host launch, the scope of `gpu_timeline`.
+Every time here is over GPU events linked to a host launch, the scope of `gpu_timeline`. Copies
+come from the `gpu_transfers` mart and each collective's exposed time from `gpu_event_exposure`;
+a finding claims the GPU events its impact rests on (`claimed_kernels`: the copies' exposed time,
+or the collectives' exposed time split in start order between the part free computation can hide
+and the rest), and its impact is computed from their sum.
 """
 
 from __future__ import annotations

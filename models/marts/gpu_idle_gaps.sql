@@ -86,25 +86,34 @@ gap_instants as (
     inner join next_launches on gaps.trace_id = next_launches.trace_id and gaps.gap_id = next_launches.gap_id
 ),
 
-deepest_at_start_time as (
-    {#- among host events of a thread starting at the same instant, the innermost -#}
-    select *
+host_starts_and_instants as (
+    select
+        trace_id, pid, tid, ts_us as at_us, 0 as is_instant, depth, event_idx as started_event_idx,
+        cast(null as bigint) as gap_id, cast(null as varchar) as instant
     from host_tree
-    qualify row_number() over (
-        partition by trace_id, pid, tid, ts_us order by depth desc, event_idx desc
-    ) = 1
+    union all
+    select
+        trace_id, pid, tid, at_us, 1 as is_instant, cast(null as bigint) as depth,
+        cast(null as bigint) as started_event_idx, gap_id, instant
+    from gap_instants
 ),
 
 latest_started as (
-    {#- the host event that started last at or before the instant: the innermost event spanning
-        the instant is it or its nearest ancestor that has not returned yet -#}
-    select gap_instants.*, deepest_at_start_time.event_idx as anchor_event_idx
-    from gap_instants
-    asof inner join deepest_at_start_time
-        on gap_instants.trace_id = deepest_at_start_time.trace_id
-        and gap_instants.pid = deepest_at_start_time.pid
-        and gap_instants.tid = deepest_at_start_time.tid
-        and gap_instants.at_us >= deepest_at_start_time.ts_us
+    {#- the host event that started last at or before the instant (the deepest of those starting
+        then): the innermost event spanning the instant is it or its nearest ancestor that has not
+        returned yet. Host starts and instants sorted together: a window, one sort. -#}
+    select trace_id, gap_id, instant, at_us, anchor_event_idx
+    from (
+        select
+            *,
+            last_value(started_event_idx ignore nulls) over (
+                partition by trace_id, pid, tid
+                order by at_us, is_instant, depth, started_event_idx
+                rows between unbounded preceding and current row
+            ) as anchor_event_idx
+        from host_starts_and_instants
+    ) as sorted_instants
+    where is_instant = 1 and anchor_event_idx is not null
 ),
 
 host_stack as (
