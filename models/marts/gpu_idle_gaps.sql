@@ -44,20 +44,30 @@ gaps as (
 
 kernels_before as (
     {#- the kernel whose end opens the gap (the latest-starting one when several end there) -#}
-    select gaps.trace_id, gaps.gap_id, kernels.event_idx, kernels.is_graph_launch
-    from gaps
-    inner join kernels on gaps.trace_id = kernels.trace_id and gaps.start_us = kernels.end_us
-    qualify row_number() over (
-        partition by gaps.trace_id, gaps.gap_id order by kernels.ts_us desc, kernels.event_idx desc
-    ) = 1
+    select trace_id, gap_id, event_idx, is_graph_launch
+    from (
+        select
+            gaps.trace_id, gaps.gap_id, kernels.event_idx, kernels.is_graph_launch,
+            row_number() over (
+                partition by gaps.trace_id, gaps.gap_id order by kernels.ts_us desc, kernels.event_idx desc
+            ) as kernel_rank
+        from gaps
+        inner join kernels on gaps.trace_id = kernels.trace_id and gaps.start_us = kernels.end_us
+    ) as ranked_kernels
+    where kernel_rank = 1
 ),
 
 kernels_after as (
     {#- the kernel whose start closes the gap (the first in file order when several start there) -#}
-    select gaps.trace_id, gaps.gap_id, kernels.event_idx, kernels.is_graph_launch, kernels.launch_event_idx
-    from gaps
-    inner join kernels on gaps.trace_id = kernels.trace_id and gaps.end_us = kernels.ts_us
-    qualify row_number() over (partition by gaps.trace_id, gaps.gap_id order by kernels.event_idx) = 1
+    select trace_id, gap_id, event_idx, is_graph_launch, launch_event_idx
+    from (
+        select
+            gaps.trace_id, gaps.gap_id, kernels.event_idx, kernels.is_graph_launch, kernels.launch_event_idx,
+            row_number() over (partition by gaps.trace_id, gaps.gap_id order by kernels.event_idx) as kernel_rank
+        from gaps
+        inner join kernels on gaps.trace_id = kernels.trace_id and gaps.end_us = kernels.ts_us
+    ) as ranked_kernels
+    where kernel_rank = 1
 ),
 
 next_launches as (
@@ -163,8 +173,6 @@ innermost_calls as (
 
 host_activity as (
     select
-        trace_id,
-        gap_id,
         {%- for instant in ['start', 'end'] %}
         {%- for kind in ['cpu_op', 'python_function', 'runtime'] %}
         max(name) filter (where instant = '{{ instant }}' and call_kind = '{{ kind }}') as {{ instant }}_{{ kind }}_name,
@@ -174,7 +182,8 @@ host_activity as (
         {%- endif %}
         {%- endfor %}
         {%- endfor %}
-        count(*) as spanning_call_kinds
+        trace_id,
+        gap_id
     from innermost_calls
     group by trace_id, gap_id
 ),
