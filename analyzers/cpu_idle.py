@@ -1,18 +1,21 @@
 """CPU / idle analyzer (system tier): why the GPU sits idle, and how much of that is recoverable.
 
 TraceLens only reports the idle share (flagged above 15 %) and never quantifies it. Here every
-gap between consecutive GPU busy intervals is classified from the trace itself:
+gap between consecutive GPU busy intervals (a row of the `gpu_idle_gaps` mart) is classified:
 
-- `host_sync`: the host was blocked in a synchronizing call (device/stream/event synchronize,
-  a blocking copy, `aten::item` / `aten::_local_scalar_dense`) when the GPU ran dry and the call
-  returned inside the gap: the host waited for the queue to drain and then had to refill it;
+- `host_sync`: the host thread that launches the next kernel was blocked in a synchronizing call
+  when the GPU ran dry (its innermost runtime call spanning the gap start is a device/stream/event
+  synchronize or a blocking copy, or its innermost cpu op is `aten::item` /
+  `aten::_local_scalar_dense`) and the call returned inside the gap: the host waited for the queue
+  to drain and then had to refill it;
 - `window_edge`: a long gap at the very start or end of the profile, outside the steady state;
 - `pipeline_bubble`: any other gap of settings.LONG_GAP_US or more (the host was busy elsewhere);
 - `graph`: a gap between two kernels of GPU graph replays (no host launch in between);
 - `launch`: every other gap: the host could not launch kernels as fast as the GPU ran them.
 
 The recoverable time of a class is the time its gaps exceed settings.RESIDUAL_GAP_US, scaled by a
-low / mid / high recovery fraction (estimate_method "heuristic").
+low / mid / high recovery fraction (estimate_method "heuristic"). A finding claims those gaps
+(`claimed_gaps`: gap_id -> the µs above the residual), and its impact is computed from their sum.
 """
 
 from __future__ import annotations
@@ -84,71 +87,48 @@ class CpuIdleMetrics(BaseModel):
 
 _GAPS_CTE = f"""
 with params as (select ?::varchar as trace_id),
-gpu_events as (
-    select kernels.ts_us, kernels.end_us, kernels.is_graph_launch
-    from kernels, params
-    where kernels.trace_id = params.trace_id and kernels.is_linked
-),
-flagged as (
-    select *,
-        case when max(end_us) over (order by ts_us, end_us rows between unbounded preceding and 1 preceding) >= ts_us
-             then 0 else 1 end as starts_interval
-    from gpu_events
-),
-numbered as (
-    select *, sum(starts_interval) over (order by ts_us, end_us rows between unbounded preceding and current row) as interval_id
-    from flagged
-),
-busy_intervals as (
-    select interval_id, min(ts_us) as start_us, max(end_us) as end_us,
-        arg_min(is_graph_launch, ts_us) as starts_with_graph_kernel,
-        arg_max(is_graph_launch, end_us) as ends_with_graph_kernel
-    from numbered
-    group by interval_id
-),
 gaps as (
-    select
-        end_us as gap_start_us,
-        lead(start_us) over (order by start_us) as gap_end_us,
-        ends_with_graph_kernel and lead(starts_with_graph_kernel) over (order by start_us) as inside_graph_replay,
-        row_number() over (order by start_us) as gap_number,
-        count(*) over () - 1 as gap_total
-    from busy_intervals
+    select gpu_idle_gaps.*, count(*) over () as gap_total
+    from gpu_idle_gaps, params
+    where gpu_idle_gaps.trace_id = params.trace_id
 ),
-blocking_calls as (
-    select events.name, events.ts_us, events.end_us
-    from events, params
-    where events.trace_id = params.trace_id
-      and ((events.category in ('cuda_runtime', 'cuda_driver')
-            and (events.name ilike '%synchronize%' or events.name in ({", ".join(f"'{n}'" for n in BLOCKING_RUNTIME_CALLS)})))
-           or (events.category = 'cpu_op' and events.name in ({", ".join(f"'{n}'" for n in BLOCKING_CPU_OPS)})))
+blocked_gaps as (
+    select *,
+        coalesce(start_runtime_end_us <= end_us
+                 and (start_runtime_name ilike '%synchronize%'
+                      or start_runtime_name in ({", ".join(f"'{n}'" for n in BLOCKING_RUNTIME_CALLS)})), false)
+            as runtime_call_blocks,
+        coalesce(start_cpu_op_end_us <= end_us
+                 and start_cpu_op_name in ({", ".join(f"'{n}'" for n in BLOCKING_CPU_OPS)}), false) as cpu_op_blocks
+    from gaps
 ),
 classified_gaps as (
     select
-        gaps.gap_start_us,
-        gaps.gap_end_us,
-        gaps.gap_end_us - gaps.gap_start_us as gap_us,
+        gap_id,
+        start_us as gap_start_us,
+        end_us as gap_end_us,
+        duration_us as gap_us,
+        greatest(duration_us - {settings.RESIDUAL_GAP_US}, 0) as recoverable_us,
+        runtime_call_blocks,
+        cpu_op_blocks,
+        start_runtime_name,
+        start_cpu_op_name,
         case
-            when gaps.inside_graph_replay then 'graph'
-            when exists (select 1 from blocking_calls
-                         where blocking_calls.ts_us <= gaps.gap_start_us
-                           and blocking_calls.end_us between gaps.gap_start_us and gaps.gap_end_us)
-                then 'host_sync'
-            when gaps.gap_end_us - gaps.gap_start_us >= {settings.LONG_GAP_US} and gaps.gap_number in (1, gaps.gap_total)
-                then 'window_edge'
-            when gaps.gap_end_us - gaps.gap_start_us >= {settings.LONG_GAP_US} then 'pipeline_bubble'
+            when is_inside_graph_replay then 'graph'
+            when runtime_call_blocks or cpu_op_blocks then 'host_sync'
+            when duration_us >= {settings.LONG_GAP_US} and gap_id in (1, gap_total) then 'window_edge'
+            when duration_us >= {settings.LONG_GAP_US} then 'pipeline_bubble'
             else 'launch'
         end as gap_class
-    from gaps
-    where gaps.gap_end_us is not null
+    from blocked_gaps
 )"""
 
-GAP_CLASSES_SQL = _GAPS_CTE + f"""
+GAP_CLASSES_SQL = _GAPS_CTE + """
 select
     gap_class,
     count(*) as gap_count,
     sum(gap_us) / 1000 as idle_time_ms,
-    sum(greatest(gap_us - {settings.RESIDUAL_GAP_US}, 0)) / 1000 as recoverable_time_ms,
+    sum(recoverable_us) / 1000 as recoverable_time_ms,
     median(gap_us) as median_gap_us,
     max(gap_us) as max_gap_us
 from classified_gaps
@@ -164,16 +144,28 @@ select
     sum(gap_us) / 1000 as idle_time_ms
 from classified_gaps"""
 
-BLOCKING_CALLS_SQL = _GAPS_CTE + """
-select blocking_calls.name, count(distinct classified_gaps.gap_start_us) as gap_count,
-    sum(classified_gaps.gap_us) / 1000 as gap_time_ms
+# The call the host thread was blocked in when the gap opened: the innermost runtime call, and the
+# innermost cpu op (a GPU scalar read), when they block.
+BLOCKING_CALLS_SQL = _GAPS_CTE + """,
+blocking_calls as (
+    select gap_id, gap_us, start_runtime_name as name from classified_gaps
+    where gap_class = 'host_sync' and runtime_call_blocks
+    union all
+    select gap_id, gap_us, start_cpu_op_name as name from classified_gaps
+    where gap_class = 'host_sync' and cpu_op_blocks
+)
+select name, count(*) as gap_count, sum(gap_us) / 1000 as gap_time_ms
+from blocking_calls
+group by name
+order by gap_time_ms desc, name"""
+
+# The gaps a finding of a class rests on, with the part of each it counts (the time above
+# settings.RESIDUAL_GAP_US): the finding's claimed_gaps.
+CLAIMED_GAPS_SQL = _GAPS_CTE + """
+select gap_class, gap_id, recoverable_us
 from classified_gaps
-join blocking_calls
-  on blocking_calls.ts_us <= classified_gaps.gap_start_us
- and blocking_calls.end_us between classified_gaps.gap_start_us and classified_gaps.gap_end_us
-where classified_gaps.gap_class = 'host_sync'
-group by blocking_calls.name
-order by gap_time_ms desc, blocking_calls.name"""
+where recoverable_us > 0
+order by gap_class, gap_id"""
 
 KERNEL_STATS_SQL = f"""
 with params as (select ?::varchar as trace_id)
@@ -196,6 +188,14 @@ where gpu_timeline.trace_id = params.trace_id"""
 
 
 
+
+
+def _claimed_gaps(db: duckdb.DuckDBPyConnection, trace_id: str) -> dict[str, dict[int, float]]:
+    """gap class -> {gap_id: the µs of the gap above settings.RESIDUAL_GAP_US} (the class's claims)."""
+    claims: dict[str, dict[int, float]] = {name: {} for name in GAP_CLASSES}
+    for gap_class, gap_id, recoverable_us in db.execute(CLAIMED_GAPS_SQL, [trace_id]).fetchall():
+        claims[gap_class][int(gap_id)] = float(recoverable_us)
+    return claims
 
 
 def _round(value: float | None, digits: int = 3) -> float | None:
@@ -230,6 +230,7 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
     summary = query_rows(db, GAP_SUMMARY_SQL, [ctx.trace_id])[0]
     classes = {r["gap_class"]: r for r in query_rows(db, GAP_CLASSES_SQL, [ctx.trace_id])}
     blocking = query_rows(db, BLOCKING_CALLS_SQL, [ctx.trace_id])
+    claims = _claimed_gaps(db, ctx.trace_id)
 
     gaps_by_class = {}
     for name in GAP_CLASSES:
@@ -272,7 +273,7 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
         patterns_detected=[],
         dominant_pattern=None,
     )
-    findings = _findings(metrics, ctx) if metrics.idle_flagged else []
+    findings = _findings(metrics, ctx, claims) if metrics.idle_flagged else []
     metrics.patterns_detected = [f.finding_id.split(":", 1)[1] for f in findings]
     scored = [f for f in findings if f.impact_score is not None]
     if scored:
@@ -290,13 +291,20 @@ def _finding(slug: str, **fields) -> Finding:
     return Finding(finding_id=f"{AGENT_NAME}:{slug}", agent=AGENT_NAME, tier="system", category=AGENT_NAME, **fields)
 
 
-def _quantified(ctx: AnalysisContext, recoverable_ms: float, fractions: tuple[float, float, float]) -> dict:
-    low, mid, high = _ladder(recoverable_ms, ctx.e2e_time_ms, fractions)
+def _claimed_ms(claimed: dict[int, float]) -> float:
+    """The GPU time (ms) a finding's impact is computed from: the sum of its claims."""
+    return sum(claimed.values()) / 1000.0
+
+
+def _quantified(ctx: AnalysisContext, claimed_gaps: dict[int, float], fractions: tuple[float, float, float]) -> dict:
+    """The impact ladder over the claimed gap time (the part of each gap above the residual)."""
+    low, mid, high = _ladder(_claimed_ms(claimed_gaps), ctx.e2e_time_ms, fractions)
     return {"impact_low": low, "impact_score": mid, "impact_high": high,
-            "recoverable_ms": round(mid * ctx.e2e_time_ms / 100.0, 4), "estimate_method": "heuristic"}
+            "recoverable_ms": round(mid * ctx.e2e_time_ms / 100.0, 4), "estimate_method": "heuristic",
+            "claimed_gaps": claimed_gaps}
 
 
-def _findings(m: CpuIdleMetrics, ctx: AnalysisContext) -> list[Finding]:
+def _findings(m: CpuIdleMetrics, ctx: AnalysisContext, claims: dict[str, dict[int, float]]) -> list[Finding]:
     findings: list[Finding] = []
     evidence_sql = inline_trace_id(GAP_CLASSES_SQL, ctx.trace_id)
     common = {
@@ -309,7 +317,7 @@ def _findings(m: CpuIdleMetrics, ctx: AnalysisContext) -> list[Finding]:
     fmt_fractions = "/".join(f"{f:.2f}" for f in settings.IDLE_RECOVERY_FRACTIONS)
 
     launch = m.gaps_by_class["launch"]
-    impact = _quantified(ctx, launch.recoverable_time_ms, settings.IDLE_RECOVERY_FRACTIONS)
+    impact = _quantified(ctx, claims["launch"], settings.IDLE_RECOVERY_FRACTIONS)
     if launch.gap_count and impact["impact_score"] >= settings.MIN_PITEM_IMPACT_SCORE:
         many_short = (m.short_kernel_share or 0.0) >= settings.SHORT_KERNEL_SHARE_MIN
         slow_host = (m.median_gap_us or 0.0) > settings.LAUNCH_BOUND_MEDIAN_GAP_US
@@ -348,13 +356,13 @@ def _findings(m: CpuIdleMetrics, ctx: AnalysisContext) -> list[Finding]:
         )
         findings.append(_finding(
             slug, title=title, insight=insight, action=action, confidence=confidence,
-            evidence={**common, "launch_gap_count": launch.gap_count, "launch_idle_ms": launch.idle_time_ms,
+            evidence={**common, "impact_basis_ms": _claimed_ms(claims["launch"]), "launch_gap_count": launch.gap_count, "launch_idle_ms": launch.idle_time_ms,
                       "launch_recoverable_ms": launch.recoverable_time_ms, "residual_gap_us": settings.RESIDUAL_GAP_US,
                       "recovery_fractions": list(settings.IDLE_RECOVERY_FRACTIONS)},
             evidence_sql=evidence_sql, details=details, **impact))
 
     sync = m.gaps_by_class["host_sync"]
-    impact = _quantified(ctx, sync.recoverable_time_ms, settings.IDLE_RECOVERY_FRACTIONS)
+    impact = _quantified(ctx, claims["host_sync"], settings.IDLE_RECOVERY_FRACTIONS)
     if sync.gap_count and impact["impact_score"] >= settings.MIN_PITEM_IMPACT_SCORE:
         calls = ", ".join(f"`{c.name}` ({c.gap_count})" for c in m.blocking_calls[:4]) or "a blocking call"
         confidence = confidence_from_quality("high", ctx.quality_verdicts, ("linked_gpu_time_share", "same_stream_overlaps"))
@@ -382,13 +390,13 @@ def _findings(m: CpuIdleMetrics, ctx: AnalysisContext) -> list[Finding]:
         findings.append(_finding(
             "host-sync", title="Host synchronization stalls drain the GPU launch queue", insight=insight,
             action=action, confidence=confidence,
-            evidence={**common, "sync_gap_count": sync.gap_count, "sync_idle_ms": sync.idle_time_ms,
+            evidence={**common, "impact_basis_ms": _claimed_ms(claims["host_sync"]), "sync_gap_count": sync.gap_count, "sync_idle_ms": sync.idle_time_ms,
                       "sync_recoverable_ms": sync.recoverable_time_ms,
                       "blocking_calls": [c.model_dump() for c in m.blocking_calls]},
             evidence_sql=evidence_sql, details=details, **impact))
 
     bubble = m.gaps_by_class["pipeline_bubble"]
-    impact = _quantified(ctx, bubble.recoverable_time_ms, settings.BUBBLE_RECOVERY_FRACTIONS)
+    impact = _quantified(ctx, claims["pipeline_bubble"], settings.BUBBLE_RECOVERY_FRACTIONS)
     if bubble.gap_count and impact["impact_score"] >= settings.MIN_PITEM_IMPACT_SCORE:
         confidence = confidence_from_quality("medium", ctx.quality_verdicts, ("linked_gpu_time_share", "same_stream_overlaps"))
         insight = (
@@ -415,7 +423,7 @@ def _findings(m: CpuIdleMetrics, ctx: AnalysisContext) -> list[Finding]:
         findings.append(_finding(
             "pipeline-bubbles", title="Pipeline bubbles: long host-side gaps between GPU phases",
             insight=insight, action=action, confidence=confidence,
-            evidence={**common, "bubble_gap_count": bubble.gap_count, "bubble_idle_ms": bubble.idle_time_ms,
+            evidence={**common, "impact_basis_ms": _claimed_ms(claims["pipeline_bubble"]), "bubble_gap_count": bubble.gap_count, "bubble_idle_ms": bubble.idle_time_ms,
                       "bubble_recoverable_ms": bubble.recoverable_time_ms, "long_gap_us": settings.LONG_GAP_US,
                       "recovery_fractions": list(settings.BUBBLE_RECOVERY_FRACTIONS)},
             evidence_sql=evidence_sql, details=details, **impact))

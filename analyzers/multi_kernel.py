@@ -7,12 +7,16 @@ below 70 % when there is at least 100 us of communication). Unlike TraceLens, th
 quantified: the exposed time that could hide under idle computation (communication) or that is
 not overlapped at all (copies), times a low / mid / high recovery fraction.
 
-Every time here is over GPU events linked to a host launch, the scope of `gpu_timeline`.
+Every time here is over GPU events linked to a host launch, the scope of `gpu_timeline`. Copies
+come from the `gpu_transfers` mart and each collective's exposed time from `gpu_event_exposure`;
+a finding claims the GPU events its impact rests on (`claimed_kernels`: the copies' exposed time,
+or the collectives' exposed time split in start order between the part free computation can hide
+and the rest), and its impact is computed from their sum.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import duckdb
 from pydantic import BaseModel
@@ -89,63 +93,72 @@ select total_time_ms, computation_time_ms, total_comm_time_ms, exposed_comm_time
 from gpu_timeline, params
 where gpu_timeline.trace_id = params.trace_id"""
 
-# Per copy: its direction from the event name (TraceLens' rules, plus the `kind` arg), and how much
-# of it no computation or communication kernel covers (overlap against their merged intervals).
-MEMCPY_SQL = """
+# Per direction: the copies of gpu_transfers (direction from the event name or `kind` arg) and the
+# part of each no computation or communication kernel hides (gpu_transfers.exposed_us).
+_COPIES_CTE = """
 with params as (select ?::varchar as trace_id),
-gpu_events as (
-    select kernels.* from kernels, params where kernels.trace_id = params.trace_id
-),
-cover_events as (
-    select ts_us, end_us from gpu_events where is_linked and gpu_bucket in ('computation', 'communication')
-),
-flagged as (
-    select *, case when max(end_us) over (order by ts_us, end_us rows between unbounded preceding and 1 preceding) >= ts_us
-                   then 0 else 1 end as starts_interval
-    from cover_events
-),
-numbered as (
-    select *, sum(starts_interval) over (order by ts_us, end_us rows between unbounded preceding and current row) as interval_id
-    from flagged
-),
-covered_intervals as (
-    select min(ts_us) as start_us, max(end_us) as end_us from numbered group by interval_id
-),
 copies as (
-    select event_idx, ts_us, end_us, dur_us, bytes, is_linked,
-        case
-            when lower(name) similar to '.*(dtoh|device -> host|device -> pinned|devicetohost).*' then 'D2H'
-            when lower(name) similar to '.*(htod|host -> device|pinned -> device|pageable -> device|hosttodevice).*' then 'H2D'
-            when lower(name) similar to '.*(dtod|device -> device|devicetodevice).*' then 'D2D'
-            else 'other'
+    select
+        gpu_transfers.event_idx,
+        gpu_transfers.dur_us,
+        gpu_transfers.exposed_us,
+        gpu_transfers.bytes,
+        gpu_transfers.is_linked,
+        case gpu_transfers.direction
+            when 'DtoH' then 'D2H' when 'HtoD' then 'H2D' when 'DtoD' then 'D2D' else 'other'
         end as direction
-    from gpu_events
-    where category = 'gpu_memcpy'
-),
-copy_cover as (
-    select copies.event_idx,
-        sum(least(copies.end_us, covered_intervals.end_us) - greatest(copies.ts_us, covered_intervals.start_us)) as covered_us
-    from copies
-    join covered_intervals
-      on covered_intervals.start_us < copies.end_us and covered_intervals.end_us > copies.ts_us
-    where copies.is_linked
-    group by copies.event_idx
-)
+    from gpu_transfers, params
+    where gpu_transfers.trace_id = params.trace_id and gpu_transfers.transfer_kind = 'memcpy'
+)"""
+
+MEMCPY_SQL = _COPIES_CTE + """
 select
-    copies.direction,
-    count(*) filter (where copies.is_linked) as count,
-    coalesce(sum(copies.dur_us) filter (where copies.is_linked), 0) / 1000 as total_time_ms,
-    coalesce(sum(greatest(copies.dur_us - coalesce(copy_cover.covered_us, 0), 0)) filter (where copies.is_linked), 0) / 1000
-        as exposed_time_ms,
-    avg(copies.dur_us) filter (where copies.is_linked) as avg_time_us,
-    max(copies.dur_us) filter (where copies.is_linked) as max_time_us,
-    sum(copies.bytes) filter (where copies.is_linked) as total_bytes,
-    avg(copies.bytes) filter (where copies.is_linked) as avg_bytes,
-    count(*) filter (where not copies.is_linked) as unlinked_count
+    direction,
+    count(*) filter (where is_linked) as count,
+    coalesce(sum(dur_us) filter (where is_linked), 0) / 1000 as total_time_ms,
+    coalesce(sum(exposed_us) filter (where is_linked), 0) / 1000 as exposed_time_ms,
+    avg(dur_us) filter (where is_linked) as avg_time_us,
+    max(dur_us) filter (where is_linked) as max_time_us,
+    sum(bytes) filter (where is_linked) as total_bytes,
+    avg(bytes) filter (where is_linked) as avg_bytes,
+    count(*) filter (where not is_linked) as unlinked_count
 from copies
-left join copy_cover on copy_cover.event_idx = copies.event_idx
-group by copies.direction
-order by copies.direction"""
+group by direction
+order by direction"""
+
+# The copies a direction's finding rests on: each linked copy's exposed time.
+CLAIMED_COPIES_SQL = _COPIES_CTE + """
+select direction, event_idx, exposed_us
+from copies
+where is_linked and exposed_us > 0
+order by direction, event_idx"""
+
+# Each collective's exposed time (gpu_event_exposure: per trace these add up to gpu_timeline's
+# exposed communication), split in start order between the part free computation can hide (the
+# first `hideable_us`) and the rest.
+CLAIMED_COMM_SQL = """
+with params as (select ?::varchar as trace_id, ?::double as hideable_us),
+exposed_comm as (
+    select
+        gpu_event_exposure.event_idx,
+        gpu_event_exposure.exposed_us,
+        coalesce(sum(gpu_event_exposure.exposed_us) over (
+            order by gpu_event_exposure.ts_us, gpu_event_exposure.event_idx
+            rows between unbounded preceding and 1 preceding
+        ), 0) as exposed_before_us
+    from gpu_event_exposure, params
+    where gpu_event_exposure.trace_id = params.trace_id
+      and gpu_event_exposure.gpu_bucket = 'communication'
+      and gpu_event_exposure.exposed_us > 0
+),
+split as (
+    select event_idx, exposed_us,
+        least(exposed_us, greatest(params.hideable_us - exposed_before_us, 0)) as hideable_us
+    from exposed_comm, params
+)
+select event_idx, hideable_us, exposed_us - hideable_us as unhideable_us
+from split
+order by event_idx"""
 
 COLLECTIVES_SQL = """
 with params as (select ?::varchar as trace_id)
@@ -158,6 +171,31 @@ order by total_time_ms desc, kernels.name"""
 
 
 
+
+
+class Claims(NamedTuple):
+    """The GPU events (kernels.event_idx -> µs) each finding would rest on."""
+    copies: dict[str, dict[int, float]]  # direction -> each linked copy's exposed time
+    hideable_comm: dict[int, float]  # the exposed collective time free computation can hide
+    unhideable_comm: dict[int, float]  # the rest of the exposed collective time
+
+
+def _claimed_copies(db: duckdb.DuckDBPyConnection, trace_id: str) -> dict[str, dict[int, float]]:
+    claims: dict[str, dict[int, float]] = {d: {} for d in ("D2H", "H2D", "D2D", "other")}
+    for direction, event_idx, exposed_us in db.execute(CLAIMED_COPIES_SQL, [trace_id]).fetchall():
+        claims[direction][int(event_idx)] = float(exposed_us)
+    return claims
+
+
+def _claimed_comm(db: duckdb.DuckDBPyConnection, trace_id: str, hideable_us: float) -> dict[str, dict[int, float]]:
+    rows = db.execute(CLAIMED_COMM_SQL, [trace_id, hideable_us]).fetchall()
+    return {"hideable_comm": {int(idx): float(h) for idx, h, _ in rows if h > 0},
+            "unhideable_comm": {int(idx): float(u) for idx, _, u in rows if u > 0}}
+
+
+def _claimed_ms(claimed: dict[int, float]) -> float:
+    """The GPU time (ms) a finding's impact is computed from: the sum of its claims."""
+    return sum(claimed.values()) / 1000.0
 
 
 def _round(value: float | None, digits: int = 4) -> float | None:
@@ -238,7 +276,9 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
         memcpy_overlap_ratio=_round(1.0 - exposed_memcpy / total_memcpy) if total_memcpy > 0 else None,
         patterns_detected=[],
     )
-    findings = _findings(metrics, ctx)
+    claims = Claims(copies=_claimed_copies(db, ctx.trace_id),
+                    **_claimed_comm(db, ctx.trace_id, 1000.0 * hideable if metrics.overlap_flagged else 0.0))
+    findings = _findings(metrics, ctx, claims)
     metrics.patterns_detected = [f.finding_id.split(":", 1)[1] for f in findings]
     return AgentResult(agent=AGENT_NAME, tier="system", category=AGENT_NAME, status="OK",
                        metrics=metrics.model_dump(mode="json"), findings=findings)
@@ -276,7 +316,7 @@ def _summary_table(m: MultiKernelMetrics) -> str:
     return "\n".join(rows)
 
 
-def _findings(m: MultiKernelMetrics, ctx: AnalysisContext) -> list[Finding]:
+def _findings(m: MultiKernelMetrics, ctx: AnalysisContext, claims: Claims) -> list[Finding]:
     findings: list[Finding] = []
     table = _summary_table(m)
     fractions = "/".join(f"{f:.1f}" for f in settings.OVERLAP_RECOVERY_FRACTIONS)
@@ -296,9 +336,10 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext) -> list[Finding]:
                      if m.unlinked_collective_count else "")
 
     if m.overlap_flagged:
-        impact = _ladder(m.hideable_comm_time_ms, ctx.e2e_time_ms)
+        impact = {**_ladder(_claimed_ms(claims.hideable_comm), ctx.e2e_time_ms),
+                  "claimed_kernels": claims.hideable_comm}
         confidence = confidence_from_quality("high", ctx.quality_verdicts, comm_checks)
-        if m.hideable_comm_time_ms <= 0:
+        if not claims.hideable_comm:
             impact = {"estimate_method": "qualitative"}
             confidence = "low"
         findings.append(_finding(
@@ -311,7 +352,7 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext) -> list[Finding]:
             action=("Overlap the collectives with computation: issue them asynchronously as soon as each bucket of "
                     "results is ready (bucketed gradient all-reduce during the backward pass) instead of after it."),
             confidence=confidence,
-            evidence=comm_evidence,
+            evidence={**comm_evidence, "impact_basis_ms": _claimed_ms(claims.hideable_comm)},
             evidence_sql=timeline_sql,
             details=(
                 f"**Identification:** {m.collective_count} collective kernels (largest: `{top}`) take "
@@ -335,7 +376,7 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext) -> list[Finding]:
             **impact))
     # Exposed communication that overlap cannot hide (no computation left to hide it under) must get
     # cheaper instead: a second mechanism, so a second finding.
-    unhideable_ms = m.exposed_comm_time_ms - (m.hideable_comm_time_ms if m.overlap_flagged else 0.0)
+    unhideable_ms = _claimed_ms(claims.unhideable_comm)
     unhideable_percent = 100.0 * unhideable_ms / ctx.e2e_time_ms if ctx.e2e_time_ms > 0 else 0.0
     if m.exposed_comm_flagged and unhideable_percent > settings.EXPOSED_COMM_PERCENT_MAX:
         latency_bound = (m.collective_count > settings.MEMCPY_DIRECTION_COUNT_MAX
@@ -344,7 +385,7 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext) -> list[Finding]:
                   "impact_score": round(unhideable_percent * settings.HEURISTIC_FRACTION_MID, 3),
                   "impact_high": round(unhideable_percent * settings.HEURISTIC_FRACTION_HIGH, 3),
                   "recoverable_ms": round(unhideable_ms * settings.HEURISTIC_FRACTION_MID, 4),
-                  "estimate_method": "heuristic"}
+                  "estimate_method": "heuristic", "claimed_kernels": claims.unhideable_comm}
         action = ("Fuse the many small collectives into fewer, larger ones (larger communication buckets)."
                   if latency_bound else
                   "Reduce the bytes each collective moves: communicate in a narrower data type (compressed collective "
@@ -360,7 +401,7 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext) -> list[Finding]:
                      f"{m.collective_avg_us or 0:.1f} us."),
             action=action,
             confidence=confidence_from_quality("medium", ctx.quality_verdicts, comm_checks),
-            evidence={**comm_evidence, "unhideable_comm_time_ms": round(unhideable_ms, 4)},
+            evidence={**comm_evidence, "unhideable_comm_time_ms": round(unhideable_ms, 4), "impact_basis_ms": unhideable_ms},
             evidence_sql=timeline_sql,
             details=(
                 f"**Identification:** exposed communication is {m.exposed_comm_percent:.1f} % of E2E, above the "
@@ -383,7 +424,8 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext) -> list[Finding]:
         stats = m.memcpy_by_direction[direction]
         if not stats.flagged:
             continue
-        impact = _ladder(stats.exposed_time_ms, ctx.e2e_time_ms)
+        claimed = claims.copies[direction]
+        impact = {**_ladder(_claimed_ms(claimed), ctx.e2e_time_ms), "claimed_kernels": claimed}
         confidence = confidence_from_quality("medium", ctx.quality_verdicts, ("linked_gpu_time_share",))
         if impact["impact_score"] < settings.MIN_PITEM_IMPACT_SCORE:
             # Flagged by count only (or fully overlapped): real per-transfer host cost, negligible GPU time.
@@ -409,7 +451,8 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext) -> list[Finding]:
                      f"of E2E), {stats.exposed_time_ms:.3f} ms of it exposed; flagged because "
                      f"{' and '.join(stats.flag_reasons)}."),
             action=action, confidence=confidence,
-            evidence={"direction": direction, **stats.model_dump(), "total_time_ms_e2e": m.total_time_ms},
+            evidence={"direction": direction, **stats.model_dump(), "total_time_ms_e2e": m.total_time_ms,
+                      **({"impact_basis_ms": _claimed_ms(claimed)} if quantified else {})},
             evidence_sql=memcpy_sql,
             details=(
                 f"**Identification:** {stats.count} {direction} transfers (average {stats.avg_time_us or 0:.1f} us, "

@@ -1,0 +1,225 @@
+{#- One row per GPU idle gap of the linked GPU timeline: the stretches between consecutive merged
+    busy intervals (int_gpu_intervals_merged, linked scope, every bucket), whose durations add up
+    to gpu_timeline's idle time. Beside each gap: the kernels on either side, the launch of the
+    kernel that ends it, and what that launch's host thread was doing when the gap opened and
+    when it closed (the innermost cpu op, python frame and runtime call spanning each instant). -#}
+{{ config(materialized='incremental') }}
+
+with recursive merged_intervals as (
+    select trace_id, merged_start_us, merged_end_us
+    from {{ ref('int_gpu_intervals_merged') }}
+    where event_scope = 'linked' and interval_set = 'all' and {{ is_new_trace() }}
+),
+
+kernels as (
+    select trace_id, event_idx, ts_us, end_us, is_graph_launch, launch_event_idx
+    from {{ ref('kernels') }}
+    where is_linked and {{ is_new_trace() }}
+),
+
+host_ops as (
+    select trace_id, event_idx, category, name, ts_us, end_us, pid, tid, parent_idx, depth, in_tree
+    from {{ ref('stg_trace__host_ops') }}
+    where {{ is_new_trace() }}
+),
+
+host_tree as (
+    select * from host_ops where in_tree
+),
+
+gaps as (
+    select
+        trace_id,
+        row_number() over (partition by trace_id order by merged_end_us) as gap_id,
+        merged_end_us as start_us,
+        next_busy_start_us as end_us
+    from (
+        select
+            *,
+            lead(merged_start_us) over (partition by trace_id order by merged_start_us) as next_busy_start_us
+        from merged_intervals
+    ) as busy_intervals
+    where next_busy_start_us is not null
+),
+
+kernels_before as (
+    {#- the kernel whose end opens the gap (the latest-starting one when several end there) -#}
+    select trace_id, gap_id, event_idx, is_graph_launch
+    from (
+        select
+            gaps.trace_id, gaps.gap_id, kernels.event_idx, kernels.is_graph_launch,
+            row_number() over (
+                partition by gaps.trace_id, gaps.gap_id order by kernels.ts_us desc, kernels.event_idx desc
+            ) as kernel_rank
+        from gaps
+        inner join kernels on gaps.trace_id = kernels.trace_id and gaps.start_us = kernels.end_us
+    ) as ranked_kernels
+    where kernel_rank = 1
+),
+
+kernels_after as (
+    {#- the kernel whose start closes the gap (the first in file order when several start there) -#}
+    select trace_id, gap_id, event_idx, is_graph_launch, launch_event_idx
+    from (
+        select
+            gaps.trace_id, gaps.gap_id, kernels.event_idx, kernels.is_graph_launch, kernels.launch_event_idx,
+            row_number() over (partition by gaps.trace_id, gaps.gap_id order by kernels.event_idx) as kernel_rank
+        from gaps
+        inner join kernels on gaps.trace_id = kernels.trace_id and gaps.end_us = kernels.ts_us
+    ) as ranked_kernels
+    where kernel_rank = 1
+),
+
+next_launches as (
+    select
+        kernels_after.trace_id,
+        kernels_after.gap_id,
+        host_ops.event_idx as launch_event_idx,
+        host_ops.name as launch_name,
+        host_ops.ts_us as launch_ts_us,
+        host_ops.pid,
+        host_ops.tid
+    from kernels_after
+    inner join host_ops
+        on kernels_after.trace_id = host_ops.trace_id
+        and kernels_after.launch_event_idx = host_ops.event_idx
+),
+
+gap_instants as (
+    {#- the two instants at which the launching thread's host stack is read -#}
+    select gaps.trace_id, gaps.gap_id, 'start' as instant, gaps.start_us as at_us, next_launches.pid, next_launches.tid
+    from gaps
+    inner join next_launches on gaps.trace_id = next_launches.trace_id and gaps.gap_id = next_launches.gap_id
+    union all
+    select gaps.trace_id, gaps.gap_id, 'end' as instant, gaps.end_us as at_us, next_launches.pid, next_launches.tid
+    from gaps
+    inner join next_launches on gaps.trace_id = next_launches.trace_id and gaps.gap_id = next_launches.gap_id
+),
+
+host_starts_and_instants as (
+    select
+        trace_id, pid, tid, ts_us as at_us, 0 as is_instant, depth, event_idx as started_event_idx,
+        cast(null as bigint) as gap_id, cast(null as varchar) as instant
+    from host_tree
+    union all
+    select
+        trace_id, pid, tid, at_us, 1 as is_instant, cast(null as bigint) as depth,
+        cast(null as bigint) as started_event_idx, gap_id, instant
+    from gap_instants
+),
+
+latest_started as (
+    {#- the host event that started last at or before the instant (the deepest of those starting
+        then): the innermost event spanning the instant is it or its nearest ancestor that has not
+        returned yet. Host starts and instants sorted together: a window, one sort. -#}
+    select trace_id, gap_id, instant, at_us, anchor_event_idx
+    from (
+        select
+            *,
+            last_value(started_event_idx ignore nulls) over (
+                partition by trace_id, pid, tid
+                order by at_us, is_instant, depth, started_event_idx
+                rows between unbounded preceding and current row
+            ) as anchor_event_idx
+        from host_starts_and_instants
+    ) as sorted_instants
+    where is_instant = 1 and anchor_event_idx is not null
+),
+
+host_stack as (
+    select latest_started.trace_id, latest_started.gap_id, latest_started.instant, latest_started.at_us,
+        host_ops.event_idx, host_ops.parent_idx, host_ops.category, host_ops.name, host_ops.ts_us,
+        host_ops.end_us, host_ops.depth
+    from latest_started
+    inner join host_tree as host_ops
+        on latest_started.trace_id = host_ops.trace_id
+        and latest_started.anchor_event_idx = host_ops.event_idx
+    union all
+    select host_stack.trace_id, host_stack.gap_id, host_stack.instant, host_stack.at_us,
+        host_ops.event_idx, host_ops.parent_idx, host_ops.category, host_ops.name, host_ops.ts_us,
+        host_ops.end_us, host_ops.depth
+    from host_stack
+    inner join host_tree as host_ops
+        on host_stack.trace_id = host_ops.trace_id
+        and host_stack.parent_idx = host_ops.event_idx
+),
+
+spanning_calls as (
+    select
+        trace_id,
+        gap_id,
+        instant,
+        case when category in ('cuda_runtime', 'cuda_driver') then 'runtime' else category end as call_kind,
+        event_idx,
+        name,
+        end_us,
+        depth
+    from host_stack
+    where ts_us <= at_us and end_us >= at_us
+),
+
+innermost_calls as (
+    select
+        trace_id,
+        gap_id,
+        instant,
+        call_kind,
+        arg_max(event_idx, depth) as event_idx,
+        arg_max(name, depth) as name,
+        arg_max(end_us, depth) as end_us
+    from spanning_calls
+    group by trace_id, gap_id, instant, call_kind
+),
+
+host_activity as (
+    select
+        {%- for instant in ['start', 'end'] %}
+        {%- for kind in ['cpu_op', 'python_function', 'runtime'] %}
+        max(name) filter (where instant = '{{ instant }}' and call_kind = '{{ kind }}') as {{ instant }}_{{ kind }}_name,
+        max(event_idx) filter (where instant = '{{ instant }}' and call_kind = '{{ kind }}') as {{ instant }}_{{ kind }}_event_idx,
+        {%- if instant == 'start' %}
+        max(end_us) filter (where instant = 'start' and call_kind = '{{ kind }}') as start_{{ kind }}_end_us,
+        {%- endif %}
+        {%- endfor %}
+        {%- endfor %}
+        trace_id,
+        gap_id
+    from innermost_calls
+    group by trace_id, gap_id
+),
+
+final as (
+    select
+        gaps.trace_id || ':' || gaps.gap_id as gap_key,
+        gaps.trace_id,
+        gaps.gap_id,
+        gaps.start_us,
+        gaps.end_us,
+        gaps.end_us - gaps.start_us as duration_us,
+        kernels_before.event_idx as kernel_before_event_idx,
+        kernels_after.event_idx as kernel_after_event_idx,
+        coalesce(kernels_before.is_graph_launch and kernels_after.is_graph_launch, false) as is_inside_graph_replay,
+        next_launches.launch_event_idx as next_launch_event_idx,
+        next_launches.launch_name as next_launch_name,
+        next_launches.launch_ts_us as next_launch_ts_us,
+        gaps.end_us - next_launches.launch_ts_us as launch_lead_us,
+        next_launches.launch_ts_us - gaps.start_us as launch_delay_us,
+        {%- for instant in ['start', 'end'] %}
+        {%- for kind in ['cpu_op', 'python_function', 'runtime'] %}
+        host_activity.{{ instant }}_{{ kind }}_name,
+        host_activity.{{ instant }}_{{ kind }}_event_idx,
+        {%- if instant == 'start' %}
+        host_activity.start_{{ kind }}_end_us,
+        {%- endif %}
+        {%- endfor %}
+        {%- endfor %}
+        next_launches.pid as host_pid,
+        next_launches.tid as host_tid
+    from gaps
+    left join kernels_before on gaps.trace_id = kernels_before.trace_id and gaps.gap_id = kernels_before.gap_id
+    left join kernels_after on gaps.trace_id = kernels_after.trace_id and gaps.gap_id = kernels_after.gap_id
+    left join next_launches on gaps.trace_id = next_launches.trace_id and gaps.gap_id = next_launches.gap_id
+    left join host_activity on gaps.trace_id = host_activity.trace_id and gaps.gap_id = host_activity.gap_id
+)
+
+select * from final
