@@ -5,8 +5,9 @@ Analyzers give every finding its candidate claims (Finding.claimed_kernels / cla
 Here the findings are visited in claim precedence (analyzers/settings.py CLAIM_METHOD_ORDER and
 CLAIM_AGENT_ORDER, then the larger estimate); each takes the candidates no earlier finding took.
 A finding's estimate is scaled to the share of its candidate time it owns (its estimate was
-computed over all of them) and capped at the time it owns; one left with nothing is dropped
-and named in the details of the finding that owns its time.
+computed over all of them) and capped at the time it owns; one left with nothing (or with an
+estimate below the agents' floor, MIN_PITEM_IMPACT_SCORE) is dropped and named in the details
+of the finding that owns most of its time.
 """
 
 from __future__ import annotations
@@ -62,6 +63,14 @@ def _owned_view(finding: Finding, kernels: dict[int, float], gaps: dict[int, flo
     return finding.model_copy(update=update)
 
 
+def _too_small_once_shared(found: Finding, owned: Finding) -> bool:
+    """A finding the agents kept (at least MIN_PITEM_IMPACT_SCORE) that falls below that floor
+    once the time other findings own is taken out: what is left is not worth a P item."""
+    floor = settings.MIN_PITEM_IMPACT_SCORE
+    return (found.impact_score is not None and owned.impact_score is not None
+            and found.impact_score >= floor > owned.impact_score)
+
+
 def _ceded_sentence(owned: Finding, ceded: dict[str, float], titles: dict[str, str]) -> str:
     parts = [f"{ms:.3f} ms under '{titles[owner]}'" for owner, ms in sorted(ceded.items(), key=lambda i: -i[1])]
     return (f" Part of the GPU time this finding found is counted in another finding ({'; '.join(parts)}); "
@@ -99,9 +108,13 @@ def assign_claims(results: list[AgentResult], e2e_ms: float) -> list[AgentResult
             owner_id = max(ceded, key=lambda o: ceded[o])
             dropped.append(Ceded(finding, owner_id, sum(ceded.values()), len(finding.claimed_kernels) + len(finding.claimed_gaps)))
             continue
+        owned = _owned_view(finding, kernels, gaps, e2e_ms, dict(ceded))
+        if ceded and _too_small_once_shared(finding, owned):
+            owner_id = max(ceded, key=lambda o: ceded[o])
+            dropped.append(Ceded(finding, owner_id, sum(ceded.values()), len(finding.claimed_kernels) + len(finding.claimed_gaps)))
+            continue
         owner_of_kernel.update(dict.fromkeys(kernels, finding.finding_id))
         owner_of_gap.update(dict.fromkeys(gaps, finding.finding_id))
-        owned = _owned_view(finding, kernels, gaps, e2e_ms, dict(ceded))
         if ceded:
             owned = owned.model_copy(update={"insight": owned.insight + _ceded_sentence(owned, ceded, titles)})
         kept[finding.finding_id] = owned

@@ -134,8 +134,8 @@ where is_linked and exposed_us > 0
 order by direction, event_idx"""
 
 # Each collective's exposed time (gpu_event_exposure: per trace these add up to gpu_timeline's
-# exposed communication), split in start order between the part free computation can hide (the
-# first `hideable_us`) and the rest.
+# exposed communication), split in start order between the collectives free computation can hide
+# (those starting within the first `hideable_us`, the one across that line included) and the rest.
 CLAIMED_COMM_SQL = """
 with params as (select ?::varchar as trace_id, ?::double as hideable_us),
 exposed_comm as (
@@ -153,7 +153,8 @@ exposed_comm as (
 ),
 split as (
     select event_idx, exposed_us,
-        least(exposed_us, greatest(params.hideable_us - exposed_before_us, 0)) as hideable_us
+        -- whole collectives: each GPU event counts in one finding (the claims ledger)
+        case when exposed_before_us < params.hideable_us then exposed_us else 0 end as hideable_us
     from exposed_comm, params
 )
 select event_idx, hideable_us, exposed_us - hideable_us as unhideable_us

@@ -311,8 +311,9 @@ def _trace_platform(db: duckdb.DuckDBPyConnection, trace_id: str, chosen: str | 
     platform = chosen or detected
     source = "given" if chosen else ("detected" if is_detected else "default")
     # without GPU events no roofline is drawn, so the default platform is nothing to warn about
-    warning = (f"{label}: the device name {device_name!r} matches no known platform; the roofline uses "
-               f"{platform} (pass {option} to choose)") if source == "default" and gpu_events else None
+    device = f"the device name {device_name!r} matches no known platform" if device_name else "the trace names no device"
+    warning = (f"{label}: {device}; the roofline uses {platform} (pass {option} to choose)"
+               if source == "default" and gpu_events else None)
     return platform, source, warning
 
 

@@ -1,6 +1,8 @@
 {#- One row per nn.Module call: the `nn.Module: <Class>_<n>` python frames torch.profiler writes with
     `with_modules=True`, the name split into class, instance and instance number. The only place
-    that reads those frame names. -#}
+    that reads those frame names. torch.profiler writes a thread's frames nested; a frame that
+    partly overlaps another on its thread (a damaged trace) is no call of the tree and is left out,
+    with the one it overlaps. -#}
 
 with host_ops as (
     select * from {{ ref('stg_trace__host_ops') }}
@@ -20,6 +22,18 @@ instances as (
     from host_ops
 ),
 
+partly_overlapping as (
+    select distinct earlier.trace_id, unnest([earlier.module_call_id, later.module_call_id]) as module_call_id
+    from instances as earlier
+    inner join instances as later
+        on earlier.trace_id = later.trace_id
+        and earlier.pid = later.pid
+        and earlier.tid = later.tid
+        and later.ts_us > earlier.ts_us
+        and later.ts_us < earlier.end_us
+        and later.end_us > earlier.end_us
+),
+
 final as (
     select
         trace_id,
@@ -33,6 +47,11 @@ final as (
         dur_us,
         end_us
     from instances
+    where not exists (
+        select 1 from partly_overlapping
+        where partly_overlapping.trace_id = instances.trace_id
+            and partly_overlapping.module_call_id = instances.module_call_id
+    )
 )
 
 select * from final
