@@ -63,6 +63,18 @@ def _owned_view(finding: Finding, kernels: dict[int, float], gaps: dict[int, flo
     return finding.model_copy(update=update)
 
 
+def _unowned(candidates: dict[int, float], owners: dict[int, str], ceded: dict[str, float]) -> dict[int, float]:
+    """The candidates no earlier finding owns; the ms of the others are added to `ceded` by owner."""
+    free: dict[int, float] = {}
+    for key, us in candidates.items():
+        owner = owners.get(key)
+        if owner is None:
+            free[key] = us
+        else:
+            ceded[owner] += us / US_PER_MS
+    return free
+
+
 def _too_small_once_shared(found: Finding, owned: Finding) -> bool:
     """A finding the agents kept (at least MIN_PITEM_IMPACT_SCORE) that falls below that floor
     once the time other findings own is taken out: what is left is not worth a P item."""
@@ -90,20 +102,8 @@ def assign_claims(results: list[AgentResult], e2e_ms: float) -> list[AgentResult
             kept[finding.finding_id] = finding
             continue
         ceded: dict[str, float] = defaultdict(float)
-        kernels: dict[int, float] = {}
-        for idx, us in finding.claimed_kernels.items():
-            owner = owner_of_kernel.get(idx)
-            if owner is None:
-                kernels[idx] = us
-            else:
-                ceded[owner] += us / US_PER_MS
-        gaps: dict[int, float] = {}
-        for gap_id, us in finding.claimed_gaps.items():
-            owner = owner_of_gap.get(gap_id)
-            if owner is None:
-                gaps[gap_id] = us
-            else:
-                ceded[owner] += us / US_PER_MS
+        kernels = _unowned(finding.claimed_kernels, owner_of_kernel, ceded)
+        gaps = _unowned(finding.claimed_gaps, owner_of_gap, ceded)
         if not kernels and not gaps:
             owner_id = max(ceded, key=lambda o: ceded[o])
             dropped.append(Ceded(finding, owner_id, sum(ceded.values()), len(finding.claimed_kernels) + len(finding.claimed_gaps)))

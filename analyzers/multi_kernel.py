@@ -134,8 +134,9 @@ where is_linked and exposed_us > 0
 order by direction, event_idx"""
 
 # Each collective's exposed time (gpu_event_exposure: per trace these add up to gpu_timeline's
-# exposed communication), split in start order between the collectives free computation can hide
-# (those starting within the first `hideable_us`, the one across that line included) and the rest.
+# exposed communication), split in start order between the part free computation can hide (the
+# first `hideable_us`) and the rest. The collective across that line counts in the overlap
+# finding only (each GPU event in one finding: the claims ledger), for the part it can hide.
 CLAIMED_COMM_SQL = """
 with params as (select ?::varchar as trace_id, ?::double as hideable_us),
 exposed_comm as (
@@ -153,8 +154,7 @@ exposed_comm as (
 ),
 split as (
     select event_idx, exposed_us,
-        -- whole collectives: each GPU event counts in one finding (the claims ledger)
-        case when exposed_before_us < params.hideable_us then exposed_us else 0 end as hideable_us
+        least(exposed_us, greatest(params.hideable_us - exposed_before_us, 0)) as hideable_us
     from exposed_comm, params
 )
 select event_idx, hideable_us, exposed_us - hideable_us as unhideable_us
@@ -188,10 +188,18 @@ def _claimed_copies(db: duckdb.DuckDBPyConnection, trace_id: str) -> dict[str, d
     return claims
 
 
+def _straddle_clause(m: MultiKernelMetrics, unhideable_ms: float) -> str:
+    """The rest of the collective the overlap finding claims: exposed time this finding leaves
+    out, so that each GPU event counts in one finding."""
+    left_out = (m.exposed_comm_time_ms or 0.0) - (m.hideable_comm_time_ms if m.overlap_flagged else 0.0) - unhideable_ms
+    return (f" (not counting {left_out:.2f} ms of the collective the overlap finding claims)"
+            if left_out > 0.005 else "")
+
+
 def _claimed_comm(db: duckdb.DuckDBPyConnection, trace_id: str, hideable_us: float) -> dict[str, dict[int, float]]:
     rows = db.execute(CLAIMED_COMM_SQL, [trace_id, hideable_us]).fetchall()
     return {"hideable_comm": {int(idx): float(h) for idx, h, _ in rows if h > 0},
-            "unhideable_comm": {int(idx): float(u) for idx, _, u in rows if u > 0}}
+            "unhideable_comm": {int(idx): float(u) for idx, h, u in rows if u > 0 and h == 0}}
 
 
 def _claimed_ms(claimed: dict[int, float]) -> float:
@@ -398,8 +406,8 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext, claims: Claims) -> li
             "exposed-comm",
             title="Collective communication too slow to hide under computation",
             insight=(f"{unhideable_ms:.2f} ms of exposed collective communication ({unhideable_percent:.1f} % of E2E) "
-                     f"remains {context.rstrip(', ')}; {m.collective_count} collectives average "
-                     f"{m.collective_avg_us or 0:.1f} us."),
+                     f"remains {context.rstrip(', ')}{_straddle_clause(m, unhideable_ms)}; {m.collective_count} "
+                     f"collectives average {m.collective_avg_us or 0:.1f} us."),
             action=action,
             confidence=confidence_from_quality("medium", ctx.quality_verdicts, comm_checks),
             evidence={**comm_evidence, "unhideable_comm_time_ms": round(unhideable_ms, 4), "impact_basis_ms": unhideable_ms},

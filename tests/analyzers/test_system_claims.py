@@ -9,6 +9,7 @@ import pytest
 
 from analyzers import cpu_idle, multi_kernel, settings
 from analyzers.contracts import AnalysisContext, Finding
+from tests.analyzers.test_system_analyzers import context_of
 
 # finding slug -> the mid fraction its impact ladder applies to the claimed time
 MID_FRACTION = {
@@ -23,21 +24,12 @@ MID_FRACTION = {
 }
 
 
-def _context(db: duckdb.DuckDBPyConnection, trace_id: str) -> AnalysisContext:
-    total, computation = db.execute(
-        "select total_time_ms, computation_time_ms from gpu_timeline where trace_id = ?", [trace_id]).fetchone()
-    platform = db.execute("select platform from traces where trace_id = ?", [trace_id]).fetchone()[0]
-    verdicts = dict(db.execute("select check_name, verdict from trace_quality where trace_id = ?", [trace_id]).fetchall())
-    return AnalysisContext(trace_id=trace_id, platform=platform, e2e_time_ms=total, computation_time_ms=computation,
-                           quality_verdicts=verdicts)
-
-
 @pytest.fixture(scope="module")
 def findings(db: duckdb.DuckDBPyConnection) -> list[tuple[AnalysisContext, Finding]]:
     """Every finding of both agents on every trace with a GPU timeline."""
     out = []
     for (trace_id,) in db.execute("select trace_id from gpu_timeline order by trace_id").fetchall():
-        ctx = _context(db, trace_id)
+        ctx = context_of(db, trace_id)
         for module in (cpu_idle, multi_kernel):
             out.extend((ctx, f) for f in module.analyze(db, ctx).findings)
     return out
@@ -107,15 +99,17 @@ def test_no_gap_or_kernel_is_claimed_twice_within_an_agent(findings) -> None:
 
 
 def test_resnet_collective_claims_cover_the_exposed_communication(db, findings) -> None:
-    """ResNet (MI300X): both collective findings; together they claim exactly the timeline's exposed
-    communication, split at the computation free to hide it."""
+    """ResNet (MI300X): both collective findings; the overlap finding claims exactly the exposed time
+    free computation can hide, the other the collectives after it: no collective in both, and
+    together no more than the timeline's exposed communication."""
     by_id = {f.finding_id: (ctx, f) for ctx, f in findings if f.agent == "multi_kernel"}
     ctx, overlap = by_id["multi_kernel:comm-overlap"]
     _, exposed = by_id["multi_kernel:exposed-comm"]
     exposed_ms = db.execute("select exposed_comm_time_ms from gpu_timeline where trace_id = ?",
                             [ctx.trace_id]).fetchone()[0]
+    assert set(overlap.claimed_kernels).isdisjoint(exposed.claimed_kernels)
     total = (sum(overlap.claimed_kernels.values()) + sum(exposed.claimed_kernels.values())) / 1000
-    assert total == pytest.approx(exposed_ms, abs=1e-6)
+    assert exposed_ms * 0.5 < total <= exposed_ms + 1e-6
     assert sum(overlap.claimed_kernels.values()) / 1000 == pytest.approx(overlap.evidence["hideable_comm_time_ms"],
                                                                          abs=1e-4)
 
@@ -139,7 +133,7 @@ def test_copy_claims_add_up_to_each_directions_exposed_time(db) -> None:
     from: per trace and direction, they add up to the exposed copy time the finding would use."""
     checked = 0
     for (trace_id,) in db.execute("select trace_id from gpu_timeline").fetchall():
-        result = multi_kernel.analyze(db, _context(db, trace_id))
+        result = multi_kernel.analyze(db, context_of(db, trace_id))
         claims = multi_kernel._claimed_copies(db, trace_id)
         for direction, stats in result.metrics["memcpy_by_direction"].items():
             assert sum(claims[direction].values()) / 1000 == pytest.approx(stats["exposed_time_ms"], abs=1e-4)

@@ -40,7 +40,7 @@ def test_single_step_trace_attributes_all_its_launched_work(db: duckdb.DuckDBPyC
     (RESNET, "training"),
     ("cpu_only/cpu_mlp_training.json.gz", "training"),
     (BERT_H100, "inference"),
-    ("inference/vllm_decode_full/graph_execution.json.gz", "inference"),
+    ("inference/vllm_decode_full/graph_execution.json.gz", "inference-graph"),
 ])
 def test_runs_detects_training_from_backward_ops(db: duckdb.DuckDBPyConnection, trace: str, mode: str) -> None:
     row = db.execute("select mode, mode_source, model from runs where trace_id = ?", [trace_id_of(db, trace)]).fetchone()

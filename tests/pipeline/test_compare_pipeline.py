@@ -192,7 +192,8 @@ def test_comparative_evidence_sql_reproduces_each_finding(comparisons, compare_w
     assert compute
     with compare_warehouse.connect_read_only() as con:
         for finding in compute:
-            rows = con.execute(finding.evidence_sql).fetchall()
+            # the agent's own query over the marts (evidence_sql is the claims ledger's)
+            rows = con.execute(finding.analysis_sql).fetchall()
             members = finding.evidence["members"]
             assert len(rows) == len(members), finding.title
             assert sorted(r[3] for r in rows) == pytest.approx(sorted(m["time_ms"] for m in members))
