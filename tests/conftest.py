@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,6 +87,23 @@ def db(warehouse: Warehouse) -> duckdb.DuckDBPyConnection:
     con = warehouse.connect_read_only()
     yield con
     con.close()
+
+
+@pytest.fixture(scope="session")
+def built_once(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
+    """`built_once(trace)`: a warehouse of that one trace, made by `tracelake ingest` once per test
+    run. Tests that need a warehouse to change copy it (shutil.copytree; the copy re-points its
+    views on first open) instead of paying for a first dbt build each."""
+    built: dict[Path, Path] = {}
+
+    def build(trace: Path) -> Path:
+        if trace not in built:
+            folder = tmp_path_factory.mktemp("built_once") / "wh"
+            result = run_cli("ingest", str(trace), "--warehouse", str(folder), "--quiet")
+            assert result.returncode == 0, result.stderr
+            built[trace] = folder
+        return built[trace]
+    return build
 
 
 def trace_id_of(db: duckdb.DuckDBPyConnection, relative_path: str) -> str:

@@ -68,19 +68,17 @@ def _ingest(folder: Path, *traces: Path, crash_at: str | None = None) -> subproc
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
-    """FIRST, then SECOND, ingested without kills."""
-    folder = tmp_path_factory.mktemp("reference")
-    assert _ingest(folder, FIRST).returncode == 0
-    assert _ingest(folder, SECOND).returncode == 0
-    return _fingerprint(folder)
+def with_first(built_once) -> Path:
+    return built_once(FIRST)
 
 
 @pytest.fixture(scope="module")
-def with_first(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("with_first") / "wh"
-    assert _ingest(folder, FIRST).returncode == 0
-    return folder
+def reference(with_first: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """FIRST, then SECOND, ingested without kills."""
+    folder = tmp_path_factory.mktemp("reference") / "wh"
+    shutil.copytree(with_first, folder)
+    assert _ingest(folder, SECOND).returncode == 0
+    return _fingerprint(folder)
 
 
 @pytest.fixture(scope="module")

@@ -33,10 +33,8 @@ print(con.execute("select count(*) from traces").fetchone()[0], flush=True)
 
 
 @pytest.fixture(scope="module")
-def with_first(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("readers") / "wh"
-    assert run_cli("ingest", str(FIRST), "--warehouse", str(folder), "--quiet").returncode == 0
-    return folder
+def with_first(built_once) -> Path:
+    return built_once(FIRST)
 
 
 @pytest.fixture

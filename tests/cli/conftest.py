@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TRACES, run_cli
+from tests.conftest import TRACES
 
 SMALL_TRACE = TRACES / "torch_compile_triton" / "trace.json.gz"
 
@@ -19,9 +19,8 @@ def snapshot(folder: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="module")
-def small_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("small_wh")
-    result = run_cli("ingest", str(SMALL_TRACE), "--warehouse", str(folder))
-    assert result.returncode == 0, result.stderr
-    return folder
+@pytest.fixture(scope="session")
+def small_warehouse(built_once) -> Path:
+    """The small trace's warehouse, shared by the run: tests read it or check that a refused
+    command left it unchanged; one that changes it works on a copy."""
+    return built_once(SMALL_TRACE)

@@ -196,11 +196,10 @@ SECRET_VALUES = ("hf_" + "Xy7" * 11 + "Q", "ghp_" + "a1" * 18, "AKIAABCDEFGHIJKL
 
 
 @pytest.fixture(scope="module")
-def hostile_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def hostile_warehouse(small_warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A warehouse holding the unmodified small trace; each hostile variant is ingested beside it."""
-    folder = tmp_path_factory.mktemp("hostile_wh")
-    result = run_cli("ingest", str(SMALL_TRACE), "--warehouse", str(folder), "--quiet")
-    assert result.returncode == 0, result.stderr
+    folder = tmp_path_factory.mktemp("hostile_wh") / "wh"
+    shutil.copytree(small_warehouse, folder)
     return folder
 
 
