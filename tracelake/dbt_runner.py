@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -68,15 +69,22 @@ def project_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def run_dbt(db_path: Path, work_dir: Path, args: list[str]) -> None:
-    """Invoke dbt in this process; raise with the failing nodes' messages if it fails."""
+def parse_project(db_path: Path, work_dir: Path) -> Any:
+    """The project's parsed manifest, for run_dbt(manifest=) calls to share: a build and the plan's
+    compile then parse once (their vars differ, so dbt's partial parsing would parse twice)."""
+    return run_dbt(db_path, work_dir, ["parse"])
+
+
+def run_dbt(db_path: Path, work_dir: Path, args: list[str], manifest: Any = None) -> Any:
+    """Invoke dbt in this process (on `manifest` when given, else parsing the project); raise with
+    the failing nodes' messages if it fails, else return dbt's result object."""
     os.environ["DO_NOT_TRACK"] = "1"
     os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
     os.environ["TRACELAKE_DUCKDB_PATH"] = str(db_path)
     from dbt.cli.main import dbtRunner  # imported here: ~1 s, only paid when dbt really runs
 
     try:
-        result = dbtRunner().invoke(
+        result = dbtRunner(manifest=manifest).invoke(
             [
                 *args,
                 "--project-dir", str(PROJECT_ROOT),
@@ -89,7 +97,7 @@ def run_dbt(db_path: Path, work_dir: Path, args: list[str]) -> None:
     finally:
         _release_duckdb_handle()
     if result.success:
-        return
+        return result.result
     messages = []
     if result.result is not None and hasattr(result.result, "results"):
         for node_result in result.result.results:
@@ -112,9 +120,10 @@ def _release_duckdb_handle() -> None:
     gc.collect()
 
 
-def compile_incremental_plan(db_path: Path, work_dir: Path) -> IncrementalPlan:
+def compile_incremental_plan(db_path: Path, work_dir: Path, manifest: Any = None) -> IncrementalPlan:
     vars_arg = json.dumps({"new_trace_ids": [NEW_TRACE_IDS_PLACEHOLDER]})
-    run_dbt(db_path, work_dir, ["compile", "--select", "config.materialized:incremental", "--vars", vars_arg])
+    run_dbt(db_path, work_dir, ["compile", "--select", "config.materialized:incremental", "--vars", vars_arg],
+            manifest)
     manifest = json.loads((work_dir / "target" / "manifest.json").read_text())
     nodes = {
         uid: node

@@ -42,6 +42,7 @@ from tracelake.crashpoints import crash_point
 from tracelake.dbt_runner import (
     IncrementalPlan,
     compile_incremental_plan,
+    parse_project,
     execute_plan,
     project_fingerprint,
     run_dbt,
@@ -471,8 +472,9 @@ class Warehouse:
             with duckdb.connect(str(snapshot.path)) as con:
                 self._refresh_raw_views(con)
             crash_point("dbt-build")
-            run_dbt(snapshot.path, self.dbt_dir, args)
-            plan = compile_incremental_plan(snapshot.path, self.dbt_dir)
+            manifest = parse_project(snapshot.path, self.dbt_dir)
+            run_dbt(snapshot.path, self.dbt_dir, args, manifest)
+            plan = compile_incremental_plan(snapshot.path, self.dbt_dir, manifest)
             snapshot.publish()
         finally:
             snapshot.discard()
