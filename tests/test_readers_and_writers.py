@@ -34,7 +34,7 @@ print(con.execute("select count(*) from traces").fetchone()[0], flush=True)
 
 @pytest.fixture(scope="module")
 def with_first(built_once) -> Path:
-    return built_once(FIRST)
+    return built_once(FIRST)  # shared by the run: only copied (the `warehouse` fixture)
 
 
 @pytest.fixture

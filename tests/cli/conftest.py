@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import TRACES
+from tests.conftest import TRACES, run_cli
 
 SMALL_TRACE = TRACES / "torch_compile_triton" / "trace.json.gz"
 
@@ -19,8 +20,11 @@ def snapshot(folder: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="session")
-def small_warehouse(built_once) -> Path:
-    """The small trace's warehouse, shared by the run: tests read it or check that a refused
-    command left it unchanged; one that changes it works on a copy."""
-    return built_once(SMALL_TRACE)
+@pytest.fixture(scope="module")
+def small_warehouse(built_once, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small trace's warehouse for one test module: a copy of the one built once per run (its
+    views re-pointed at the copy by a first read, so that tests can compare snapshots)."""
+    folder = tmp_path_factory.mktemp("small_wh") / "wh"
+    shutil.copytree(built_once(SMALL_TRACE), folder)
+    assert run_cli("traces", "--warehouse", str(folder)).returncode == 0
+    return folder
