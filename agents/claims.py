@@ -16,8 +16,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from analyzers import settings
-from analyzers.common import sql_literal
 from analyzers.contracts import AgentResult, Finding
+from core.markdown_text import sql_literal
 
 US_PER_MS = 1000.0
 
@@ -104,13 +104,9 @@ def assign_claims(results: list[AgentResult], e2e_ms: float) -> list[AgentResult
         ceded: dict[str, float] = defaultdict(float)
         kernels = _unowned(finding.claimed_kernels, owner_of_kernel, ceded)
         gaps = _unowned(finding.claimed_gaps, owner_of_gap, ceded)
-        if not kernels and not gaps:
-            owner_id = max(ceded, key=lambda o: ceded[o])
-            dropped.append(Ceded(finding, owner_id, sum(ceded.values()), len(finding.claimed_kernels) + len(finding.claimed_gaps)))
-            continue
-        owned = _owned_view(finding, kernels, gaps, e2e_ms, dict(ceded))
-        if ceded and _too_small_once_shared(finding, owned):
-            owner_id = max(ceded, key=lambda o: ceded[o])
+        owned = _owned_view(finding, kernels, gaps, e2e_ms, dict(ceded)) if kernels or gaps else None
+        if owned is None or (ceded and _too_small_once_shared(finding, owned)):
+            owner_id = max(ceded, key=ceded.__getitem__)
             dropped.append(Ceded(finding, owner_id, sum(ceded.values()), len(finding.claimed_kernels) + len(finding.claimed_gaps)))
             continue
         owner_of_kernel.update(dict.fromkeys(kernels, finding.finding_id))

@@ -6,6 +6,8 @@ from typing import Any
 
 import duckdb
 
+from core.markdown_text import sql_literal
+
 from analyzers.contracts import AgentResult, Confidence, Tier
 
 CONFIDENCE_ORDER: tuple[Confidence, ...] = ("high", "medium", "low")
@@ -28,12 +30,7 @@ def gpu_timeline_row(db: duckdb.DuckDBPyConnection, sql: str, trace_id: str) -> 
 
 def inline_trace_id(sql: str, trace_id: str) -> str:
     """The query with its single `?` replaced by the trace id literal (a finding's evidence_sql)."""
-    return sql.replace("?", "'" + trace_id.replace("'", "''") + "'", 1).strip()
-
-
-def sql_literal(value: str) -> str:
-    """A SQL string literal (quotes doubled) for the evidence queries a finding prints."""
-    return "'" + value.replace("'", "''") + "'"
+    return sql.replace("?", sql_literal(trace_id), 1).strip()
 
 
 def confidence_from_quality(base: Confidence, verdicts: dict[str, str], checks: tuple[str, ...]) -> Confidence:

@@ -34,8 +34,8 @@ from analyzers import settings
 from analyzers import comparison
 from analyzers.comparison import SignatureMatch, signature_matches
 from analyzers.agent_categories import load_agent_categories
-from analyzers.common import sql_literal
 from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
+from core.markdown_text import sql_literal
 
 # ---- names and patterns this module matches on (thresholds are in analyzers/settings.py) ----
 RELABEL_SOURCE_CATEGORIES = ("other",)  # SPEC §5: ops labelled `other` whose kernels the taxonomy ...

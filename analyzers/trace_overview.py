@@ -10,7 +10,8 @@ import duckdb
 import pyarrow as pa
 
 from analyzers import settings
-from analyzers.common import query_rows, sql_literal
+from analyzers.common import query_rows
+from core.markdown_text import sql_literal
 
 TOP_OPERATIONS = 10  # rows of the report's Top Operations table (TraceLens lists the top 10)
 
