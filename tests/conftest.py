@@ -29,6 +29,7 @@ EXPECTED_TRACES = {
     "b200__eager_trace": "b200/eager_trace.json.gz",
     "h100__Qwen_Qwen1.5-0.5B-Chat__1016005": "h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
     "h100__gaunernst_bert-small-uncased__1016001": "h100/gaunernst_bert-small-uncased__1016001.json.gz",
+    "h100__facebook_timesformer-base-finetuned-k400__1016002": "h100/facebook_timesformer-base-finetuned-k400__1016002.json.gz",
     "mi210__gpu_only_trace__gpu_only_trace": "mi210/gpu_only_trace/gpu_only_trace.json.gz",
     "mi300__Qwen_Qwen1.5-0.5B-Chat__1016005": "mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
     "mi300__gaunernst_bert-small-uncased__1016001": "mi300/gaunernst_bert-small-uncased__1016001.json.gz",

@@ -29,7 +29,7 @@ def reports(db) -> dict[str, dict]:
 
 
 def test_all_default_mode_references_are_covered() -> None:
-    assert len(DEFAULT_MODE) == 7
+    assert len(DEFAULT_MODE) == 8
 
 
 @pytest.mark.parametrize("folder", DEFAULT_MODE)
