@@ -257,7 +257,35 @@ unary_elementwise as (
     from parsed
     left join dtypes as in_dtype on lower(parsed.types[1]) = in_dtype.dtype_name
     left join dtypes as out_dtype on len(parsed.dims) >= 2 and len(parsed.dims[2]) > 0 and lower(parsed.types[2]) = out_dtype.dtype_name
-    where perf_family = 'UnaryElementwise'
+    where perf_family = 'UnaryElementwise' and name not like 'aten::upsample_nearest%'
+),
+
+upsample_shapes as (
+    -- aten::upsample_nearest{1,2,3}d(input, output_size, scales): the output keeps the input's
+    -- leading dims and takes the last 1-3 from output_size (Concrete Inputs[1], reference §8.5)
+    select
+        *,
+        {{ json_ints("nullif(concrete[2], '')") }} as output_size
+    from parsed
+    where perf_family = 'UnaryElementwise' and name like 'aten::upsample_nearest%'
+),
+
+upsample_nearest as (
+    select
+        upsample_shapes.trace_id,
+        upsample_shapes.op_id,
+        {{ list_prod('out_shape') }} * 1.0 as flops,
+        ({{ list_prod('dims[1]') }} + {{ list_prod('out_shape') }}) * in_dtype.bytes_per_element * 1.0 as bytes,
+        'vector' as maf_type,
+        in_dtype.precision,
+        {{ json_object_of([('op_shape', 'out_shape'), ('dtype_in_out', '[types[1], types[1]]'),
+                           ('input_shape', 'dims[1]'), ('output_shape', 'out_shape')]) }} as perf_params
+    from (
+        select *, list_concat(dims[1][1:len(dims[1]) - len(output_size)], output_size) as out_shape
+        from upsample_shapes
+        where len(output_size) between 1 and len(dims[1])
+    ) as upsample_shapes
+    left join dtypes as in_dtype on lower(upsample_shapes.types[1]) = in_dtype.dtype_name
 ),
 
 binary_shapes as (
@@ -394,6 +422,7 @@ all_models as (
     union all select * from conv
     union all select * from conv_backward
     union all select * from unary_elementwise
+    union all select * from upsample_nearest
     union all select * from binary_elementwise
     union all select * from reduction
     union all select * from normalization
