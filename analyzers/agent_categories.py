@@ -18,6 +18,12 @@ class AgentCategories:
         return self.op_categories.get(agent, ())
 
     @property
+    def system_kernel_categories(self) -> frozenset[str]:
+        """Kernel categories whose agent owns no op category (a system-tier agent: memcpy and
+        memset belong to the transfer findings): their kernels enter no compute agent."""
+        return frozenset(c for c, agent in self.kernel_agents.items() if agent not in self.op_categories)
+
+    @property
     def owned(self) -> frozenset[str]:
         """Every op category some agent owns (the generic agent takes the rest)."""
         return frozenset(c for categories in self.op_categories.values() for c in categories)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import duckdb
 
 from core.markdown_text import sql_literal
 
+from analyzers import settings
 from analyzers.contracts import AgentResult, Confidence, Tier
 
 CONFIDENCE_ORDER: tuple[Confidence, ...] = ("high", "medium", "low")
@@ -43,3 +45,9 @@ def confidence_from_quality(base: Confidence, verdicts: dict[str, str], checks: 
 
 def no_data_result(agent: str, tier: Tier, reason: str) -> AgentResult:
     return AgentResult(agent=agent, tier=tier, category=agent, status="NO_DATA", error=reason)
+
+
+def expected_attention_band(n: int) -> tuple[int, float, float]:
+    """The fused-attention efficiency band (anchor N, low %, high % of roofline) whose anchor
+    sequence length is nearest to n on a log scale (TraceLens sdpa spec)."""
+    return min(settings.EXPECTED_EFFICIENCY_BY_SEQ_LEN, key=lambda band: abs(math.log(max(n, 1)) - math.log(band[0])))

@@ -38,6 +38,7 @@ from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Findin
 from core.markdown_text import sql_literal
 
 # ---- names and patterns this module matches on (thresholds are in analyzers/settings.py) ----
+RELABEL_KERNEL_NOUNS = {"gemm": "GEMM", "sdpa": "attention", "moe": "MoE"}  # how the notes call them
 RELABEL_SOURCE_CATEGORIES = ("other",)  # SPEC §5: ops labelled `other` whose kernels the taxonomy ...
 # ... whose kernels are mostly of a kernel category with takes_other_ops in the agent_categories seed
 QUALITY_CHECKS_FOR_COMPUTE = (  # trace_quality checks a kernel-time finding depends on (SPEC §5 gate)
@@ -135,6 +136,9 @@ class OpRecord(BaseModel):
     dominant_kernel_agent: str | None = None
     kind: str = ""  # the agent's classification (flash, quantized, activation, ...)
     excluded: str | None = None  # why the op gets no tuning finding
+    # % of roofline this kind of op reaches on this GPU in practice: recoverable time is measured
+    # against it, and an op at or above it is fine (no finding, no claim)
+    attainable_percent: float = settings.ATTAINABLE_ROOFLINE_PERCENT
     impact: Impact | None = None
 
     @property
@@ -143,6 +147,12 @@ class OpRecord(BaseModel):
         100 % only means trace 2 is slower)."""
         return (self.comparison is None and self.efficiency_percent is not None
                 and self.efficiency_percent > settings.EFFICIENCY_ANOMALY_PERCENT)
+
+    @property
+    def is_near_roofline(self) -> bool:
+        """A modelled op running at or above what this kind of op attains on this GPU."""
+        return (self.comparison is None and self.has_perf_model and self.efficiency_percent is not None
+                and not self.is_anomaly and self.efficiency_percent >= self.attainable_percent)
 
     @property
     def label(self) -> str:
@@ -225,6 +235,35 @@ class RelabelledOp(BaseModel):
     time_ms: float
 
 
+class NearRoofline(BaseModel):
+    """Modelled ops at or above their attainable share of the roofline: fine, claimed by no finding."""
+
+    op_count: int  # signatures
+    time_ms: float
+    percent_of_e2e: float
+    efficiency_min_percent: float
+    efficiency_max_percent: float
+    attainable_percent: float  # the lowest attainable share among them
+    sentence: str  # "GEMMs run at 77-84 % of roofline: near what this GPU reaches (attainable 80 %)."
+
+
+def near_roofline_summary(ops: Sequence[OpRecord], noun: str, e2e_ms: float) -> NearRoofline | None:
+    fine = [op for op in ops if op.is_near_roofline]
+    if not fine:
+        return None
+    low = min(op.efficiency_percent or 0.0 for op in fine)
+    high = max(op.efficiency_percent or 0.0 for op in fine)
+    attainable = min(op.attainable_percent for op in fine)
+    time_ms = sum(op.time_ms for op in fine)
+    span = f"{low:.0f} %" if round(low) == round(high) else f"{low:.0f}-{high:.0f} %"
+    return NearRoofline(
+        op_count=len(fine), time_ms=time_ms, percent_of_e2e=100.0 * time_ms / e2e_ms if e2e_ms > 0 else 0.0,
+        efficiency_min_percent=low, efficiency_max_percent=high, attainable_percent=attainable,
+        sentence=(f"{len(fine)} {noun} op signature(s) ({time_ms:.3f} ms, "
+                  f"{100.0 * time_ms / e2e_ms if e2e_ms > 0 else 0.0:.1f} % of E2E) run at {span} of roofline: "
+                  f"near what this GPU reaches (attainable {attainable:g} %), so they claim no recoverable time."))
+
+
 class ComputeMetrics(BaseModel):
     """What every compute agent reports; each agent narrows `category_specific`."""
 
@@ -248,6 +287,7 @@ class ComputeMetrics(BaseModel):
     notes: list[str] = Field(default_factory=list)
     groups_below_threshold: int = 0
     impact_below_threshold_percent: float = 0.0
+    near_roofline: NearRoofline | None = None  # the modelled ops already at what the GPU attains
     category_specific: SerializeAsAny[BaseModel] | None = None
 
 
@@ -286,6 +326,8 @@ class ComputeAgent:
     family: Callable[[OpRecord], str] | None = None  # grouping family; default: the op's kind
     exclude: Callable[[duckdb.DuckDBPyConnection, AnalysisContext, list[OpRecord]], dict[str, str]] | None = None
     extra_groups: Callable[[duckdb.DuckDBPyConnection, AnalysisContext, AgentData], list[OpGroup]] | None = None
+    # the attainable % of roofline of one op (default settings.ATTAINABLE_ROOFLINE_PERCENT)
+    attainable: Callable[[OpRecord], float] | None = None
 
 
 # ---- small helpers ------------------------------------------------------------------------------
@@ -400,9 +442,11 @@ def base_op_name(name: str) -> str:
 # ---- the impact ladder --------------------------------------------------------------------------
 
 
-def quantified_impact(time_ms: float, e2e_ms: float, efficiency_percent: float) -> Impact:
-    """Gap to roofline x op share of E2E, in % of E2E, at 75 / 87.5 / 100 % of the gap closed."""
-    gap = max(0.0, 1.0 - efficiency_percent / 100.0)
+def quantified_impact(time_ms: float, e2e_ms: float, efficiency_percent: float,
+                      attainable_percent: float = 100.0) -> Impact:
+    """Gap to the attainable share of the roofline x op share of E2E, in % of E2E, at 75 / 87.5 /
+    100 % of the gap closed (TraceLens closes the gap to 100 %; nothing runs at 100 % of peak)."""
+    gap = max(0.0, 1.0 - efficiency_percent / attainable_percent)
     share = time_ms / e2e_ms * 100.0
     return Impact(
         method="quantified",
@@ -433,9 +477,9 @@ def estimate_op_impact(op: OpRecord, ctx: AnalysisContext) -> Impact | None:
         impact = quantified_impact(op.time_ms, ctx.e2e_time_ms, op.efficiency_percent)
         return impact if impact.high >= settings.MIN_OP_IMPACT_HIGH else None
     if op.efficiency_percent is not None and op.has_perf_model:
-        if op.is_anomaly:
+        if op.is_anomaly or op.is_near_roofline:
             return None
-        impact = quantified_impact(op.time_ms, ctx.e2e_time_ms, op.efficiency_percent)
+        impact = quantified_impact(op.time_ms, ctx.e2e_time_ms, op.efficiency_percent, op.attainable_percent)
         return impact if impact.high >= settings.MIN_OP_IMPACT_HIGH else None
     if op.percent_of_e2e > 0:
         return heuristic_impact(op.percent_of_e2e)
@@ -523,13 +567,16 @@ _CLAIMED_KERNELS_SQL = """
 select event_idx, any_value(dur_us) as dur_us
 from op_perf_kernels
 where trace_id = $trace_id and platform = $platform and list_contains($signature_keys, signature_key)
+    and not list_contains($system_kernel_categories, kernel_category)
 group by event_idx
 """
 
 
 def claimed_kernels(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, signature_keys: Sequence[str]) -> dict[int, float]:
-    """event_idx -> dur_us of every GPU event the signatures' instances own."""
-    params = {"trace_id": ctx.trace_id, "platform": ctx.platform, "signature_keys": list(signature_keys)}
+    """event_idx -> dur_us of every GPU event the signatures' instances own, copies and fills left
+    to the transfer findings."""
+    params = {"trace_id": ctx.trace_id, "platform": ctx.platform, "signature_keys": list(signature_keys),
+              "system_kernel_categories": sorted(load_agent_categories(db).system_kernel_categories)}
     return {int(idx): float(dur) for idx, dur in db.execute(_CLAIMED_KERNELS_SQL, params).fetchall()}
 
 
@@ -696,6 +743,8 @@ def load_agent_ops(
     ops, handed_off = [], []
     for op in candidates:
         dominant = dominant_kernel_category(op)
+        if dominant is not None and dominant[0] in owners.system_kernel_categories:
+            continue  # a copy or fill: the transfer findings' (multi_kernel), never a compute op
         op.dominant_kernel_agent = owners.kernel_agents.get(dominant[0]) if dominant else None
         target = relabel_target(op, owners.relabel_agents)
         if agent.owns_the_rest:
@@ -824,7 +873,7 @@ def efficiency_phrase(group: OpGroup) -> str:
         return "an unknown share of the roofline"
     low, high = span
     value = f"{low:.1f} %" if abs(high - low) < 0.05 else f"{low:.1f}-{high:.1f} %"
-    return f"{value} of the {group.bound}-bound roofline"
+    return f"{value} of the {group.bound}-bound roofline" if group.bound in ("compute", "memory") else f"{value} of the roofline"
 
 
 def trace2_time_ms(group: OpGroup) -> float:
@@ -936,12 +985,15 @@ def impact_explanation(group: OpGroup, e2e_ms: float) -> str:
             "summed over the members"
         )
     elif group.estimate_method == "quantified":
+        attainable = sorted({m.attainable_percent for m in group.members})
+        reach = (f"{attainable[0]:g} %" if len(attainable) == 1 else f"{attainable[0]:g}-{attainable[-1]:g} %")
         formula = (
-            "per member, gap = 1 - efficiency / 100 and impact = {0.75, 0.875, 1.0} x gap x time / E2E x 100, "
-            "summed over the members"
+            f"per member, gap = 1 - efficiency / attainable ({reach} of the roofline: what these ops reach on this "
+            "GPU) and impact = {0.75, 0.875, 1.0} x gap x time / E2E x 100, summed over the members"
         )
     else:
-        formula = "no perf model: impact = {0.15, 0.30, 0.45} x the ops' share of E2E"
+        formula = ("no perf model, a heuristic guess: impact = {0.15, 0.30, 0.45} x the ops' share of E2E "
+                   "(not a measured distance to any roofline)")
     return (
         f"- Low: {i.low:.3f} % of E2E, mid: {i.mid:.3f} %, high: {i.high:.3f} % ({group.estimate_method}; {formula}).\n"
         f"- Mid estimate in time: {recoverable:.3f} ms of the {e2e_ms:.3f} ms E2E."
@@ -958,7 +1010,8 @@ def build_finding(rank: int, group: OpGroup, agent: ComputeAgent, data: AgentDat
     layer = " > ".join(modules[-3:]) if modules else "no module information in the trace"
     identification = (
         f"{lead_insight(group, agent.noun)} Model layer: {layer}. Library (kernel taxonomy): {group.library}. "
-        + (f"Group: {group.bound}-bound, efficiency bucket {group.bucket}, family `{group.family}`."
+        + (f"Group: {efficiency_phrase(group)}"
+           + (f" (bucket {group.bucket} %)" if group.bucket != "all" else "") + f", family `{group.family}`."
            if group.estimate_method == "quantified" else
            f"Group: no perf model, grouped by op (`{clip(group.family, TITLE_NAME_MAX_CHARS)}`).")
         + (" " + relabel_sentence(group.relabelled, agent.noun, len(group.members)) if group.relabelled else "")
@@ -1083,6 +1136,8 @@ def run_agent(
     exclusions = agent.exclude(db, ctx, ops) if agent.exclude is not None and ops else {}
     for op in ops:
         op.excluded = exclusions.get(op.signature_key)
+        if agent.attainable is not None:
+            op.attainable_percent = agent.attainable(op)
         op.impact = estimate_op_impact(op, ctx)
     kept, dropped = group_ops(ops, agent.family or (lambda op: op.kind), ctx.comparison_scope == "comparative")
     extra = agent.extra_groups(db, ctx, data) if agent.extra_groups is not None else []
@@ -1115,11 +1170,14 @@ def run_agent(
         for op in ops if op.relabelled_from and op.kernel_category_shares
     ]
     notes = summary_notes(ops, ctx)
+    near = near_roofline_summary(ops, agent.noun, ctx.e2e_time_ms)
+    if near is not None:
+        notes.insert(0, near.sentence)
     for target in sorted({op.analyzed_as for op in handed_off}):
         moved = [op for op in handed_off if op.analyzed_as == target]
         notes.append(
             f"{len(moved)} op(s) labelled `other` ({sum(op.time_ms for op in moved):.3f} ms) run mostly "
-            f"{'GEMM' if target == 'gemm' else 'attention'} kernels and were re-labelled: the {target} agent analyzes them."
+            f"{RELABEL_KERNEL_NOUNS.get(target, target)} kernels and were re-labelled: the {target} agent analyzes them."
         )
     if dropped:
         notes.append(
@@ -1147,6 +1205,7 @@ def run_agent(
         notes=notes,
         groups_below_threshold=len(dropped),
         impact_below_threshold_percent=sum(g.impact.mid for g in dropped),
+        near_roofline=near,
         category_specific=facts(data),
     )
     return AgentResult(
@@ -1156,6 +1215,11 @@ def run_agent(
 
 
 # ---- advice shared by several agents ------------------------------------------------------------
+
+
+def unless_compiled(ctx: AnalysisContext, clause: str) -> str:
+    """`clause` (advice to compile) unless the trace is already compiled (workload_facts)."""
+    return "" if ctx.facts.is_compiled else clause
 
 
 def generic_advice(group: OpGroup, what: str) -> Advice:

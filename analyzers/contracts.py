@@ -16,6 +16,21 @@ RunMode = Literal["training", "inference", "training-graph", "inference-graph"]
 RUN_MODES: tuple[str, ...] = RunMode.__args__  # type: ignore[attr-defined]
 
 
+class WorkloadFacts(BaseModel):
+    """The workload_facts mart row of a trace: the facts the advice sentences are conditioned on."""
+
+    has_rotary: bool = False
+    rotary_example: str | None = None
+    compiled_region_count: int = 0
+    compiled_kernel_count: int = 0
+    compiled_kernel_time_us: float = 0.0
+    is_compiled: bool = False
+    attention_op_count: int = 0
+    causal_attention_op_count: int = 0
+    min_query_len: int | None = None
+    max_query_len: int | None = None
+
+
 class AnalysisContext(BaseModel):
     """What every analyzer knows besides the warehouse: which trace, platform and scope."""
 
@@ -29,6 +44,11 @@ class AnalysisContext(BaseModel):
     computation_time_ms: float
     quality_verdicts: dict[str, str] = Field(default_factory=dict)  # trace_quality check -> verdict
     fusion_flagged_ops: dict[str, str] = Field(default_factory=dict)  # op name -> fusion candidate
+    facts: WorkloadFacts = Field(default_factory=WorkloadFacts)  # workload_facts: what advice applies
+
+    @property
+    def is_inference(self) -> bool:
+        return (self.mode or "").startswith("inference")
 
 
 class Finding(BaseModel):
@@ -92,9 +112,26 @@ class CategoryPriority(BaseModel):
     source: Literal["findings", "manifest_fallback"] = "findings"
 
 
+class UnaddressedOp(BaseModel):
+    """A large op signature no finding claims, and why."""
+
+    signature_key: str
+    name: str
+    op_category: str
+    time_ms: float
+    percent_of_e2e: float
+    efficiency_percent: float | None
+    claimed_share: float  # of its GPU time, owned by some finding
+    reason: str
+
+
 class PriorityData(BaseModel):
     trace_id: str
     comparison_scope: str
     e2e_time_ms: float
     findings: list[RankedFinding]
     priorities: list[CategoryPriority]
+    # large op signatures below their attainable roofline that no finding claims, with the reason
+    unaddressed_ops: list[UnaddressedOp] = Field(default_factory=list)
+    # one line per compute agent whose modelled ops already run near what the GPU attains
+    near_roofline: list[str] = Field(default_factory=list)

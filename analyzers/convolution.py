@@ -148,8 +148,14 @@ def facts(data: AgentData) -> ConvolutionFacts:
     )
 
 
+def attainable(op: OpRecord) -> float:
+    """The share of peak convolutions of this kernel shape reach (TraceLens convolution spec)."""
+    return settings.EXPECTED_EFFICIENCY_PERCENT.get(op.kind, settings.ATTAINABLE_ROOFLINE_PERCENT)
+
+
 AGENT = compute.ComputeAgent(
     name=AGENT_NAME, display_name=DISPLAY_NAME, noun="convolution", classify=classify, advise=advise,
+    attainable=attainable,
 )
 
 

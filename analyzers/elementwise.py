@@ -27,7 +27,7 @@ KIND_NAMES: dict[str, tuple[str, ...]] = {
     "arithmetic": ("sub", "div", "remainder", "fmod", "neg", "abs", "clamp", "rsub", "addcmul", "addcdiv", "lerp"),
 }
 NORM_MODULE_MARKERS = ("norm",)  # module names whose elementwise ops are pieces of an unfused normalization
-ATTENTION_MODULE_MARKERS = ("attention", "attn", "rotary")
+ATTENTION_MODULE_MARKERS = ("attention", "attn", "rotary")  # rotary advice itself needs workload_facts.has_rotary
 
 
 class ElementwiseFacts(BaseModel):
@@ -65,6 +65,7 @@ def _in_modules(op: OpRecord, markers: tuple[str, ...]) -> bool:
 
 def advise(group: OpGroup, data: AgentData) -> Advice:
     dominant = group.dominant
+    ctx = data.ctx
     module = compute.module_hint(group)
     where = f" in `{module}`" if module else ""
     calls = group.call_count
@@ -85,16 +86,29 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
             f"Most of this time is inside normalization modules ({module or 'norm'}): the norm runs as separate "
             "pointwise kernels (upcast, square, scale, multiply by weight)."
         )
-        action = "Use a fused normalization kernel (fused RMSNorm / LayerNorm) instead of the pointwise composition, or compile the norm module."
+        action = ("Use a fused normalization kernel (fused RMSNorm / LayerNorm) instead of the pointwise composition"
+                  + compute.unless_compiled(ctx, ", or compile the norm module") + ".")
     elif group.family == "cast":
         pattern = f"Dtype conversions{where} move each tensor twice (read one precision, write another)."
         action = "Keep tensors in one precision across the region, or let the producer write the target dtype (fuse the cast into the producing kernel)."
     elif group.family == "activation":
         pattern = f"Activations{where} run as separate kernels after the GEMM that produces their input."
-        action = "Fuse the activation into the GEMM epilogue or into a fused gated-activation kernel (e.g. SiLU-and-multiply), or compile the block."
+        action = ("Fuse the activation into the GEMM epilogue or into a fused gated-activation kernel (e.g. SiLU-and-multiply)"
+                  + compute.unless_compiled(ctx, ", or compile the block") + ".")
+    elif in_attention and sum(op.time_ms for op in in_attention) >= group.time_ms / 2 and ctx.facts.has_rotary:
+        pattern = (f"Most of this time is inside attention modules ({module}), where the trace has a rotary embedding "
+                   f"(`{ctx.facts.rotary_example}`): rotary embedding and layout copies run as separate kernels.")
+        action = ("Use a fused rotary-embedding kernel and avoid `.contiguous()` copies of Q/K/V before attention"
+                  + compute.unless_compiled(ctx, "; compile the attention block") + ".")
     elif in_attention and sum(op.time_ms for op in in_attention) >= group.time_ms / 2:
-        pattern = f"Most of this time is inside attention / rotary modules ({module}): rotary embedding and layout copies run as separate kernels."
-        action = "Use a fused rotary-embedding kernel and avoid `.contiguous()` copies of Q/K/V before attention; compile the attention block."
+        pattern = (f"Most of this time is inside attention modules ({module}): layout copies and the separate scale / "
+                   "mask / transpose ops of the attention run as their own kernels.")
+        action = ("Avoid `.contiguous()` copies of Q/K/V before attention: pass the strided tensors to one fused "
+                  "scaled-dot-product attention call" + compute.unless_compiled(ctx, ", or compile the attention block") + ".")
+    elif ctx.facts.is_compiled:
+        pattern = f"These are simple pointwise ops{where} at {eff:.1f} % of HBM bandwidth on average, outside the compiled regions."
+        action = ("Bring them into a compiled region (look for graph breaks around them) or fuse them into the "
+                  "neighbouring kernel by hand, so intermediates stay in registers.")
     else:
         pattern = f"These are simple pointwise ops{where} at {eff:.1f} % of HBM bandwidth on average."
         action = "Fuse chains of pointwise ops (torch.compile or a hand-written fused kernel) so intermediates stay in registers."

@@ -121,7 +121,8 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
     if group.bound == "compute":
         near = group.bucket == "60-100"
         precision = ""
-        if not quantized and ratio and (dominant.compute_spec or "").endswith(("bf16", "fp16")):
+        if (not quantized and ratio and (dominant.compute_spec or "").endswith(("bf16", "fp16"))
+                and dominant.mean_us >= settings.FP8_MIN_KERNEL_US):
             precision = (
                 f" If the model tolerates it, FP8 GEMMs raise the compute ceiling {ratio:.1f}x on {data.ctx.platform} "
                 "(matrix_fp8 vs matrix_bf16 peak)."
@@ -130,8 +131,8 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
             insight=(
                 f"Arithmetic intensity is {compute.fmt(dominant.flops_per_byte, 0)} FLOP/byte for the dominant shape "
                 f"({_shape_phrase(dominant)}), so the GEMMs are limited by the matrix FLOP rate."
-                + (f" They are in the {group.bucket} % efficiency bucket, so the remaining gap is modest." if near
-                   else f" They are in the {group.bucket} % efficiency bucket, well below the roofline.")
+                + (f" They run at {compute.efficiency_phrase(group)}, {'close to' if near else 'well below'} the "
+                   f"{dominant.attainable_percent:g} % of roofline large GEMMs attain on this GPU.")
                 + align_text
             ),
             action=(
@@ -151,7 +152,9 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
             ),
         )
     small = [op for op in group.members if (d := mnk(op)) and min(d[0], d[1]) <= settings.TINY_GEMM_DIM_MAX]
-    if small:
+    # the tiny-M explanation only when those shapes hold most of the group's time
+    if small and sum(op.time_ms for op in small) > group.time_ms / 2:
+        small.sort(key=lambda op: -op.time_ms)
         many = sum(op.count for op in small) >= settings.TINY_GEMM_MIN_CALLS
         return Advice(
             insight=(

@@ -139,15 +139,18 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
             resolution="Sorted, contiguous access reads whole cache lines; fusion removes the write and re-read of the gathered rows.",
         )
     if kind == "concat":
-        rope = any(compute.name_matches(m, ("attention", "attn", "rotary")) for op in group.members for m in op.module_chain)
+        rope = data.ctx.facts.has_rotary and any(
+            compute.name_matches(m, ("attention", "attn", "rotary")) for op in group.members for m in op.module_chain)
         return Advice(
             insight=f"Concatenations{where} copy their inputs into a new tensor.{misc}"
-            + (" Inside attention this is usually the rotate-half step of rotary embedding or a KV-cache append." if rope else ""),
+            + (" Inside attention of a model with a rotary embedding this is usually its rotate-half step or a "
+               "KV-cache append." if rope else ""),
             action=(
-                "Use a fused rotary-embedding kernel (or compile the attention block) instead of slicing and concatenating halves; "
-                "append to a pre-allocated KV cache in place."
+                "Use a fused rotary-embedding kernel" + compute.unless_compiled(data.ctx, " (or compile the attention block)")
+                + " instead of slicing and concatenating halves; append to a pre-allocated KV cache in place."
                 if rope else
-                "Pre-allocate the output and let producers write into slices of it (or compile the region) instead of concatenating afterwards."
+                "Pre-allocate the output and let producers write into slices of it"
+                + compute.unless_compiled(data.ctx, " (or compile the region)") + " instead of concatenating afterwards."
             ),
             reasoning="Every concatenation reads and writes its whole output once more, purely to move data.",
             resolution="Writing results in place (or fusing the producer) removes the extra copy.",

@@ -31,7 +31,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from analyzers import settings
-from analyzers.common import query_rows
+from analyzers.common import expected_attention_band, query_rows
 from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
 
 AGENT_NAME = "kernel_fusion"
@@ -54,6 +54,21 @@ NAME_HINTS = {
     "activation": ("mlp", "silu", "swiglu", "gelu", "intermediate", "feedforward", "ffn", "act"),
     "rope": ("rotary", "rope"),
 }
+
+
+class AttentionModel(BaseModel):
+    """How a fused-attention candidate's time is projected: the batched matmuls' FLOPs at the
+    efficiency fused attention reaches at this sequence length (TraceLens sdpa spec band)."""
+
+    flops: float  # of the batched matmuls of every instance (QK^T and PV: 4 x B x H x Sq x Skv x D)
+    compute_spec: str
+    peak_tflops: float
+    seq_len: int  # max(Sq, Skv) of the first instance
+    band_anchor: int
+    efficiency_low_percent: float
+    efficiency_high_percent: float
+    fused_time_low_ms: float  # at the band's high efficiency
+    fused_time_high_ms: float  # at the band's low efficiency
 
 
 class FusionCandidate(BaseModel):
@@ -79,7 +94,8 @@ class FusionCandidate(BaseModel):
     impact_low: float
     impact_mid: float
     impact_high: float
-    estimation: str  # measured | roofline | partial
+    estimation: str  # measured | roofline | partial | flops
+    attention_model: AttentionModel | None = None
     modeled_share: float  # share of chain time whose ops have bytes / FLOPs
     confidence: Confidence
     confidence_reason: str
@@ -447,6 +463,11 @@ class Estimate:
     chain_us: float = 0.0
     measured: bool = True
     reject_reason: str | None = None
+    flops: float = 0.0  # eager attention modelled from FLOPs: the batched matmuls' FLOPs ...
+    compute_spec: str | None = None  # ... their compute spec ...
+    seq_len: int = 0  # ... max(Sq, Skv) ...
+    fused_fast_us: float = 0.0  # ... and the fused kernel's time at the band's high / low efficiency
+    fused_slow_us: float = 0.0
 
 
 class _Platform:
@@ -486,6 +507,59 @@ def _chain_savings(run: list[Unit], platform: _Platform) -> tuple[float, float, 
     return min(low, high), high, modeled_us, run_us
 
 
+def _attention_seq_len(bmm: Unit) -> int:
+    """max(Sq, Skv) of the scores' batched matmul: Input Dims [[.., Sq, D], [.., D, Skv]]."""
+    try:
+        a, b = json.loads(bmm.input_dims or "[]")[:2]
+        return max(int(a[-2]), int(b[-1]))
+    except (ValueError, TypeError, IndexError, json.JSONDecodeError):
+        return 0
+
+
+def _fused_attention_us(flops: float, peak_tflops: float, efficiency_percent: float) -> float:
+    return flops / (peak_tflops * 1e6 * efficiency_percent / 100.0)
+
+
+def _attention_estimate(units: list[Unit], platform: _Platform) -> Estimate:
+    """One fused attention kernel replaces the whole window. Its time is the batched matmuls'
+    FLOPs at the efficiency fused attention reaches at this sequence length (the sdpa band, % of
+    the platform's matrix peak): the saving is today's window time minus that. Without FLOPs (no
+    perf model) only the non-matmul ops' measured time is credited."""
+    matrix = [u for u in units if u.is_matrix]
+    current = sum(u.time_us for u in units)
+    spec = next((u.compute_spec for u in matrix if u.compute_spec), None)
+    peak = platform.peaks.get(spec or "")
+    seq_len = _attention_seq_len(matrix[0]) if matrix else 0
+    if not peak or not seq_len or any(not u.flops for u in matrix):
+        high = sum(u.time_us for u in units if not u.is_matrix)
+        return Estimate("eager_attention", settings.TARGET_LOW * high, settings.TARGET_MID * high, high, list(units))
+    flops = sum(u.flops or 0.0 for u in matrix)
+    _, eff_low, eff_high = expected_attention_band(seq_len)
+    fast, slow = _fused_attention_us(flops, peak, eff_high), _fused_attention_us(flops, peak, eff_low)
+    return Estimate(
+        "eager_attention",
+        low_us=max(0.0, current - slow),
+        mid_us=max(0.0, current - _fused_attention_us(flops, peak, (eff_low + eff_high) / 2.0)),
+        high_us=max(0.0, current - fast),
+        removed=list(units), measured=False, flops=flops, compute_spec=spec, seq_len=seq_len,
+        fused_fast_us=fast, fused_slow_us=slow)
+
+
+def _attention_model(estimates: list[Estimate], platform: _Platform) -> AttentionModel | None:
+    """The group's fused-attention projection: each instance at the band of its own sequence
+    length; the largest-FLOPs instance's band is the one quoted."""
+    if not estimates or any(not e.flops for e in estimates):
+        return None
+    main = max(estimates, key=lambda e: e.flops)
+    anchor, eff_low, eff_high = expected_attention_band(main.seq_len)
+    return AttentionModel(
+        flops=sum(e.flops for e in estimates), compute_spec=main.compute_spec or "",
+        peak_tflops=platform.peaks[main.compute_spec or ""], seq_len=main.seq_len,
+        band_anchor=anchor, efficiency_low_percent=eff_low, efficiency_high_percent=eff_high,
+        fused_time_low_ms=round(sum(e.fused_fast_us for e in estimates) / 1000.0, 4),
+        fused_time_high_ms=round(sum(e.fused_slow_us for e in estimates) / 1000.0, 4))
+
+
 def _composition(instance: Instance) -> str:
     names = " ".join(u.name for u in instance.units).lower()
     if instance.source == "eager_attention":
@@ -495,7 +569,9 @@ def _composition(instance: Instance) -> str:
         return "layer_norm" if "sub" in names else "rms_norm"
     if "neg" in names and "cat" in names:
         return "rope"
-    if ("silu" in names or "gelu" in names or "sigmoid" in names) and "mul" in names:
+    bases = {u.name.split("::")[-1].strip("_") for u in instance.units}
+    # separate activation and multiply ops; an op that already is both (`silu_and_mul`) is fused
+    if bases & {"silu", "gelu", "sigmoid", "gelu_tanh"} and bases & {"mul"}:
         return "gated_activation"
     if has_matrix:
         return "gemm_epilogue"
@@ -505,10 +581,7 @@ def _composition(instance: Instance) -> str:
 def _estimate(instance: Instance, platform: _Platform) -> Estimate:
     units = instance.units
     if instance.source == "eager_attention":
-        # Fused attention replaces the whole window; the batched matmuls' FLOPs remain, so only the
-        # other ops' time (scale, mask, softmax, dropout, casts) is credited.
-        high = sum(u.time_us for u in units if not u.is_matrix)
-        return Estimate("eager_attention", settings.TARGET_LOW * high, settings.TARGET_MID * high, high, list(units))
+        return _attention_estimate(units, platform)
     eligible = [u for u in units if not u.is_fused]
     if not any(not u.is_matrix for u in eligible):
         return Estimate(_composition(instance), reject_reason="only GEMM / already-fused kernels: nothing to fuse")
@@ -660,10 +733,13 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
         modeled = sum(e.modeled_us for e in estimates)
         chain = sum(e.chain_us for e in estimates)
         pattern = est0.pattern
+        if pattern == "rope" and not ctx.facts.has_rotary:
+            pattern = "elementwise_chain"  # rotate-half-like ops, but no rotary embedding in the trace
         merged = Estimate(pattern, low, mid, high, modeled_us=modeled, chain_us=chain,
                           measured=all(e.measured for e in estimates),
                           reject_reason=est0.reject_reason if high <= 0 else None)
         confidence, reason = _confidence(first, merged, ctx.quality_verdicts)
+        attention = _attention_model(estimates, platform) if pattern == "eager_attention" else None
         removed_names: dict[str, float] = defaultdict(float)
         for e in estimates:
             for u in e.removed:
@@ -692,7 +768,9 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
             impact_low=round(100.0 * low / 1000.0 / ctx.e2e_time_ms, 3),
             impact_mid=round(100.0 * mid / 1000.0 / ctx.e2e_time_ms, 3),
             impact_high=round(100.0 * high / 1000.0 / ctx.e2e_time_ms, 3),
-            estimation="measured" if merged.measured else ("roofline" if chain and modeled >= chain * 0.999 else "partial"),
+            estimation=("flops" if attention is not None else "measured" if merged.measured
+                        else "roofline" if chain and modeled >= chain * 0.999 else "partial"),
+            attention_model=attention,
             modeled_share=round(modeled / chain, 3) if chain else 1.0,
             confidence=confidence, confidence_reason=reason,
             status="rejected" if merged.reject_reason else "estimated",
@@ -754,6 +832,27 @@ def _evidence_sql(trace_id: str, members: list[Instance]) -> str:
     return EVIDENCE_SQL.format(trace=_inline(trace_id), instances=instances, event_ids=event_ids).strip()
 
 
+def _fused_time_sentence(c: FusionCandidate) -> str:
+    model = c.attention_model
+    if model is None:
+        return f"one fused kernel would take about {c.fused_time_ms:.3f} ms."
+    return (f"one fused attention kernel would take about {model.fused_time_low_ms:.3f}-{model.fused_time_high_ms:.3f} ms: "
+            f"{model.flops / 1e12:.2f} TFLOP of attention at {model.efficiency_low_percent:.0f}-"
+            f"{model.efficiency_high_percent:.0f} % of the {model.peak_tflops:g} TFLOPS {model.compute_spec} peak.")
+
+
+def _attention_method(model: AttentionModel | None) -> str:
+    if model is None:
+        return ""
+    return (f"fused attention time = FLOPs of the batched matmuls (QK^T and PV, 4 x B x H x Sq x Skv x D) / "
+            f"({model.compute_spec} peak x attainable efficiency) = {model.flops / 1e12:.3f} TFLOP / "
+            f"({model.peak_tflops:g} TFLOPS x {model.efficiency_low_percent:.0f}-{model.efficiency_high_percent:.0f} %) = "
+            f"{model.fused_time_low_ms:.3f}-{model.fused_time_high_ms:.3f} ms (the efficiency band fused attention "
+            f"reaches at N = {model.seq_len}, nearest anchor {model.band_anchor}: TraceLens sdpa spec; each instance "
+            f"at the band of its own sequence length); saving = the window's measured time - the fused time (low at "
+            f"the band's low efficiency, mid at its middle)")
+
+
 def _finding(c: FusionCandidate, members: list[Instance], ctx: AnalysisContext) -> Finding:
     slug = re.sub(r"[^a-z0-9]+", "-", f"{c.pattern}-{c.scope}".lower()).strip("-")
     evidence_sql = _evidence_sql(ctx.trace_id, members)
@@ -769,14 +868,18 @@ def _finding(c: FusionCandidate, members: list[Instance], ctx: AnalysisContext) 
                      f"{settings.FUSION_OVERLAP_FACTOR}); mid = their mean"),
         "partial": ("as the roofline method, over the ops with a perf model only; ops without bytes keep their "
                     "measured time"),
+        "flops": _attention_method(c.attention_model),
     }[c.estimation]
-    estimate_method = "quantified" if c.estimation in ("measured", "roofline") else "heuristic"
+    estimate_method = "quantified" if c.estimation in ("measured", "roofline", "flops") else "heuristic"
     action = PATTERN_ACTIONS[c.pattern]
+    if ctx.facts.is_compiled and c.pattern == "elementwise_chain":
+        action = ("The model is already compiled, yet these ops run as separate kernels: find the graph break that "
+                  "keeps them out of the compiled region (torch._dynamo.explain) or fuse them by hand.")
     return Finding(
         finding_id=f"{AGENT_NAME}:{slug}", agent=AGENT_NAME, tier="system", category=AGENT_NAME,
         title=c.name,
         insight=(f"{c.instance_count} instances of {c.kernel_count} kernels in {c.scope} take {c.current_time_ms:.3f} ms "
-                 f"({c.percent_of_e2e:.1f} % of E2E); one fused kernel would take about {c.fused_time_ms:.3f} ms."),
+                 f"({c.percent_of_e2e:.1f} % of E2E); " + _fused_time_sentence(c)),
         action=action,
         impact_low=c.impact_low, impact_score=c.impact_mid, impact_high=c.impact_high,
         recoverable_ms=round(c.impact_mid * ctx.e2e_time_ms / 100.0, 4),

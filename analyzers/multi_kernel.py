@@ -44,6 +44,9 @@ class TransferStats(BaseModel):
     total_bytes: int | None = None
     avg_bytes: float | None = None
     percent_of_total: float = 0.0  # total_time_ms as % of E2E (TraceLens rule input)
+    achieved_gb_per_s: float | None = None  # bytes / copy time over the copies that say their bytes
+    pageable_count: int = 0  # copies whose host side is pageable memory (the event name says so)
+    pinned_count: int = 0
     flagged: bool = False
     flag_reasons: list[str] = []
 
@@ -104,6 +107,7 @@ copies as (
         gpu_transfers.exposed_us,
         gpu_transfers.bytes,
         gpu_transfers.is_linked,
+        gpu_transfers.host_memory,
         case gpu_transfers.direction
             when 'DtoH' then 'D2H' when 'HtoD' then 'H2D' when 'DtoD' then 'D2D' else 'other'
         end as direction
@@ -121,6 +125,10 @@ select
     max(dur_us) filter (where is_linked) as max_time_us,
     sum(bytes) filter (where is_linked) as total_bytes,
     avg(bytes) filter (where is_linked) as avg_bytes,
+    sum(bytes) filter (where is_linked) / nullif(sum(dur_us) filter (where is_linked and bytes is not null), 0) / 1000
+        as achieved_gb_per_s,
+    count(*) filter (where is_linked and host_memory = 'pageable') as pageable_count,
+    count(*) filter (where is_linked and host_memory = 'pinned') as pinned_count,
     count(*) filter (where not is_linked) as unlinked_count
 from copies
 group by direction
@@ -202,6 +210,19 @@ def _claimed_comm(db: duckdb.DuckDBPyConnection, trace_id: str, hideable_us: flo
             "unhideable_comm": {int(idx): float(u) for idx, h, u in rows if u > 0 and h == 0}}
 
 
+def _transfer_facts(stats: TransferStats) -> str:
+    """What the copies moved and how fast, and whose host memory, where the trace says."""
+    parts = []
+    if stats.total_bytes:
+        parts.append(f"{stats.total_bytes / 1e6:,.1f} MB"
+                     + (f" at {stats.achieved_gb_per_s:.1f} GB/s" if stats.achieved_gb_per_s else ""))
+    if stats.pageable_count:
+        parts.append(f"{stats.pageable_count} of {stats.count} from pageable host memory")
+    elif stats.pinned_count:
+        parts.append(f"{stats.pinned_count} of {stats.count} from pinned host memory")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
 def _claimed_ms(claimed: dict[int, float]) -> float:
     """The GPU time (ms) a finding's impact is computed from: the sum of its claims."""
     return sum(claimed.values()) / 1000.0
@@ -232,12 +253,16 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
             total_bytes=None if row["total_bytes"] is None else int(row["total_bytes"]),
             avg_bytes=_round(row["avg_bytes"], 1),
             percent_of_total=_round(100.0 * row["total_time_ms"] / e2e_ms, 3),
+            achieved_gb_per_s=_round(row["achieved_gb_per_s"], 2),
+            pageable_count=int(row["pageable_count"] or 0), pinned_count=int(row["pinned_count"] or 0),
         )
         if row["direction"] in FLAGGED_DIRECTIONS:
             if stats.percent_of_total > settings.MEMCPY_DIRECTION_PERCENT_MAX:
                 stats.flag_reasons.append(f"time > {settings.MEMCPY_DIRECTION_PERCENT_MAX:g} % of E2E")
             if stats.count > settings.MEMCPY_DIRECTION_COUNT_MAX:
                 stats.flag_reasons.append(f"count > {settings.MEMCPY_DIRECTION_COUNT_MAX}")
+            if 100.0 * stats.exposed_time_ms / e2e_ms >= settings.TRANSFER_EXPOSED_PERCENT_MIN:
+                stats.flag_reasons.append(f"exposed time >= {settings.TRANSFER_EXPOSED_PERCENT_MIN:g} % of E2E")
             stats.flagged = bool(stats.flag_reasons)
         directions[row["direction"]] = stats
 
@@ -446,19 +471,27 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext, claims: Claims) -> li
                       "non-blocking) instead of reading them back one at a time.")
             reason = ("each device-to-host read (a scalar read, `.cpu()`, logging) usually forces the host to wait "
                       "for the GPU before it can continue launching")
+        elif stats.pageable_count:
+            title = "Host-to-device copies from pageable memory"
+            action = ("Pin the source buffers (`pin_memory=True` in the DataLoader, or `tensor.pin_memory()`) and copy "
+                      "with `.to(device, non_blocking=True)` ahead of use, so the copy runs at full link bandwidth and "
+                      "overlaps computation" + (", batching the small transfers into one." if stats.count >
+                                                 settings.MEMCPY_DIRECTION_COUNT_MAX else "."))
+            reason = ("a copy from pageable memory is staged through a driver buffer and cannot overlap kernels, so "
+                      "the GPU waits for it; pinned memory lets the copy engine run it asynchronously")
         else:
             title = "Host-to-device copies in the step"
-            action = ("Stage inputs in pinned host memory and copy them asynchronously ahead of use, batching small "
+            action = ("Copy inputs asynchronously ahead of use (`non_blocking=True` on a side stream), batching small "
                       "transfers into one.")
-            reason = ("copies from pageable memory are staged and serialized, and many small transfers pay a fixed "
-                      "per-copy cost each")
+            reason = ("copies the GPU waits for delay the kernels that consume them, and many small transfers pay a "
+                      "fixed per-copy cost each")
         quantified = impact.get("impact_score") is not None
         findings.append(_finding(
             f"memcpy-{direction.lower()}",
             title=title,
             insight=(f"{stats.count} {direction} copies take {stats.total_time_ms:.3f} ms ({stats.percent_of_total:.2f} % "
-                     f"of E2E), {stats.exposed_time_ms:.3f} ms of it exposed; flagged because "
-                     f"{' and '.join(stats.flag_reasons)}."),
+                     f"of E2E), {stats.exposed_time_ms:.3f} ms of it exposed" + _transfer_facts(stats)
+                     + f"; flagged because {' and '.join(stats.flag_reasons)}."),
             action=action, confidence=confidence,
             evidence={"direction": direction, **stats.model_dump(), "total_time_ms_e2e": m.total_time_ms,
                       **({"impact_basis_ms": _claimed_ms(claimed)} if quantified else {})},

@@ -95,7 +95,7 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
         insight=f"{variant.capitalize()} {pass_text} on {group.library} kernels.{eff_text}",
         action=(
             "Use a fused normalization kernel that also applies the residual add and the following activation / "
-            "quantization (vendor or framework fused norm, or compile the block)."
+            "quantization (vendor or framework fused norm" + compute.unless_compiled(data.ctx, ", or compile the block") + ")."
         ),
         reasoning="A norm is bandwidth-bound: one read of the row for the statistics, one for the scaling, one write.",
         resolution="A fused norm reads each row once and writes once, and absorbs the neighbouring pointwise ops.",

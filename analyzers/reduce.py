@@ -66,7 +66,9 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
                 f"The reduction runs inside a normalization module (`{module}`): it is the statistics step of a norm that "
                 "is composed of separate kernels (reduce, add epsilon, reciprocal square root, scale)."
             ),
-            action="Use a fused normalization kernel (fused RMSNorm / LayerNorm) or compile the norm module, so the statistics and the scaling run in one pass.",
+            action=("Use a fused normalization kernel (fused RMSNorm / LayerNorm)"
+                    + compute.unless_compiled(data.ctx, " or compile the norm module")
+                    + ", so the statistics and the scaling run in one pass."),
             reasoning="An unfused norm reads the activation once for the statistics and again for every following pointwise step.",
             resolution="A fused norm reads the row once, keeps the statistics on chip and writes the normalised row once.",
         )

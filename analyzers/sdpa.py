@@ -5,7 +5,6 @@ the trace."""
 
 from __future__ import annotations
 
-import math
 import re
 
 import duckdb
@@ -13,6 +12,7 @@ from pydantic import BaseModel
 
 from analyzers import compute
 from analyzers import settings
+from analyzers.common import expected_attention_band
 from analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
 from analyzers.contracts import AgentResult, AnalysisContext
 
@@ -79,9 +79,6 @@ def seq_lens(op: OpRecord) -> tuple[int | None, int | None]:
         return None, None
 
 
-def expected_band(n: int) -> tuple[int, float, float]:
-    """The TraceLens band whose anchor sequence length is nearest to n (log scale)."""
-    return min(settings.EXPECTED_EFFICIENCY_BY_SEQ_LEN, key=lambda band: abs(math.log(max(n, 1)) - math.log(band[0])))
 
 
 def gqa_ratio(op: OpRecord) -> int | None:
@@ -131,33 +128,37 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
             reasoning="The math path materialises the attention matrix and runs several kernels per call.",
             resolution="A fused kernel avoids the S x S intermediate and the extra launches.",
         )
+    n_q, n_kv = seq_lens(dominant)
+    decode = n_q is not None and n_q <= settings.DECODE_MAX_QUERY_LEN
     if kind == "paged" or group.estimate_method == "heuristic":
         kv = _kv_cache_percent(group.members)
         kv_text = ""
         if kv is not None:
             kv_text = f" KV-cache write kernels take {kv:.1f} % of these ops' kernel time."
         tune_block = kv is not None and kv > settings.KV_CACHE_WRITE_PERCENT_MAX
+        block_text = "; the KV-cache write share is high, so tune the KV block size (16/32/64)" if tune_block else ""
+        if decode:
+            return Advice(
+                insight=f"Decode attention: {n_q} query token(s) per sequence.{kv_text}",
+                action=("Batch more decode requests per step (larger decode batch) so each KV-cache read serves more "
+                        f"queries{block_text}."),
+                reasoning=("Decode attention reads the whole KV cache for one or a few query tokens, so it is bound by "
+                           "KV-cache bandwidth; small decode batches leave the GPU underused."),
+                resolution="A larger decode batch amortises each KV-cache read over more queries and fills more compute units.",
+            )
         return Advice(
-            insight=(
-                f"Attention implementation: {kind}; no perf model covers it, so only its time share is known.{kv_text}"
-                if group.estimate_method == "heuristic" else f"Paged / decode attention.{kv_text}"
-            ),
-            action=(
-                "Batch more decode requests per step (larger decode batch) so each KV-cache read serves more queries"
-                + ("; the KV-cache write share is high, so tune the KV block size (16/32/64)." if tune_block else
-                   "; check that the fused decode attention kernel of your serving engine is selected for this head configuration.")
-            ),
-            reasoning=(
-                "Decode attention reads the whole KV cache for one or a few query tokens, so it is bound by KV-cache bandwidth; "
-                "small decode batches leave the GPU underused."
-            ),
-            resolution="A larger decode batch amortises each KV-cache read over more queries and fills more compute units.",
+            insight=(f"Attention implementation: {kind}; no perf model covers it, so only its time share is known "
+                     f"(the trace gives no query length, so the phase is unknown).{kv_text}"),
+            action=(f"Get the shapes first: {compute.attribution_hint(data.ctx)}; then check that the fused attention "
+                    f"kernel of the serving engine or library is selected for this head configuration{block_text}."),
+            reasoning=("Without the query and key lengths there is no FLOP or byte count, so the distance to the roofline "
+                       "is unknown."),
+            resolution="With shapes, the attention gets a perf model and a measured distance to its roofline.",
         )
-    n_q, n_kv = seq_lens(dominant)
     n = max(n_q or 0, n_kv or 0)
     band_text, within = "", False
     if n:
-        anchor, low, high = expected_band(n)
+        anchor, low, high = expected_attention_band(n)
         eff = group.weighted_efficiency or 0.0
         within = eff >= low
         band_text = (
@@ -175,8 +176,9 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
                 "Short sequences keep fused attention far from peak: pack or batch more tokens per call (sequence packing, "
                 "larger batch) rather than tuning the kernel."
                 if within else
-                "Try another fused attention backend or its tuned tile configuration for this head dim and sequence length, "
-                "and check the causal mask is passed as a flag (not a dense mask tensor)."
+                "Try another fused attention backend or its tuned tile configuration for this head dim and sequence length"
+                + (", and if the mask is causal pass `is_causal=True` instead of a dense mask tensor." if _mask_tensor(group)
+                   else ".")
             ),
             reasoning=(
                 "Fused attention efficiency grows with sequence length: short sequences give few tiles per head and a large "
@@ -187,15 +189,33 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
                 "FLOP rate for the same work."
             ),
         )
+    if decode:
+        return Advice(
+            insight=f"Fused ({kind}) attention, memory-bound, {n_q} query token(s) per sequence (decode).{band_text}{gqa}",
+            action=("Batch more sequences per call, or use a decode-specific attention kernel for single-token queries; "
+                    "do not copy Q, K, V to contiguous buffers before the call if the backend accepts strided inputs."),
+            reasoning="With few query tokens per key the kernel streams K and V once and does little math per byte.",
+            resolution="More queries per K/V read raise the arithmetic intensity; avoiding extra copies removes memory passes.",
+        )
     return Advice(
         insight=f"Fused ({kind}) attention, memory-bound.{band_text}{gqa}{backward}",
-        action=(
-            "Batch more sequences per call (or use a decode-specific attention kernel for single-token queries); do not "
-            "copy Q, K, V to contiguous buffers before the call if the backend accepts strided inputs."
-        ),
-        reasoning="With few query tokens per key the kernel streams K and V once and does little math per byte.",
-        resolution="More queries per K/V read raise the arithmetic intensity; avoiding extra copies removes memory passes.",
+        action=("Pack or batch more sequences per call so each kernel gets more full tiles; do not copy Q, K, V to "
+                "contiguous buffers before the call if the backend accepts strided inputs."),
+        reasoning=(f"At sequence length {n} each head has few tiles, so loading Q, K and V and the per-call setup dominate "
+                   "the attention math." if n else
+                   "Short attention calls are dominated by loading Q, K and V and by the per-call setup."),
+        resolution="More sequences per call give the kernel more tiles to keep busy; avoiding extra copies removes memory passes.",
     )
+
+
+def _mask_tensor(group: OpGroup) -> bool:
+    """Some member passes an explicit mask / bias tensor (Input Dims slot 3 of the SDPA signatures
+    is attn_mask / attn_bias; the flash signature has a scalar there)."""
+    for op in group.members:
+        dims = op.dims()
+        if len(dims) > 3 and isinstance(dims[3], list) and len(dims[3]) > 0:
+            return True
+    return False
 
 
 def eager_groups(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, data: AgentData) -> list[OpGroup]:
@@ -256,9 +276,22 @@ def facts(data: AgentData) -> SdpaFacts:
     )
 
 
+FUSED_KINDS = ("flash", "efficient", "cudnn")
+
+
+def attainable(op: OpRecord) -> float:
+    """Fused attention attains the top of its sequence-length band (TraceLens sdpa spec); other
+    attention the default share."""
+    n_q, n_kv = seq_lens(op)
+    n = max(n_q or 0, n_kv or 0)
+    if op.kind in FUSED_KINDS and n:
+        return expected_attention_band(n)[2]
+    return settings.ATTAINABLE_ROOFLINE_PERCENT
+
+
 AGENT = compute.ComputeAgent(
     name=AGENT_NAME, display_name=DISPLAY_NAME, noun="attention",
-    classify=classify, advise=advise, extra_groups=eager_groups,
+    classify=classify, advise=advise, extra_groups=eager_groups, attainable=attainable,
 )
 
 

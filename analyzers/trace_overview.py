@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from analyzers import settings
 from analyzers.common import query_rows
+from analyzers.contracts import WorkloadFacts
 from core.markdown_text import sql_literal
 
 TOP_OPERATIONS = 10  # rows of the report's Top Operations table (TraceLens lists the top 10)
@@ -30,6 +31,12 @@ def run_mode(db: duckdb.DuckDBPyConnection, trace_id: str) -> tuple[str | None, 
     """runs.mode and the evidence for it."""
     mode, reason = db.execute("select mode, mode_reason from runs where trace_id = ?", [trace_id]).fetchone()
     return mode, reason
+
+
+def workload_facts(db: duckdb.DuckDBPyConnection, trace_id: str) -> WorkloadFacts:
+    """The trace's workload_facts row."""
+    rows = query_rows(db, "select * exclude (trace_id) from workload_facts where trace_id = ?", [trace_id])
+    return WorkloadFacts(**rows[0]) if rows else WorkloadFacts()
 
 
 def trace_device(db: duckdb.DuckDBPyConnection, trace_id: str) -> dict[str, Any]:

@@ -5,13 +5,36 @@ from __future__ import annotations
 from collections import defaultdict
 
 from analyzers import settings
-from analyzers.contracts import AgentResult, AnalysisContext, CategoryPriority, PriorityData, RankedFinding
+from analyzers.contracts import (AgentResult, AnalysisContext, CategoryPriority, Finding, PriorityData,
+                                 RankedFinding, UnaddressedOp)
+
+
+def _heuristics_below_larger_measured(ordered: list[Finding]) -> list[Finding]:
+    """A heuristic (unmodelled) estimate never ranks above a quantified finding that owns more
+    GPU time: its percentage is a guess, the other's a model of more measured time."""
+    order = list(ordered)
+    moved = True
+    while moved:
+        moved = False
+        for i, finding in enumerate(order):
+            if finding.estimate_method != "heuristic":
+                continue
+            measured = finding.claimed_time_ms or 0.0
+            larger = [j for j in range(i + 1, len(order)) if order[j].estimate_method == "quantified"
+                      and (order[j].claimed_time_ms or 0.0) > measured]
+            if larger:
+                order.insert(larger[-1], order.pop(i))
+                moved = True
+                break
+    return order
 
 
 def rank_findings(results: list[AgentResult]) -> list[RankedFinding]:
-    """Quantified and heuristic findings by impact (mid), then qualitative ones; ranks 1..n."""
+    """Quantified and heuristic findings by impact (mid), heuristic ones never above a quantified
+    one of more claimed time, then qualitative ones; ranks 1..n."""
     findings = [f for r in results if r.status == "OK" for f in r.findings]
-    scored = sorted((f for f in findings if f.impact_score is not None), key=lambda f: (-f.impact_score, f.finding_id))
+    scored = _heuristics_below_larger_measured(
+        sorted((f for f in findings if f.impact_score is not None), key=lambda f: (-f.impact_score, f.finding_id)))
     unscored = sorted((f for f in findings if f.impact_score is None), key=lambda f: f.finding_id)
     return [
         RankedFinding(**finding.model_dump(), global_rank=rank)
@@ -58,7 +81,8 @@ def category_priorities(
 
 
 def build_priority_data(
-    results: list[AgentResult], category_time_ms: dict[str, float], ctx: AnalysisContext
+    results: list[AgentResult], category_time_ms: dict[str, float], ctx: AnalysisContext,
+    unaddressed: list[UnaddressedOp] | None = None,
 ) -> PriorityData:
     ranked = rank_findings(results)
     return PriorityData(
@@ -67,4 +91,7 @@ def build_priority_data(
         e2e_time_ms=ctx.e2e_time_ms,
         findings=ranked,
         priorities=category_priorities(results, ranked, category_time_ms, ctx),
+        unaddressed_ops=unaddressed or [],
+        near_roofline=[r.metrics["near_roofline"]["sentence"] for r in results
+                       if r.status == "OK" and (r.metrics.get("near_roofline") or {}).get("sentence")],
     )

@@ -29,6 +29,7 @@ from agents.registry import COMPUTE_AGENTS, FUSION_AGENT, SYSTEM_AGENTS, by_name
 from agents.runner import RunnerSettings, render, run_tier
 from analyzers import settings, trace_overview
 from analyzers.agent_categories import load_agent_categories
+from analyzers.coverage import unaddressed_ops
 from analyzers.comparison import category_times, compare_ops
 from analyzers.contracts import AgentResult, AnalysisContext
 from core.errors import BadTraceError
@@ -368,7 +369,8 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
             trace_id=trace_id, platform=platform, mode=mode,
             comparison_scope="comparative" if comparative else "standalone", trace2_id=trace2_id, platform2=platform2,
             e2e_time_ms=gpu.total_time_ms, computation_time_ms=gpu.computation_time_ms,
-            quality_verdicts={c.check_name: c.verdict for c in gate.checks})
+            quality_verdicts={c.check_name: c.verdict for c in gate.checks},
+            facts=trace_overview.workload_facts(db, trace_id))
         runner = RunnerSettings(
             timeout_seconds=settings.AGENT_TIMEOUT_SECONDS, attempts=settings.AGENT_ATTEMPTS,
             llm=LlmCommand(options.llm_cmd, settings.AGENT_TIMEOUT_SECONDS) if options.agents == "llm" and options.llm_cmd else None)
@@ -447,7 +449,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
 
         release_free_memory()
         with run.step("8.5 priorities", on_stage):
-            priority = build_priority_data(results, category_time, ctx)
+            priority = build_priority_data(results, category_time, ctx, unaddressed_ops(db, ctx, results))
             run.write("priority_data.json", priority)
             plot.submit(priority, gpu.model_dump())
 

@@ -1,0 +1,85 @@
+"""Nothing big left unsaid: every op signature above BIG_OP_PERCENT_OF_E2E of E2E that runs below
+its attainable share of the roofline is claimed by a finding, or is listed with the reason none
+claims it. Read after the claims ledger (the findings' owned GPU events)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import duckdb
+from analyzers import settings
+from analyzers.contracts import AgentResult, AnalysisContext, UnaddressedOp
+
+# The op signatures above the share, with the GPU events their instances own (op_perf_kernels).
+_BIG_OPS_SQL = """
+select p.signature_key, p.name, p.op_category, p.kernel_time_sum_us / 1000.0 as time_ms,
+    p.pct_roofline_mean as efficiency_percent, p.has_perf_model,
+    list(k.event_idx) as event_ids, list(k.dur_us) as durations
+from op_perf as p
+join op_perf_kernels as k
+    on k.trace_id = p.trace_id and k.platform = p.platform and k.signature_key = p.signature_key
+where p.trace_id = $trace_id and p.platform = $platform
+    and p.kernel_time_sum_us / 1000.0 >= $min_ms
+group by all
+order by time_ms desc, p.signature_key
+"""
+
+
+def _op_records(results: Sequence[AgentResult]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """signature_key -> (agent, the op as that compute agent saw it)."""
+    records: dict[str, tuple[str, dict[str, Any]]] = {}
+    for result in results:
+        if result.tier != "compute" or result.status != "OK":
+            continue
+        for op in result.metrics.get("operations") or []:
+            records.setdefault(op["signature_key"], (result.agent, op))
+    return records
+
+
+def _reason(agent_op: tuple[str, dict[str, Any]] | None, ctx: AnalysisContext, efficiency: float | None) -> str:
+    if agent_op is None:
+        return ("no compute agent analyzes it (its kernels are copies or fills, see the transfer findings, or its "
+                "category has no agent)")
+    agent, op = agent_op
+    if op.get("excluded"):
+        return f"the {agent} agent excludes it: {op['excluded']}"
+    if op["name"] in ctx.fusion_flagged_ops:
+        return f"covered by the fusion candidate `{ctx.fusion_flagged_ops[op['name']]}`"
+    if efficiency is not None and efficiency > settings.EFFICIENCY_ANOMALY_PERCENT:
+        return f"{efficiency:.1f} % of roofline is above {settings.EFFICIENCY_ANOMALY_PERCENT:.0f} %: a measurement anomaly"
+    if op.get("impact") is None:
+        return f"the {agent} agent has no estimate for it (no perf model and no time share to credit)"
+    return (f"the {agent} agent's estimate for its group ({op['impact']['mid']:.2f} % of E2E for this op) stays "
+            f"below the {settings.MIN_PITEM_IMPACT_SCORE} % reporting floor once the claims are shared")
+
+
+def unaddressed_ops(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext,
+                    results: Sequence[AgentResult]) -> list[UnaddressedOp]:
+    if ctx.e2e_time_ms <= 0 or not any(r.tier == "compute" and r.status == "OK" for r in results):
+        return []  # no op-level analysis ran (GPU-only trace, comparative gaps): nothing to hold it to
+    claimed: dict[int, float] = {}
+    for result in results:
+        for finding in result.findings:
+            for event, us in finding.claimed_kernels.items():
+                claimed[event] = claimed.get(event, 0.0) + us
+    records = _op_records(results)
+    params = {"trace_id": ctx.trace_id, "platform": ctx.platform,
+              "min_ms": settings.BIG_OP_PERCENT_OF_E2E * ctx.e2e_time_ms / 100.0}
+    found = []
+    for key, name, category, time_ms, efficiency, has_model, events, durations in db.execute(_BIG_OPS_SQL, params).fetchall():
+        agent_op = records.get(key)
+        attainable = agent_op[1].get("attainable_percent", settings.ATTAINABLE_ROOFLINE_PERCENT) if agent_op else \
+            settings.ATTAINABLE_ROOFLINE_PERCENT
+        if has_model and efficiency is not None and attainable <= efficiency <= settings.EFFICIENCY_ANOMALY_PERCENT:
+            continue  # near what the GPU reaches: the agent's "fine" line says so
+        total = sum(durations)
+        owned = sum(min(claimed.get(e, 0.0), d) for e, d in zip(events, durations))
+        share = owned / total if total > 0 else 0.0
+        if share >= settings.BIG_OP_MIN_CLAIMED_SHARE:
+            continue
+        found.append(UnaddressedOp(
+            signature_key=key, name=name, op_category=category, time_ms=time_ms,
+            percent_of_e2e=100.0 * time_ms / ctx.e2e_time_ms, efficiency_percent=efficiency,
+            claimed_share=share, reason=_reason(agent_op, ctx, efficiency)))
+    return found

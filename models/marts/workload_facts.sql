@@ -1,0 +1,80 @@
+{#- One row per trace: the facts about the workload that decide which advice applies (a rotary
+    embedding is present, the model is already compiled, attention is causal, queries are single
+    tokens). A finding's sentence is written only when its fact holds. -#}
+{{ config(materialized='view') }}
+
+with traces as (
+    select trace_id from {{ ref('traces') }}
+),
+
+rotary_ops as (
+    select trace_id, count(*) as op_count, min(name) as example
+    from {{ ref('cpu_ops') }}
+    where {{ regex_search('lower(name)', "'" ~ var('rotary_name_pattern') ~ "'") }}
+    group by trace_id
+),
+
+rotary_kernels as (
+    select trace_id, count(*) as kernel_count, min(name) as example
+    from {{ ref('kernels') }}
+    where {{ regex_search('lower(name)', "'" ~ var('rotary_name_pattern') ~ "'") }}
+    group by trace_id
+),
+
+rotary_modules as (
+    select trace_id, count(*) as call_count, min(module_class) as example
+    from {{ ref('module_calls') }}
+    where {{ regex_search('lower(module_class)', "'" ~ var('rotary_name_pattern') ~ "'") }}
+    group by trace_id
+),
+
+compiled_regions as (
+    select trace_id, count(*) as region_count
+    from {{ ref('cpu_ops') }}
+    where {{ regex_search('name', "'" ~ var('compiled_region_pattern') ~ "'") }}
+    group by trace_id
+),
+
+compiled_kernels as (
+    select trace_id, count(*) as kernel_count, sum(dur_us) as time_us
+    from {{ ref('kernels') }}
+    where kernel_category = 'triton'
+    group by trace_id
+),
+
+attention_ops as (
+    select
+        trace_id,
+        count(*) as op_count,
+        count(*) filter (where try_cast(json_extract_string(perf_params, '$.causal') as boolean)) as causal_op_count,
+        min(try_cast(json_extract_string(perf_params, '$.N_Q') as bigint)) as min_query_len,
+        max(try_cast(json_extract_string(perf_params, '$.N_Q') as bigint)) as max_query_len
+    from {{ ref('op_perf_instances') }}
+    where op_category in ('SDPA_fwd', 'SDPA_bwd', 'InferenceAttention')
+    group by trace_id
+),
+
+final as (
+    select
+        traces.trace_id,
+        coalesce(rotary_ops.op_count, 0) + coalesce(rotary_kernels.kernel_count, 0)
+            + coalesce(rotary_modules.call_count, 0) > 0 as has_rotary,
+        coalesce(rotary_modules.example, rotary_ops.example, rotary_kernels.example) as rotary_example,
+        coalesce(compiled_regions.region_count, 0) as compiled_region_count,
+        coalesce(compiled_kernels.kernel_count, 0) as compiled_kernel_count,
+        coalesce(compiled_kernels.time_us, 0) as compiled_kernel_time_us,
+        coalesce(compiled_regions.region_count, 0) + coalesce(compiled_kernels.kernel_count, 0) > 0 as is_compiled,
+        coalesce(attention_ops.op_count, 0) as attention_op_count,
+        coalesce(attention_ops.causal_op_count, 0) as causal_attention_op_count,
+        attention_ops.min_query_len,
+        attention_ops.max_query_len
+    from traces
+    left join rotary_ops on rotary_ops.trace_id = traces.trace_id
+    left join rotary_kernels on rotary_kernels.trace_id = traces.trace_id
+    left join rotary_modules on rotary_modules.trace_id = traces.trace_id
+    left join compiled_regions on compiled_regions.trace_id = traces.trace_id
+    left join compiled_kernels on compiled_kernels.trace_id = traces.trace_id
+    left join attention_ops on attention_ops.trace_id = traces.trace_id
+)
+
+select * from final
