@@ -840,8 +840,10 @@ def evidence_sql(group: OpGroup, ctx: AnalysisContext) -> str:
     if group.chain:
         return _chain_evidence_sql(group, ctx, keys)
     share = "p.kernel_time_sum_us / 1000.0 / t.total_time_ms * 100"
+    # each member's attainable share of its roofline (agent setting), inlined
+    attainable = ", ".join(f"({sql_literal(op.signature_key)}, {op.attainable_percent!r})" for op in group.members)
     if group.estimate_method == "quantified":
-        gap = "greatest(0, 1 - p.pct_roofline_mean / 100)"
+        gap = "greatest(0, 1 - p.pct_roofline_mean / a.attainable_percent)"
         impacts = (
             f"{settings.TARGET_LOW} * {gap} * {share} as impact_low,\n"
             f"    {settings.TARGET_MID} * {gap} * {share} as impact_mid,\n"
@@ -854,13 +856,15 @@ def evidence_sql(group: OpGroup, ctx: AnalysisContext) -> str:
             f"    {settings.HEURISTIC_FRACTION_HIGH} * {share} as impact_high"
         )
     return (
+        f"with a(signature_key, attainable_percent) as (values {attainable})\n"
         "select p.name, p.op_category, p.input_dims, p.operation_count,\n"
         "    p.kernel_time_sum_us / 1000.0 as time_ms,\n"
         f"    {share} as percent_of_e2e,\n"
-        "    p.has_perf_model, p.pct_roofline_mean as efficiency_percent, p.roofline_bound,\n"
+        "    p.has_perf_model, p.pct_roofline_mean as efficiency_percent, a.attainable_percent, p.roofline_bound,\n"
         f"    {impacts}\n"
         "from op_perf as p\n"
         "inner join gpu_timeline as t on t.trace_id = p.trace_id\n"
+        "inner join a on a.signature_key = p.signature_key\n"
         f"where p.trace_id = {sql_literal(ctx.trace_id)} and p.platform = {sql_literal(ctx.platform)}\n"
         f"    and p.signature_key in ({keys})\n"
         "order by p.kernel_time_sum_us desc"

@@ -16,6 +16,8 @@ and the rest), and its impact is computed from their sum.
 
 from __future__ import annotations
 
+import statistics
+from collections import defaultdict
 from typing import Literal, NamedTuple
 
 import duckdb
@@ -59,6 +61,29 @@ class CollectiveOp(BaseModel):
     library: str | None
 
 
+class CollectiveModel(BaseModel):
+    """The exposed collectives' time against a floor bus bandwidth (from the bytes they move)."""
+
+    modeled_count: int  # kernels of the main collective (the one with the most exposed time)
+    modeled_share: float  # of the unhideable exposed time, the part whose bytes are known
+    bytes_min: float
+    bytes_max: float
+    bus_gb_per_s_min: float
+    bus_gb_per_s_max: float
+    floor_gb_per_s: float  # settings.COLLECTIVE_BUSBW_FLOOR_GBPS
+    saving_ms: float  # the unhideable time above what the floor bandwidth would take
+    collective_names: list[str]
+    # time vs bytes between the smallest and the largest message size: (bytes ratio, time ratio)
+    size_scaling: tuple[float, float] | None = None
+
+    @property
+    def waiting_dominated(self) -> bool:
+        if self.size_scaling is None:
+            return False
+        bytes_ratio, time_ratio = self.size_scaling
+        return time_ratio < settings.COLLECTIVE_WAIT_SCALING_MAX * bytes_ratio
+
+
 class MultiKernelMetrics(BaseModel):
     total_time_ms: float
     computation_time_ms: float
@@ -80,6 +105,7 @@ class MultiKernelMetrics(BaseModel):
     comm_overlap_ratio: float | None  # 1 - exposed / total communication; None without collectives
     overlap_flagged: bool
     hideable_comm_time_ms: float  # min(exposed comm, computation not already hiding communication)
+    collective_model: CollectiveModel | None = None  # the unhideable collectives against a floor bus bandwidth
     total_memcpy_time_ms: float
     exposed_memcpy_time_ms: float
     exposed_memcpy_percent: float
@@ -182,6 +208,47 @@ order by total_time_ms desc, kernels.name"""
 
 
 
+COLLECTIVE_ROWS_SQL = """
+select event_idx, collective_name, bytes, dur_us, bus_factor, bus_gb_per_s
+from collectives
+where trace_id = ? and bytes is not null and dur_us > 0
+order by ts_us, event_idx"""
+
+
+def _collective_model(db: duckdb.DuckDBPyConnection, trace_id: str,
+                      unhideable: dict[int, float]) -> CollectiveModel | None:
+    rows = [r for r in query_rows(db, COLLECTIVE_ROWS_SQL, [trace_id]) if int(r["event_idx"]) in unhideable]
+    total = sum(unhideable.values())
+    if not rows or total <= 0:
+        return None
+    floor = settings.COLLECTIVE_BUSBW_FLOOR_GBPS
+    saving = 0.0
+    for r in rows:
+        ideal_us = float(r["bytes"]) * float(r["bus_factor"]) / (floor * 1e3)
+        saving += unhideable[int(r["event_idx"])] * max(0.0, 1.0 - ideal_us / float(r["dur_us"]))
+    # the facts quoted are the collective (all-reduce, ...) with the most exposed time
+    exposed_by_name: dict[str, float] = defaultdict(float)
+    for r in rows:
+        exposed_by_name[r["collective_name"] or ""] += unhideable[int(r["event_idx"])]
+    main_name = max(exposed_by_name, key=exposed_by_name.__getitem__)
+    main = [r for r in rows if (r["collective_name"] or "") == main_name]
+    by_size: dict[float, list[float]] = defaultdict(list)
+    for r in main:
+        by_size[float(r["bytes"])].append(float(r["dur_us"]))
+    small, large = min(by_size), max(by_size)
+    scaling = None
+    if small > 0 and large / small >= settings.COLLECTIVE_SIZE_RATIO_MIN:
+        scaling = (large / small, statistics.median(by_size[large]) / statistics.median(by_size[small]))
+    return CollectiveModel(
+        modeled_count=len(main), modeled_share=sum(unhideable[int(r["event_idx"])] for r in rows) / total,
+        bytes_min=small, bytes_max=large,
+        bus_gb_per_s_min=min(float(r["bus_gb_per_s"]) for r in main),
+        bus_gb_per_s_max=max(float(r["bus_gb_per_s"]) for r in main),
+        floor_gb_per_s=floor, saving_ms=saving / 1000.0,
+        collective_names=[main_name] if main_name else [],
+        size_scaling=scaling)
+
+
 class Claims(NamedTuple):
     """The GPU events (kernels.event_idx -> µs) each finding would rest on."""
     copies: dict[str, dict[int, float]]  # direction -> each linked copy's exposed time
@@ -208,6 +275,22 @@ def _claimed_comm(db: duckdb.DuckDBPyConnection, trace_id: str, hideable_us: flo
     rows = db.execute(CLAIMED_COMM_SQL, [trace_id, hideable_us]).fetchall()
     return {"hideable_comm": {int(idx): float(h) for idx, h, _ in rows if h > 0},
             "unhideable_comm": {int(idx): float(u) for idx, h, u in rows if u > 0 and h == 0}}
+
+
+def _collective_sentence(model: CollectiveModel | None) -> str:
+    if model is None:
+        return ""
+    names = "/".join(model.collective_names) or "collective"
+    sentence = (f" The {model.modeled_count} exposed {names} kernels move "
+                f"{model.bytes_min / 1e6:,.1f}-{model.bytes_max / 1e6:,.1f} MB at "
+                f"{model.bus_gb_per_s_min:.1f}-{model.bus_gb_per_s_max:.1f} GB/s bus bandwidth"
+                + (f", below the {model.floor_gb_per_s:g} GB/s any GPU link sustains" if model.bus_gb_per_s_max <
+                   model.floor_gb_per_s else "") + ".")
+    if model.size_scaling is not None and model.waiting_dominated:
+        bytes_ratio, time_ratio = model.size_scaling
+        sentence += (f" {bytes_ratio:.1f}x the bytes take only {time_ratio:.1f}x the time: the kernels mostly wait "
+                     "for the other ranks to arrive, they do not move data.")
+    return sentence
 
 
 def _transfer_facts(stats: TransferStats) -> str:
@@ -312,6 +395,7 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
     )
     claims = Claims(copies=_claimed_copies(db, ctx.trace_id),
                     **_claimed_comm(db, ctx.trace_id, 1000.0 * hideable if metrics.overlap_flagged else 0.0))
+    metrics.collective_model = _collective_model(db, ctx.trace_id, claims.unhideable_comm)
     findings = _findings(metrics, ctx, claims)
     metrics.patterns_detected = [f.finding_id.split(":", 1)[1] for f in findings]
     return AgentResult(agent=AGENT_NAME, tier="system", category=AGENT_NAME, status="OK",
@@ -415,24 +499,45 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext, claims: Claims) -> li
     if m.exposed_comm_flagged and unhideable_percent > settings.EXPOSED_COMM_PERCENT_MAX:
         latency_bound = (m.collective_count > settings.MEMCPY_DIRECTION_COUNT_MAX
                          and (m.collective_avg_us or 0) < settings.SMALL_COLLECTIVE_US)
-        impact = {"impact_low": round(unhideable_percent * settings.HEURISTIC_FRACTION_LOW, 3),
-                  "impact_score": round(unhideable_percent * settings.HEURISTIC_FRACTION_MID, 3),
-                  "impact_high": round(unhideable_percent * settings.HEURISTIC_FRACTION_HIGH, 3),
-                  "recoverable_ms": round(unhideable_ms * settings.HEURISTIC_FRACTION_MID, 4),
-                  "estimate_method": "heuristic", "claimed_kernels": claims.unhideable_comm}
-        action = ("Fuse the many small collectives into fewer, larger ones (larger communication buckets)."
-                  if latency_bound else
-                  "Reduce the bytes each collective moves: communicate in a narrower data type (compressed collective "
-                  "communication).")
+        model = m.collective_model
+        modeled = model is not None and model.modeled_share >= settings.FUSION_MODELED_SHARE_HIGH
+        if modeled:
+            saving = min(model.saving_ms, unhideable_ms)
+            share = 100.0 * saving / ctx.e2e_time_ms
+            impact = {"impact_low": round(settings.TARGET_LOW * share, 3),
+                      "impact_score": round(settings.TARGET_MID * share, 3),
+                      "impact_high": round(settings.TARGET_HIGH * share, 3),
+                      "recoverable_ms": round(settings.TARGET_MID * saving, 4),
+                      "estimate_method": "quantified", "claimed_kernels": claims.unhideable_comm}
+        else:
+            impact = {"impact_low": round(unhideable_percent * settings.HEURISTIC_FRACTION_LOW, 3),
+                      "impact_score": round(unhideable_percent * settings.HEURISTIC_FRACTION_MID, 3),
+                      "impact_high": round(unhideable_percent * settings.HEURISTIC_FRACTION_HIGH, 3),
+                      "recoverable_ms": round(unhideable_ms * settings.HEURISTIC_FRACTION_MID, 4),
+                      "estimate_method": "heuristic", "claimed_kernels": claims.unhideable_comm}
+        if modeled and model.waiting_dominated:
+            action = ("Find what the collectives wait for: compare this step across ranks (the slowest rank sets "
+                      "every all-reduce), balance the per-rank work, and start each gradient bucket's collective as "
+                      "soon as it is ready so the wait overlaps the backward pass.")
+        elif modeled and model.bus_gb_per_s_max < model.floor_gb_per_s:
+            action = ("Check the collective transport: at this bus bandwidth the library is not using the GPU "
+                      "interconnect (NCCL_DEBUG=INFO / RCCL_DEBUG shows the transport and topology); then reduce "
+                      "the bytes (narrower gradient dtype).")
+        elif latency_bound:
+            action = "Fuse the many small collectives into fewer, larger ones (larger communication buckets)."
+        else:
+            action = ("Reduce the bytes each collective moves: communicate in a narrower data type (compressed "
+                      "collective communication).")
         context = (f"after hiding {m.hideable_comm_time_ms:.2f} ms under the free computation, "
                    if m.overlap_flagged else
                    f"although {100 * (m.comm_overlap_ratio or 0):.1f} % of communication already overlaps, ")
         findings.append(_finding(
             "exposed-comm",
-            title="Collective communication too slow to hide under computation",
+            title=("Collectives wait far longer than their data takes to move" if modeled and model.waiting_dominated
+                   else "Collective communication too slow to hide under computation"),
             insight=(f"{unhideable_ms:.2f} ms of exposed collective communication ({unhideable_percent:.1f} % of E2E) "
                      f"remains {context.rstrip(', ')}{_straddle_clause(m, unhideable_ms)}; {m.collective_count} "
-                     f"collectives average {m.collective_avg_us or 0:.1f} us."),
+                     f"collectives average {m.collective_avg_us or 0:.1f} us." + _collective_sentence(model)),
             action=action,
             confidence=confidence_from_quality("medium", ctx.quality_verdicts, comm_checks),
             evidence={**comm_evidence, "unhideable_comm_time_ms": round(unhideable_ms, 4), "impact_basis_ms": unhideable_ms},
@@ -447,10 +552,16 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext, claims: Claims) -> li
                 f"collectives themselves must get cheaper "
                 f"({'per-call latency dominates many small collectives' if latency_bound else 'the transferred volume dominates: few long collectives'}).\n\n"
                 f"**Resolution:** {action}\n\n"
-                f"**Impact estimate:** {settings.HEURISTIC_FRACTION_LOW:.2f}/{settings.HEURISTIC_FRACTION_MID:.2f}/"
-                f"{settings.HEURISTIC_FRACTION_HIGH:.2f} (low/mid/high, the heuristic ladder for unmodeled time) x the "
-                f"unhideable exposed communication {unhideable_percent:.2f} % = "
-                f"{impact['impact_low']:.1f}-{impact['impact_high']:.1f} % of E2E."),
+                f"**Impact estimate:** "
+                + (f"each exposed collective's time above what its bytes take at {model.floor_gb_per_s:g} GB/s bus "
+                   f"bandwidth (bytes x bus factor / {model.floor_gb_per_s:g} GB/s; {100 * model.modeled_share:.0f} % "
+                   f"of the exposed time has its bytes recorded) = {model.saving_ms:.3f} ms, x "
+                   f"{settings.TARGET_LOW}/{settings.TARGET_MID}/{settings.TARGET_HIGH} (low/mid/high) = "
+                   f"{impact['impact_low']:.1f}-{impact['impact_high']:.1f} % of E2E." if modeled else
+                   f"{settings.HEURISTIC_FRACTION_LOW:.2f}/{settings.HEURISTIC_FRACTION_MID:.2f}/"
+                   f"{settings.HEURISTIC_FRACTION_HIGH:.2f} (low/mid/high, a heuristic guess for time no model covers) x "
+                   f"the unhideable exposed communication {unhideable_percent:.2f} % = "
+                   f"{impact['impact_low']:.1f}-{impact['impact_high']:.1f} % of E2E.")),
             **impact))
 
     memcpy_sql = inline_trace_id(MEMCPY_SQL, ctx.trace_id)
