@@ -6,14 +6,15 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import pytest
+import yaml
 
-from tests.reports.trace_variants import (write_legacy_categories, write_with_renamed_launch_flows,
+from tests.reports.trace_variants import (write_legacy_categories, write_with_pause, write_with_renamed_launch_flows,
                                           write_without_launch_flows)
 from tracelake.ingestion import ingest_paths
 from tracelake.warehouse import Warehouse
@@ -23,6 +24,10 @@ TRACES = DATA / "traces"
 EXPECTED = DATA / "expected"
 HTA_TRACES = DATA / "hta"  # flow-less real ranks, outside TRACES (see tests/data/README.md)
 LINKING_SOURCE = "h100/gaunernst_bert-small-uncased__1016001.json.gz"
+# the same BERT-small forward pass on both vendors, source of the idle-gap mechanism variants
+GAP_MECHANISM_SOURCES = ("h100/gaunernst_bert-small-uncased__1016001.json.gz",
+                         "mi300/gaunernst_bert-small-uncased__1016001.json.gz")
+GAP_CLASS_VARS = yaml.safe_load((Path(__file__).parents[1] / "dbt_project.yml").read_text())["vars"]
 
 # expected/<folder> -> the trace it was computed from
 EXPECTED_TRACES = {
@@ -126,3 +131,52 @@ def run_cli(*args: str, env: dict[str, str] | None = None, user: int | None = No
         cwd=cwd,
         timeout=600,
     )
+
+
+# ---- idle-gap mechanisms -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GapMechanisms:
+    """A warehouse of BERT-small variants, each staging one cause of an idle gap, and the gap it changed."""
+
+    db: duckdb.DuckDBPyConnection
+    gaps: dict[str, tuple[str, int]]  # variant -> (trace_id, gap_id)
+
+
+def _gap_where(db: duckdb.DuckDBPyConnection, trace: str, condition: str) -> dict:
+    cursor = db.execute(f"select * from gpu_idle_gaps where trace_id = ? and {condition} order by duration_us desc limit 1",
+                        [trace_id_of(db, trace)])
+    return dict(zip([d[0] for d in cursor.description], cursor.fetchone()))
+
+
+@pytest.fixture(scope="session")
+def gap_mechanisms(db: duckdb.DuckDBPyConnection, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GapMechanisms]:
+    """Variants written at test time from the real BERT traces (trace_variants.write_with_pause):
+    - `returns_early_<vendor>`: the host stops for 10 ms right after its synchronizing call returns
+      inside a gap (the call ends microseconds after the gap opens, as on OWLv2);
+    - `spans_mi300`: a blocking copy (`hipMemcpyWithStream`) that spans its gap and issued the copy
+      closing it, held 500 us longer (the host waits in the call, the GPU for the copy);
+    - `queued_h100`: the GPU is held back 5 ms in a mid-trace gap while the host launched on time."""
+    folder = tmp_path_factory.mktemp("gap_mechanisms")
+    sync_names = ", ".join(f"'{n}'" for n in GAP_CLASS_VARS["synchronizing_runtime_calls"])
+    chosen: dict[str, tuple[str, dict, float, bool]] = {}
+    for vendor, trace in (("h100", GAP_MECHANISM_SOURCES[0]), ("mi300", GAP_MECHANISM_SOURCES[1])):
+        gap = _gap_where(db, trace, "gap_class_reason = 'launched_after_sync_returned'")
+        chosen[f"returns_early_{vendor}"] = (trace, gap, (gap["start_runtime_end_us"] + gap["next_launch_ts_us"]) / 2,
+                                             False)
+    gap = _gap_where(db, GAP_MECHANISM_SOURCES[1], f"start_runtime_name in ({sync_names}) and start_runtime_end_us >= end_us "
+                     "and next_launch_event_idx = start_runtime_event_idx")
+    chosen["spans_mi300"] = (GAP_MECHANISM_SOURCES[1], gap, (gap["start_us"] + gap["end_us"]) / 2, False)
+    gap = _gap_where(db, GAP_MECHANISM_SOURCES[0], "gap_class = 'launch_bound' and gap_id between 20 and 40")
+    chosen["queued_h100"] = (GAP_MECHANISM_SOURCES[0], gap, gap["start_us"] + 0.5, True)
+    pauses = {"returns_early_h100": 10_000.0, "returns_early_mi300": 10_000.0, "spans_mi300": 500.0,
+              "queued_h100": 5_000.0}
+    for name, (trace, _, at_us, gpu_only) in chosen.items():
+        assert write_with_pause(TRACES / trace, folder / f"{name}.json.gz", at_us, pauses[name], gpu_only) > 0
+    wh = Warehouse(tmp_path_factory.mktemp("gap_mechanisms_wh"))
+    assert not ingest_paths([folder], wh, tags={"suite": "gap_mechanisms"}, jobs=1).failed
+    con = wh.connect_read_only()
+    ids = dict(con.execute("select regexp_extract(source_path, '([a-z0-9_]+)\\.json\\.gz$', 1), trace_id from traces").fetchall())
+    yield GapMechanisms(con, {name: (ids[name], gap["gap_id"]) for name, (_, gap, _, _) in chosen.items()})
+    con.close()

@@ -2,7 +2,20 @@
     busy intervals (int_gpu_intervals_merged, linked scope, every bucket), whose durations add up
     to gpu_timeline's idle time. Beside each gap: the kernels on either side, the launch of the
     kernel that ends it, and what that launch's host thread was doing when the gap opened and
-    when it closed (the innermost cpu op, python frame and runtime call spanning each instant). -#}
+    when it closed (the innermost cpu op, python frame and runtime call spanning each instant),
+    and the gap's cause (gap_class, gap_class_reason), one rule for every vendor:
+    1. window_edge: the first or last gap of the timeline, idle_gap_long_us or longer;
+    2. queued_waiting (inside_graph_replay): between two kernels of GPU graph replays;
+    3. launch_bound / host_work: the closing kernel was launched late, i.e. it waited at most
+       idle_gap_launch_latency_us beyond the host's own delay (lead - latency <= max(delay, 0));
+       host_work when the gap is idle_gap_long_us or longer;
+    4. sync_blocked: a synchronizing runtime call (var synchronizing_runtime_calls) of the
+       launching thread spans the whole gap (returns at or after its end, within
+       idle_gap_sync_span_tolerance_us) and the GPU op closing the gap was issued once that call
+       had begun (nothing else was queued); a call that returns inside the gap is not the cause,
+       nor is a host sync while work queued before it waits;
+    5. queued_waiting: the closing kernel was queued well ahead and still waited (another stream,
+       a collective, an event). -#}
 {{ config(materialized='incremental') }}
 
 with recursive merged_intervals as (
@@ -12,7 +25,7 @@ with recursive merged_intervals as (
 ),
 
 kernels as (
-    select trace_id, event_idx, ts_us, end_us, is_graph_launch, launch_event_idx
+    select trace_id, event_idx, ts_us, end_us, is_graph_launch, launch_event_idx, stream, is_comm
     from {{ ref('kernels') }}
     where is_linked and {{ is_new_trace() }}
 ),
@@ -44,10 +57,10 @@ gaps as (
 
 kernels_before as (
     {#- the kernel whose end opens the gap (the latest-starting one when several end there) -#}
-    select trace_id, gap_id, event_idx, is_graph_launch
+    select trace_id, gap_id, event_idx, is_graph_launch, stream, is_comm
     from (
         select
-            gaps.trace_id, gaps.gap_id, kernels.event_idx, kernels.is_graph_launch,
+            gaps.trace_id, gaps.gap_id, kernels.event_idx, kernels.is_graph_launch, kernels.stream, kernels.is_comm,
             row_number() over (
                 partition by gaps.trace_id, gaps.gap_id order by kernels.ts_us desc, kernels.event_idx desc
             ) as kernel_rank
@@ -59,10 +72,11 @@ kernels_before as (
 
 kernels_after as (
     {#- the kernel whose start closes the gap (the first in file order when several start there) -#}
-    select trace_id, gap_id, event_idx, is_graph_launch, launch_event_idx
+    select trace_id, gap_id, event_idx, is_graph_launch, launch_event_idx, stream, is_comm
     from (
         select
             gaps.trace_id, gaps.gap_id, kernels.event_idx, kernels.is_graph_launch, kernels.launch_event_idx,
+            kernels.stream, kernels.is_comm,
             row_number() over (partition by gaps.trace_id, gaps.gap_id order by kernels.event_idx) as kernel_rank
         from gaps
         inner join kernels on gaps.trace_id = kernels.trace_id and gaps.end_us = kernels.ts_us
@@ -152,6 +166,7 @@ spanning_calls as (
         case when category in ('cuda_runtime', 'cuda_driver') then 'runtime' else category end as call_kind,
         event_idx,
         name,
+        ts_us,
         end_us,
         depth
     from host_stack
@@ -166,6 +181,7 @@ innermost_calls as (
         call_kind,
         arg_max(event_idx, depth) as event_idx,
         arg_max(name, depth) as name,
+        arg_max(ts_us, depth) as ts_us,
         arg_max(end_us, depth) as end_us
     from spanning_calls
     group by trace_id, gap_id, instant, call_kind
@@ -180,6 +196,9 @@ host_activity as (
         {%- if instant == 'start' %}
         max(end_us) filter (where instant = 'start' and call_kind = '{{ kind }}') as start_{{ kind }}_end_us,
         {%- endif %}
+        {%- if instant == 'start' and kind == 'runtime' %}
+        max(ts_us) filter (where instant = 'start' and call_kind = 'runtime') as start_runtime_ts_us,
+        {%- endif %}
         {%- endfor %}
         {%- endfor %}
         trace_id,
@@ -188,7 +207,7 @@ host_activity as (
     group by trace_id, gap_id
 ),
 
-final as (
+described_gaps as (
     select
         gaps.trace_id || ':' || gaps.gap_id as gap_key,
         gaps.trace_id,
@@ -211,15 +230,97 @@ final as (
         {%- if instant == 'start' %}
         host_activity.start_{{ kind }}_end_us,
         {%- endif %}
+        {%- if instant == 'start' and kind == 'runtime' %}
+        host_activity.start_runtime_ts_us,
+        {%- endif %}
         {%- endfor %}
         {%- endfor %}
         next_launches.pid as host_pid,
-        next_launches.tid as host_tid
+        next_launches.tid as host_tid,
+        count(*) over (partition by gaps.trace_id) as gap_count,
+        coalesce(kernels_before.is_comm or kernels_after.is_comm, false) as touches_collective,
+        kernels_before.stream is distinct from kernels_after.stream as changes_stream
     from gaps
     left join kernels_before on gaps.trace_id = kernels_before.trace_id and gaps.gap_id = kernels_before.gap_id
     left join kernels_after on gaps.trace_id = kernels_after.trace_id and gaps.gap_id = kernels_after.gap_id
     left join next_launches on gaps.trace_id = next_launches.trace_id and gaps.gap_id = next_launches.gap_id
     left join host_activity on gaps.trace_id = host_activity.trace_id and gaps.gap_id = host_activity.gap_id
+),
+
+gap_evidence as (
+    select
+        *,
+        {#- the closing kernel waited for the host: after its launch it waited no longer than a
+            launch takes, beyond the time the host took to issue it -#}
+        launch_lead_us - {{ var('idle_gap_launch_latency_us') }} <= greatest(launch_delay_us, 0) as was_launched_late,
+        coalesce(start_runtime_name in ({%- for name in var('synchronizing_runtime_calls') %}'{{ name }}'{{ ', ' if not loop.last }}{% endfor -%}), false) as starts_in_synchronizing_call,
+        coalesce(start_runtime_end_us >= end_us - {{ var('idle_gap_sync_span_tolerance_us') }}, false) as runtime_call_spans_gap,
+        {#- the GPU op closing the gap was issued once that call had begun (by the call itself, e.g. a
+            blocking copy): nothing else was queued, so the GPU waited for the call -#}
+        coalesce(next_launch_ts_us >= start_runtime_ts_us, false) as issued_during_runtime_call
+    from described_gaps
+),
+
+classified_gaps as (
+    select
+        *,
+        case
+            when (gap_id = 1 or gap_id = gap_count) and duration_us >= {{ var('idle_gap_long_us') }} then 'window_edge'
+            when is_inside_graph_replay then 'queued_waiting'
+            when was_launched_late and duration_us >= {{ var('idle_gap_long_us') }} then 'host_work'
+            when was_launched_late then 'launch_bound'
+            when starts_in_synchronizing_call and runtime_call_spans_gap and issued_during_runtime_call then 'sync_blocked'
+            else 'queued_waiting'
+        end as gap_class,
+        case
+            when (gap_id = 1 or gap_id = gap_count) and duration_us >= {{ var('idle_gap_long_us') }}
+                then case when gap_id = 1 then 'first_gap_of_window' else 'last_gap_of_window' end
+            when is_inside_graph_replay then 'inside_graph_replay'
+            when was_launched_late and starts_in_synchronizing_call and not runtime_call_spans_gap
+                then 'launched_after_sync_returned'
+            when was_launched_late then 'launched_late'
+            when starts_in_synchronizing_call and runtime_call_spans_gap and issued_during_runtime_call
+                then 'sync_call_spans_gap'
+            when touches_collective then 'waits_on_collective'
+            when changes_stream then 'waits_on_other_stream'
+            else 'queued_ahead'
+        end as gap_class_reason
+    from gap_evidence
+),
+
+final as (
+    select
+        gap_key,
+        trace_id,
+        gap_id,
+        start_us,
+        end_us,
+        duration_us,
+        kernel_before_event_idx,
+        kernel_after_event_idx,
+        is_inside_graph_replay,
+        next_launch_event_idx,
+        next_launch_name,
+        next_launch_ts_us,
+        launch_lead_us,
+        launch_delay_us,
+        {%- for instant in ['start', 'end'] %}
+        {%- for kind in ['cpu_op', 'python_function', 'runtime'] %}
+        {{ instant }}_{{ kind }}_name,
+        {{ instant }}_{{ kind }}_event_idx,
+        {%- if instant == 'start' %}
+        start_{{ kind }}_end_us,
+        {%- endif %}
+        {%- if instant == 'start' and kind == 'runtime' %}
+        start_runtime_ts_us,
+        {%- endif %}
+        {%- endfor %}
+        {%- endfor %}
+        host_pid,
+        host_tid,
+        gap_class,
+        gap_class_reason
+    from classified_gaps
 )
 
 select * from final

@@ -15,8 +15,8 @@ from tests.analyzers.test_system_analyzers import context_of
 MID_FRACTION = {
     "cpu_idle:launch-bound": settings.IDLE_RECOVERY_FRACTIONS[1],
     "cpu_idle:host-overhead": settings.IDLE_RECOVERY_FRACTIONS[1],
-    "cpu_idle:host-sync": settings.IDLE_RECOVERY_FRACTIONS[1],
-    "cpu_idle:pipeline-bubbles": settings.BUBBLE_RECOVERY_FRACTIONS[1],
+    "cpu_idle:sync-blocked": settings.IDLE_RECOVERY_FRACTIONS[1],
+    "cpu_idle:host-work": settings.BUBBLE_RECOVERY_FRACTIONS[1],
     "multi_kernel:comm-overlap": settings.OVERLAP_RECOVERY_FRACTIONS[1],
     "multi_kernel:exposed-comm": settings.HEURISTIC_FRACTION_MID,
     "multi_kernel:memcpy-d2h": settings.OVERLAP_RECOVERY_FRACTIONS[1],
@@ -42,7 +42,7 @@ def _quantified(found: list[tuple[AnalysisContext, Finding]]) -> list[tuple[Anal
 def test_the_warehouse_has_quantified_findings_of_both_agents(findings) -> None:
     agents = {f.agent for _, f in _quantified(findings)}
     assert agents == {"cpu_idle", "multi_kernel"}
-    assert len(_quantified(findings)) >= 8
+    assert len(_quantified(findings)) >= 6  # launch-bound x 3 (BERT x 2, B200), B200 host work, ResNet collectives x 2
 
 
 def test_claims_add_up_to_the_time_the_impact_is_computed_from(findings) -> None:
@@ -70,8 +70,11 @@ def test_claimed_gaps_exist_and_claim_their_time_above_the_residual(db, findings
         durations = dict(db.execute("select gap_id, duration_us from gpu_idle_gaps where trace_id = ?",
                                     [ctx.trace_id]).fetchall())
         assert set(f.claimed_gaps) <= set(durations), f.finding_id
+        classes = dict(db.execute("select gap_id, gap_class from gpu_idle_gaps where trace_id = ?",
+                                  [ctx.trace_id]).fetchall())
         for gap_id, claimed_us in f.claimed_gaps.items():
             assert claimed_us == pytest.approx(durations[gap_id] - settings.RESIDUAL_GAP_US, abs=1e-9)
+            assert classes[gap_id] == f.evidence["gap_class"], f.finding_id  # a finding claims its class's gaps
 
 
 def test_claimed_kernels_exist_and_claim_at_most_their_exposed_time(db, findings) -> None:
@@ -123,8 +126,7 @@ def test_evidence_sql_still_runs_over_the_marts(db, findings) -> None:
         cursor = db.execute(f.evidence_sql)
         columns = [d[0] for d in cursor.description]
         classes = {row[0]: dict(zip(columns, row)) for row in cursor.fetchall()}
-        gap_class = {"launch-bound": "launch", "host-overhead": "launch", "host-sync": "host_sync",
-                     "pipeline-bubbles": "pipeline_bubble"}[f.finding_id.split(":", 1)[1]]
+        gap_class = f.evidence["gap_class"]
         assert classes[gap_class]["recoverable_time_ms"] == pytest.approx(f.evidence["impact_basis_ms"], abs=1e-6)
 
 

@@ -174,3 +174,30 @@ def write_legacy_categories(source: Path, target: Path) -> int:
             changed += 1
     _write(trace, target)
     return changed
+
+
+# ---- idle-gap mechanisms ---------------------------------------------------------------------------
+
+
+def write_with_pause(source: Path, target: Path, at_us: float, pause_us: float, gpu_only: bool = False) -> int:
+    """Copy a trace as if everything stopped for `pause_us` at instant `at_us` (trace clock): events
+    starting at or after it start that much later, events spanning it last that much longer. With
+    `gpu_only`, only the GPU work (and the launch-flow ends on it) is held back: the host launched on
+    time and its kernels waited in the queue. Returns how many events moved or stretched."""
+    trace = _load(source)
+    changed = 0
+    for event in trace["traceEvents"]:
+        if "ts" not in event:
+            continue
+        is_gpu = event.get("cat") in GPU_CATEGORIES or (_is_launch_flow(event) and event.get("ph") == "f")
+        if gpu_only and not is_gpu:
+            continue
+        ts = float(event["ts"])
+        if ts >= at_us:
+            event["ts"] = ts + pause_us
+            changed += 1
+        elif "dur" in event and ts + float(event["dur"]) > at_us:
+            event["dur"] = float(event["dur"]) + pause_us
+            changed += 1
+    _write(trace, target)
+    return changed
