@@ -335,7 +335,7 @@ derived_checks as (
             when busy_shares.busy_share < {{ var('min_gpu_busy_share') }}
                 then 'GPU busy ' || round(100.0 * busy_shares.busy_share, 2) || ' % of the trace span ('
                     || round(busy_shares.busy_us / 1000.0, 3) || ' ms of GPU work in ' || round(busy_shares.span_us / 1000.0, 3)
-                    || ' ms): a micro-benchmark or test harness, not a workload; its idle time is the harness''s'
+                    || ' ms): a micro-benchmark or test harness, not a workload'
             else 'GPU busy ' || round(100.0 * busy_shares.busy_share, 2) || ' % of the trace span ('
                 || round(busy_shares.busy_us / 1000.0, 3) || ' ms of GPU work in ' || round(busy_shares.span_us / 1000.0, 3) || ' ms)'
         end
