@@ -402,6 +402,7 @@ derived_checks as (
         1.0,
         case when gpu_stats.gpu_events > 0 and not trace_platforms.is_detected then 'warn' else 'pass' end,
         case
+            when gpu_stats.gpu_events = 0 then 'no GPU events: no roofline is drawn'
             when trace_platforms.is_detected
                 then 'device ' || coalesce('''' || trace_files.device_name || '''', '?') || ' is ' || trace_platforms.platform
             when trace_files.device_name is null
