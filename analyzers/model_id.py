@@ -2,8 +2,14 @@
 
 What the trace tells about the model, read with SQL and decided by rules:
 
-- family: nn.Module class names (``module_calls.module_class``, or ``cpu_ops.module_chain``) against
-  the family rules seed (seeds/model_family_rules.csv: ``Qwen2DecoderLayer`` -> Qwen);
+- the model: the outermost ``nn.Module`` calls of the module-call tree (``module_calls``; under data-
+  parallel / compile wrappers, not containers) that hold a repeated layer are the trace's models; the
+  one with the most GPU kernel time names the model, and several of them (text encoders, a diffusion
+  transformer, a VAE) are described as a pipeline of those components;
+- family: that model's class and its sub-module classes (``module_calls.module_class``, or
+  ``cpu_ops.module_chain``) against the family rules seed (seeds/model_family_rules.csv:
+  ``Qwen2DecoderLayer`` -> Qwen), else the model class without its task head
+  (``TimesformerForVideoClassification`` -> Timesformer);
 - layer count: distinct instances of the repeated layer class (``BertLayer_0`` .. ``BertLayer_3``);
 - weights: the weight operand of ``aten::linear`` / ``aten::convolution`` / ``aten::embedding``,
   one per module instance (the innermost ``nn.Module`` call around the op, ``module_call_events``), so repeated passes
@@ -16,7 +22,8 @@ What the trace tells about the model, read with SQL and decided by rules:
   else the input dtypes of the modelled ops;
 - checkpoint: the published configurations seed (seeds/model_configs.csv) the numbers match.
 
-Whatever the trace does not show is ``Cannot be inferred from trace`` (the seed's wording).
+Whatever the trace does not show is ``Cannot be inferred from trace`` (the seed's wording); the model
+itself only when the trace names no module that holds layers of its own.
 """
 
 from __future__ import annotations
@@ -52,14 +59,31 @@ _LAYER_CLASS = re.compile(r"(DecoderLayer|EncoderLayer|Layer|Block|Bottleneck|Ba
 _NOT_A_LAYER = re.compile(r"(?i)(mlp|attention|attn|feedforward|ffn|norm|embedding|^sequential$|^modulelist$|^linear$)")
 _TENSOR_PARALLEL_CLASS = re.compile(r"(ColumnParallelLinear|RowParallelLinear|QKVParallelLinear|VocabParallelEmbedding|ParallelLMHead)")
 _MOE_CLASS = re.compile(r"(?i)(moe|experts?$|sparse.*block)")
+# Classes that wrap a model (data parallel, torch.compile) and containers: never a model's name; the
+# model is the outermost call under the wrappers, and a container at the top holds parts of one.
+_WRAPPER_CLASSES = ("DistributedDataParallel", "FullyShardedDataParallel", "DataParallel", "OptimizedModule")
+_CONTAINER_CLASSES = ("Sequential", "ModuleList", "ModuleDict")
+# The task head or suffix of a model class (Hugging Face / diffusers naming): the rest names the family.
+_TASK_SUFFIX = re.compile(r"(For[A-Z]\w*|LMHeadModel|PreTrainedModel|Model(With[A-Z]\w*)?)$")
 
 
 _MATRIX_KERNEL_LABEL = {"gemm": "GEMM", "moe": "MoE expert GEMMs", "attention": "attention", "conv": "convolution"}
 
 
+class ModelComponent(BaseModel):
+    """One model of the trace: an outermost nn.Module class that holds layers of its own."""
+
+    module_class: str
+    family: str | None = None  # the family rule its classes match, if any
+    calls: int
+    kernel_time_ms: float  # GPU kernel time launched within its calls
+    kernel_time_percent: float  # share of all components' kernel time
+
+
 class ModelInfo(BaseModel):
     """What the trace says about the model; unknowns are spelled ``Cannot be inferred from trace``."""
 
+    model: str = UNKNOWN  # the seed's `model` key: checkpoint, model class, family or pipeline
     model_family: str = UNKNOWN
     model_name: str | None = None  # a published checkpoint whose configuration the trace matches
     architecture: str = UNKNOWN
@@ -79,6 +103,9 @@ class ModelInfo(BaseModel):
     tensor_parallel: int | None = None
     parameter_estimate: int | None = None
     evidence_sql: list[str] = Field(default_factory=list)  # queries (trace id inlined) behind the evidence
+    # the trace's models, most GPU time first; more than one: a pipeline (the first is where the time goes)
+    components: list[ModelComponent] = Field(default_factory=list)
+    is_pipeline: bool = False
 
     @property
     def display_name(self) -> str:
@@ -91,7 +118,7 @@ class ModelInfo(BaseModel):
 
     def seed_json(self) -> dict[str, str]:
         """The seed's four-key ``model_info.json``."""
-        return {"model": self.model_name or self.model_family, "architecture": self.architecture,
+        return {"model": self.model, "architecture": self.architecture,
                 "scale": self.scale, "precision": self.precision}
 
 
@@ -113,10 +140,39 @@ group by 1
 order by 1
 """
 
+# The outermost module calls (under wrappers only) by class, and their sub-module classes.
+_ROOT_CALLS_CTE = """
+with calls as (
+    select * from module_calls where trace_id = $trace_id
+),
+roots as (
+    select * from calls
+    where not list_contains($skipped::varchar[], module_class)
+      and len(list_filter(module_chain[1:depth], lambda c: not list_contains($wrappers::varchar[], c))) = 0
+)
+"""
+
+_ROOT_MODULES_SQL = _ROOT_CALLS_CTE + """
+select module_class, min(depth) as depth, count(*) as calls, sum(kernel_time_us) as kernel_time_us
+from roots
+group by module_class
+order by kernel_time_us desc, min(ts_us)
+"""
+
+_ROOT_DESCENDANTS_SQL = _ROOT_CALLS_CTE + """
+select root_classes.module_class as root_class, calls.module_class, count(distinct calls.module_instance) as instances
+from (select distinct module_class, depth from roots) as root_classes
+join calls
+  on calls.depth > root_classes.depth and calls.module_chain[root_classes.depth + 1] = root_classes.module_class
+group by all
+order by 1, 2
+"""
+
 # Weight operands, one row per op call, with the module instance of the innermost nn.Module call
 # around the call.
 _WEIGHT_OPS_SQL = """
-select cpu_ops.op_id, cpu_ops.name as op_name, cpu_ops.input_dims, module_calls.module_instance
+select cpu_ops.op_id, cpu_ops.name as op_name, cpu_ops.input_dims, module_calls.module_instance,
+       module_calls.module_chain
 from cpu_ops
 left join module_call_events
   on module_call_events.trace_id = cpu_ops.trace_id and module_call_events.event_idx = cpu_ops.op_id
@@ -273,11 +329,54 @@ def _module_facts(db: duckdb.DuckDBPyConnection, trace_id: str, facts: _Facts, s
             facts.module_calls[module_class] = int(calls)
 
 
-def _weight_facts(db: duckdb.DuckDBPyConnection, trace_id: str, facts: _Facts, sql: list[str]) -> None:
+@dataclass
+class _Root:
+    """An outermost module class (under wrappers) and the sub-module classes of its calls."""
+
+    module_class: str
+    depth: int
+    calls: int
+    kernel_time_us: float
+    descendants: dict[str, int] = field(default_factory=dict)  # class -> distinct instances
+    family: tuple[str, str, str] | None = None  # (family, kind, matched class) from the rules seed
+
+    @property
+    def holds_layers(self) -> bool:
+        return _layer_class(self.descendants) is not None
+
+
+def _roots(db: duckdb.DuckDBPyConnection, trace_id: str, sql: list[str]) -> list[_Root]:
+    """The outermost module classes, most GPU kernel time first, with their sub-module classes."""
+    params = {"trace_id": trace_id, "skipped": list(_WRAPPER_CLASSES + _CONTAINER_CLASSES),
+              "wrappers": list(_WRAPPER_CLASSES)}
+    roots = [_Root(c, int(d), int(n), float(t or 0.0)) for c, d, n, t in db.execute(_ROOT_MODULES_SQL, params).fetchall()]
+    if not roots:
+        return []
+    by_class = {r.module_class: r for r in roots}
+    for root_class, module_class, instances in db.execute(_ROOT_DESCENDANTS_SQL, params).fetchall():
+        by_class[root_class].descendants[module_class] = int(instances)
+    lists = lambda names: "[" + ", ".join(sql_literal(n) for n in names) + "]"  # noqa: E731
+    for query in (_ROOT_MODULES_SQL, _ROOT_DESCENDANTS_SQL):
+        sql.append(" ".join(_inline(query, trace_id).replace("$skipped", lists(params["skipped"]))
+                            .replace("$wrappers", lists(params["wrappers"])).split()))
+    return roots
+
+
+def _class_stem(module_class: str) -> str:
+    """The model class without its task head: TimesformerForVideoClassification -> Timesformer."""
+    return _TASK_SUFFIX.sub("", module_class) or module_class
+
+
+def _weight_facts(db: duckdb.DuckDBPyConnection, trace_id: str, facts: _Facts, sql: list[str],
+                  component: _Root | None = None) -> None:
+    """The weight operands; of one component's calls only when `component` is given (a pipeline)."""
     rows = _rows(db, _WEIGHT_OPS_SQL, trace_id)
+    if component is not None:
+        rows = [r for r in rows if r[4] is not None and len(r[4]) > component.depth
+                and r[4][component.depth] == component.module_class]
     seen: set[tuple] = set()
     with_instance = 0
-    for op_id, op_name, input_dims, module_instance in rows:
+    for op_id, op_name, input_dims, module_instance, _chain in rows:
         dims = _dims(input_dims)
         weight: _Weight | None = None
         if op_name == "aten::linear" and len(dims) >= 2 and len(dims[1]) == 2:
@@ -437,7 +536,11 @@ def identify_model(db: duckdb.DuckDBPyConnection, trace_id: str) -> ModelInfo:
     sql: list[str] = []
     facts = _Facts()
     _module_facts(db, trace_id, facts, sql)
-    _weight_facts(db, trace_id, facts, sql)
+    components = _components(db, facts, _roots(db, trace_id, sql))
+    model = components[0] if components else None  # where the GPU time goes
+    is_pipeline = len(components) >= 2
+    # a pipeline's scale is its main model's: the weights of that component's calls only
+    _weight_facts(db, trace_id, facts, sql, model if is_pipeline else None)
     attention = _attention_facts(db, trace_id, sql)
     op_counts = dict(zip(
         ("cpu_ops", "conv_ops", "attention_ops", "bmm_ops", "softmax_ops", "rnn_ops", "sparse_embedding_ops",
@@ -460,12 +563,18 @@ def identify_model(db: duckdb.DuckDBPyConnection, trace_id: str) -> ModelInfo:
     embeddings = [w for w in facts.weights if w.kind == "embedding"]
     convs = [w for w in facts.weights if w.kind == "conv"]
 
-    # -- family ---------------------------------------------------------------------------------
-    family = _family(db, facts, classes, sql)
+    # -- model and family -------------------------------------------------------------------------
+    family = _family(db, facts, _scope_classes(model) if model else classes, sql)
     kind = None
+    if model is not None:
+        evidence.append(_model_sentence(model, components))
     if family:
         info.model_family, kind, matched = family
         evidence.append(f"nn.Module class {code(matched)} identifies the {info.model_family} family")
+    elif model is not None:
+        info.model_family, info.model_name = _class_stem(model.module_class), model.module_class
+        evidence.append(f"no family rule matches its classes: the family is the class without its task head, "
+                        f"{code(info.model_family)}")
     elif classes:
         evidence.append("module classes seen: " + ", ".join(code(c) for c in classes[:12])
                         + " (none names a known model family)")
@@ -485,7 +594,7 @@ def identify_model(db: duckdb.DuckDBPyConnection, trace_id: str) -> ModelInfo:
     is_moe = bool(moe_classes) or op_counts["moe_ops"] > 0 or "moe" in kernel_time
 
     # -- layers ---------------------------------------------------------------------------------
-    layer = _layer_class(facts.module_instances)
+    layer = _layer_class(model.descendants if model else facts.module_instances)
     if layer:
         info.num_layers = layer[1]
         evidence.append(f"{layer[1]} distinct {code(layer[0])} instances")
@@ -627,20 +736,65 @@ def identify_model(db: duckdb.DuckDBPyConnection, trace_id: str) -> ModelInfo:
                             + (f", vocabulary {vocab}" if vocab and info.vocab_size else "")
                             + f" match the published {name} configuration")
 
+    if is_pipeline and model is not None:
+        info.model_name = f"{info.model_name or model.module_class} pipeline"
+        info.is_pipeline = True
+        info.architecture = (f"Pipeline of {len(components)} models ("
+                             + ", ".join(_component_text(c) for c in info_components(components)) + f"); the GPU time "
+                             f"goes to {model.module_class}: " + info.architecture)
+    info.components = info_components(components)
     info.scale = _scale_text(info, convs, linears, is_cnn)
     info.precision = _precision(db, trace_id, sql, evidence)
-    if family and (info.num_layers or info.parameter_estimate):
+    named = family is not None or model is not None  # a family rule, or the model's own class
+    if named and (info.num_layers or info.parameter_estimate):
         info.confidence = "high"
-    elif family or (base and (linears or convs or attention)):
+    elif named or (base and (linears or convs or attention)):
         info.confidence = "medium"
     else:
         info.confidence = "low"
     if not op_counts["cpu_ops"]:
         evidence.append("no CPU ops in the trace (GPU-only): module names, shapes and parameters are not visible; "
                         "architecture and precision come from kernel names")
+    info.model = info.model_name or info.model_family
     info.evidence = evidence
     info.evidence_sql = sql
     return info
+
+
+def _scope_classes(component: _Root) -> list[str]:
+    return sorted({component.module_class} | set(component.descendants))
+
+
+def _components(db: duckdb.DuckDBPyConnection, facts: _Facts, roots: list[_Root]) -> list[_Root]:
+    """The outermost module classes that are models: they hold a repeated layer of their own, or
+    their classes match a family rule (most GPU kernel time first)."""
+    for root in roots:
+        root.family = _family(db, facts, _scope_classes(root), [])
+    return [r for r in roots if r.holds_layers or r.family is not None]
+
+
+def info_components(components: list[_Root]) -> list[ModelComponent]:
+    total = sum(c.kernel_time_us for c in components)
+    return [ModelComponent(module_class=c.module_class, family=c.family[0] if c.family else None, calls=c.calls,
+                           kernel_time_ms=round(c.kernel_time_us / 1000.0, 3),
+                           kernel_time_percent=round(100.0 * c.kernel_time_us / total, 1) if total else 0.0)
+            for c in components]
+
+
+def _component_text(component: ModelComponent) -> str:
+    calls = f" x{component.calls}" if component.calls > 1 else ""
+    return f"{component.module_class}{calls} {component.kernel_time_percent:.0f} %"
+
+
+def _model_sentence(model: _Root, components: list[_Root]) -> str:
+    layer = _layer_class(model.descendants)
+    layers = f" ({layer[1]} {code(layer[0])} layers)" if layer else ""
+    if len(components) == 1:
+        return f"the outermost nn.Module class {code(model.module_class)}{layers} names the model"
+    parts = ", ".join(f"{code(c.module_class)} ({_component_text(c).split(' ', 1)[1] if ' ' in _component_text(c) else ''})"
+                      for c in info_components(components))
+    return (f"a pipeline of {len(components)} models, each an outermost nn.Module call with layers of its own: "
+            f"{parts} of their GPU kernel time; the time goes to {code(model.module_class)}{layers}, which names it")
 
 
 def _checkpoint(db: duckdb.DuckDBPyConnection, info: ModelInfo) -> tuple | None:

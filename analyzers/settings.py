@@ -190,3 +190,14 @@ COMPARE_NOISE_STANDARD_ERRORS = 3.0
 COMPARE_MIN_SAMPLES_HIGH_CONFIDENCE = 3
 # Rows of the op-signature table in the markdown verdict (every row is in --format json).
 COMPARE_TOP_OPS = 20
+
+# ---- what a trace that is not the workload can tell (issue 13) -------------------------------
+# trace_quality checks whose warn verdict means the trace does not show the workload: a tiny GPU
+# share (micro-benchmark / harness) or a GPU-graph capture. On such a trace every finding is low
+# confidence; the findings of the tiers listed for the check carry no recoverable-time estimate
+# (agents/trace_scope.py): a harness's idle time, launches and copies are not the workload's, and
+# a capture's kernels are warm-up (expert_expectations.md: "Know when there is nothing to say").
+NOT_THE_WORKLOAD_CHECKS: dict[str, tuple[str, ...]] = {
+    "gpu_busy_share": ("system",),
+    "graph_capture": ("system", "compute"),
+}

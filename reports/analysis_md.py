@@ -260,10 +260,11 @@ def _title(inputs: ReportInputs) -> Markdown:
     model = one_line(inputs.title_model or "")
     if not model or model in (UNKNOWN, "Unknown model", "None"):
         model = inputs.model_info.display_name
+    platform = inputs.platform_title or inputs.platform
     if inputs.comparison_scope == "comparative":
-        return Markdown(f"# {text(model)} - Comparative Analysis: {text(inputs.platform)} vs "
-                        f"{text(inputs.platform2 or inputs.platform)}")
-    return Markdown(f"# {text(model)} - {text(inputs.platform)} Standalone Analysis")
+        return Markdown(f"# {text(model)} - Comparative Analysis: {text(platform)} vs "
+                        f"{text(inputs.platform2_title or inputs.platform2 or inputs.platform)}")
+    return Markdown(f"# {text(model)} - {text(platform)} Standalone Analysis")
 
 
 def _gpu(values: dict[str, float] | None) -> dict[str, float | None]:
@@ -458,6 +459,7 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "platform": inputs.platform,
         "platform2": inputs.platform2 or inputs.platform,
         "skipped_steps": [one_line(s) for s in inputs.skipped_steps if s and s.strip()],
+        "workload_limits": [one_line(s) for s in inputs.workload_limits if s and s.strip()],
         "quality_problems": _quality_problems(failed),
         "timeline_missing": timeline_missing,
         "warnings": _warnings(inputs),

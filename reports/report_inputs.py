@@ -25,6 +25,10 @@ class ReportInputs(BaseModel):
     title_model: str  # model name for the title; "Workload" when unknown
     platform: str
     platform2: str | None = None
+    # the platforms as the title names them: a default roofline says the device is unknown
+    # ("MI300X roofline (device 'Foo GPU' unknown)"); None = the platform's name
+    platform_title: str | None = None
+    platform2_title: str | None = None
     comparison_scope: Literal["standalone", "comparative"] = "standalone"
     mode: str  # runs.mode (training | inference, -graph for graph replays) or "unknown"
     mode_reason: str  # runs.mode_reason, or "--mode <mode>" when given
@@ -50,6 +54,9 @@ class ReportInputs(BaseModel):
     quality_checks: list[dict[str, Any]] = Field(default_factory=list)  # check_name, value, threshold, verdict, detail
     warnings: list[str] = Field(default_factory=list)
     skipped_steps: list[str] = Field(default_factory=list)  # what the quality-gate fallback skipped, and why
+    # the trace is not the workload (micro-benchmark / harness, GPU-graph capture): the report opens
+    # with these sentences (agents/trace_scope.py)
+    workload_limits: list[str] = Field(default_factory=list)
     reproduce_sql: list[tuple[str, str]] = Field(default_factory=list)  # (label, sql)
     plot_png_base64: str | None = None
     relabelled_ops_note: str | None = None  # e.g. "ops labelled other were analyzed as GEMM: ..."

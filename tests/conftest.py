@@ -14,7 +14,8 @@ import duckdb
 import pytest
 import yaml
 
-from tests.reports.trace_variants import (write_legacy_categories, write_with_pause, write_with_renamed_launch_flows,
+from tests.reports.trace_variants import (write_legacy_categories, write_model_pipeline, write_with_device_name,
+                                          write_with_pause, write_with_renamed_launch_flows,
                                           write_without_launch_flows)
 from tracelake.ingestion import ingest_paths
 from tracelake.warehouse import Warehouse
@@ -23,6 +24,7 @@ DATA = Path(__file__).parent / "data"
 TRACES = DATA / "traces"
 EXPECTED = DATA / "expected"
 HTA_TRACES = DATA / "hta"  # flow-less real ranks, outside TRACES (see tests/data/README.md)
+CAPTURE_TRACE = DATA / "capture" / "sglang_decode" / "bs_32_rank0.json.gz"  # outside TRACES (README)
 LINKING_SOURCE = "h100/gaunernst_bert-small-uncased__1016001.json.gz"
 # the same BERT-small forward pass on both vendors, source of the idle-gap mechanism variants
 GAP_MECHANISM_SOURCES = ("h100/gaunernst_bert-small-uncased__1016001.json.gz",
@@ -79,6 +81,50 @@ def linking_traces(tmp_path_factory: pytest.TempPathFactory) -> LinkingTraces:
     report = ingest_paths([variants, HTA_TRACES], wh, tags={"suite": "linking"}, jobs=2)
     assert not report.failed, report.failed
     return LinkingTraces(wh, variants)
+
+
+@dataclass(frozen=True)
+class ScopeTraces:
+    """The scope warehouse and its traces: what a trace shows about its workload, model and device."""
+
+    warehouse: Warehouse
+    capture: Path  # a real SGLang GPU-graph capture trace (capture calls, no replay)
+    in_capture_folder: Path  # the torch.compile trace copied under a capture_traces/ folder
+    unknown_device: Path  # BERT H100 with its device renamed 'Foo GPU'
+    pipeline: Path  # BERT H100 as a pipeline: T5EncoderModel + SD3Transformer2DModel around its layers
+
+
+# the variant's pipeline: BERT-small's outer calls removed, its embeddings and first two layers
+# under a text encoder, its last two layers and the head under a transformer
+PIPELINE_DROPPED = ("BertLMHeadModel_0", "BertModel_0", "BertEncoder_0")
+PIPELINE_COMPONENTS = {"T5EncoderModel_0": ("BertEmbeddings_0", "BertLayer_1"),
+                       "SD3Transformer2DModel_0": ("BertLayer_2", "BertOnlyMLMHead_0")}
+
+
+@pytest.fixture(scope="session")
+def scope_traces(tmp_path_factory: pytest.TempPathFactory) -> ScopeTraces:
+    """One small warehouse, built once, of the traces the workload and model checks are about."""
+    folder = tmp_path_factory.mktemp("scope_traces")
+    traces = ScopeTraces(
+        Warehouse(tmp_path_factory.mktemp("scope_warehouse")), folder / "sglang" / CAPTURE_TRACE.name,
+        folder / "capture_traces" / "trace.json.gz", folder / "variants" / "foo_gpu.json.gz",
+        folder / "variants" / "pipeline.json.gz")
+    for path in (traces.capture, traces.in_capture_folder):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(CAPTURE_TRACE, traces.capture)
+    shutil.copyfile(TRACES / "torch_compile_triton" / "trace.json.gz", traces.in_capture_folder)
+    write_with_device_name(TRACES / LINKING_SOURCE, traces.unknown_device, "Foo GPU")
+    write_model_pipeline(TRACES / LINKING_SOURCE, traces.pipeline, PIPELINE_DROPPED, PIPELINE_COMPONENTS)
+    report = ingest_paths([folder], traces.warehouse, tags={"suite": "scope"}, jobs=2)
+    assert not report.failed, report.failed
+    return traces
+
+
+@pytest.fixture(scope="session")
+def scope_db(scope_traces: ScopeTraces) -> duckdb.DuckDBPyConnection:
+    con = scope_traces.warehouse.connect_read_only()
+    yield con
+    con.close()
 
 
 @pytest.fixture(scope="session")

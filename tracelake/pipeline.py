@@ -27,6 +27,7 @@ from agents.claims import assign_claims, with_ledger_sql
 from agents.llm import LlmCommand
 from agents.registry import COMPUTE_AGENTS, FUSION_AGENT, SYSTEM_AGENTS, by_name
 from agents.runner import RunnerSettings, render, run_tier
+from agents.trace_scope import limit_findings, opening_sentences
 from analyzers import settings, trace_overview
 from analyzers.agent_categories import load_agent_categories
 from analyzers.coverage import unaddressed_ops
@@ -190,6 +191,7 @@ def _quality_gate(db: duckdb.DuckDBPyConnection, trace_id: str, capture_folder: 
         checks=checks, gpu_events_present=gpu_present, cpu_ops_present=cpu_present,
         graph_replay_without_capture=graph_without_capture, run_system_tier=gpu_present,
         run_compute_tier=gpu_present and cpu_present, skipped_steps=skipped,
+        workload_limits=opening_sentences(c.model_dump() for c in checks),
     )
 
 
@@ -304,8 +306,10 @@ def run_analysis(
 
 
 def _trace_platform(db: duckdb.DuckDBPyConnection, trace_id: str, chosen: str | None,
-                    label: str, option: str) -> tuple[str, str, str | None]:
-    """(platform, how it was chosen: given | detected | default, a warning for the default)."""
+                    label: str, option: str) -> tuple[str, str, str | None, str]:
+    """(platform, how it was chosen: given | detected | default, a warning for the default, the
+    platform as the report title names it: a default roofline says the device is unknown,
+    "MI300X roofline (device 'Foo GPU' unknown)")."""
     device = trace_overview.trace_device(db, trace_id)
     detected, is_detected, device_name, gpu_events = (
         device["platform"], device["platform_detected"], device["device_name"], device["gpu_event_count"])
@@ -315,7 +319,9 @@ def _trace_platform(db: duckdb.DuckDBPyConnection, trace_id: str, chosen: str | 
     device = f"the device name {device_name!r} matches no known platform" if device_name else "the trace names no device"
     warning = (f"{label}: {device}; the roofline uses {platform} (pass {option} to choose)"
                if source == "default" and gpu_events else None)
-    return platform, source, warning
+    unknown = f"device {device_name!r} unknown" if device_name else "no device name in the trace"
+    title = f"{platform} roofline ({unknown})" if warning else platform
+    return platform, source, warning, title
 
 
 def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
@@ -337,12 +343,13 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
     release_free_memory()  # what the ingest's decode and model update left behind
     db = warehouse.connect_read_only()
     try:
-        platform, source, warning = _trace_platform(db, trace_id, chosen_platforms[0], "trace 1" if comparative
-                                                    else "the trace", "--platform")
+        platform, source, warning, platform_title = _trace_platform(
+            db, trace_id, chosen_platforms[0], "trace 1" if comparative else "the trace", "--platform")
         run.warnings += [warning] if warning else []
-        platform2 = source2 = None
+        platform2 = source2 = platform2_title = None
         if trace2_id is not None:
-            platform2, source2, warning2 = _trace_platform(db, trace2_id, chosen_platforms[1], "trace 2", "--platform2")
+            platform2, source2, warning2, platform2_title = _trace_platform(
+                db, trace2_id, chosen_platforms[1], "trace 2", "--platform2")
             run.warnings += [warning2] if warning2 else []
         mode, mode_reason = _detect_mode(db, trace_id, options.mode)
         run.metadata = run.metadata.model_copy(update={
@@ -441,6 +448,8 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
             } or category_time
             # each GPU event and idle gap counts in one finding; then the findings are rendered
             results = with_ledger_sql(assign_claims(results, ctx.e2e_time_ms), trace_id, trace2_id)
+            # a trace that is not the workload (harness, capture): low confidence, no wins claimed
+            results = limit_findings(results, ctx.quality_verdicts)
             results = [r if r.status == "ERROR" else render(by_name(r.agent), r, ctx, runner, run.warnings)
                        for r in results]
         _write_agent_outputs(run, results)
@@ -468,6 +477,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
                     op_comparison, gpu.total_time_ms, options.compare.name, gpu2.model_dump(),
                     category_times(db, trace_id, platform), categories2, platform_specs[op_comparison.platform2])
                 fields.update(extra, reproduce_sql=fields["reproduce_sql"] + extra["reproduce_sql"])
+            fields.update(platform_title=platform_title, platform2_title=platform2_title)
             markdown = render_analysis(ReportInputs(**fields))
             png = plot.result()
             run.write("perf_improvement.png", png)
@@ -504,7 +514,7 @@ def _report_inputs(db: duckdb.DuckDBPyConnection, trace: Path, trace_id: str, pl
         "priority": priority, "agent_results": results, "top_operations": top_operations,
         "model_info": model_info, "platform_spec": platform_spec,
         "quality_checks": [c.model_dump() for c in gate.checks], "warnings": report_warnings,
-        "skipped_steps": gate.skipped_steps,
+        "skipped_steps": gate.skipped_steps, "workload_limits": gate.workload_limits,
         "reproduce_sql": trace_overview.reproduce_queries(trace_id, platform),
         "plot_png_base64": PLOT_PENDING,
         "relabelled_ops_note": None,

@@ -63,6 +63,9 @@ class QualityGate(BaseModel):
     run_system_tier: bool
     run_compute_tier: bool
     skipped_steps: list[str]
+    # the trace is not the workload (a micro-benchmark / harness, a GPU-graph capture): what the
+    # report opens with (agents/trace_scope.py); empty for a workload trace
+    workload_limits: list[str] = Field(default_factory=list)
 
 
 class GpuUtilization(BaseModel):

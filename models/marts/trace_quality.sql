@@ -22,7 +22,22 @@ host_ops as (
 ),
 
 events as (
-    select trace_id, phase, dur_us from {{ ref('stg_trace__events') }}
+    select trace_id, phase, ts_us, dur_us, end_us from {{ ref('stg_trace__events') }}
+    where {{ is_new_trace() }}
+),
+
+all_events_timeline as (
+    select * from {{ ref('gpu_timeline_all_events') }}
+    where {{ is_new_trace() }}
+),
+
+profiler_steps as (
+    select * from {{ ref('profiler_steps') }}
+    where {{ is_new_trace() }}
+),
+
+trace_platforms as (
+    select * from {{ ref('int_trace_platforms') }}
     where {{ is_new_trace() }}
 ),
 
@@ -54,6 +69,11 @@ host_stats as (
                 {%- for name in var('graph_launch_names') %}'{{ name }}'{{ "," if not loop.last }}{% endfor -%}
             )
         ) as graph_launches,
+        count(host_ops.event_idx) filter (
+            where {% for prefix in var('graph_capture_name_prefixes') -%}
+                host_ops.name like '{{ prefix }}%'{{ " or " if not loop.last }}
+            {%- endfor %}
+        ) as graph_capture_calls,
         min(host_ops.ts_us) as host_window_start_us
     from trace_files
     left join host_ops on trace_files.trace_id = host_ops.trace_id
@@ -89,6 +109,37 @@ zero_durations as (
         count(events.dur_us) filter (where events.phase = 'X' and events.dur_us = 0) as zero_duration_events
     from trace_files
     left join events on trace_files.trace_id = events.trace_id
+    group by trace_files.trace_id
+),
+
+trace_spans as (
+    select
+        trace_files.trace_id,
+        coalesce(max(events.end_us) - min(events.ts_us), 0) as span_us
+    from trace_files
+    left join events on trace_files.trace_id = events.trace_id and events.phase = 'X'
+    group by trace_files.trace_id
+),
+
+busy_shares as (
+    select
+        trace_spans.trace_id,
+        trace_spans.span_us,
+        coalesce(all_events_timeline.busy_time_ms, 0) * 1000.0 as busy_us,
+        case
+            when trace_spans.span_us > 0
+                then coalesce(all_events_timeline.busy_time_ms, 0) * 1000.0 / trace_spans.span_us
+        end as busy_share
+    from trace_spans
+    left join all_events_timeline on trace_spans.trace_id = all_events_timeline.trace_id
+),
+
+step_counts as (
+    select
+        trace_files.trace_id,
+        count(profiler_steps.step_number) as steps
+    from trace_files
+    left join profiler_steps on trace_files.trace_id = profiler_steps.trace_id
     group by trace_files.trace_id
 ),
 
@@ -266,6 +317,102 @@ derived_checks as (
         end
     from gpu_stats
     inner join trace_files on gpu_stats.trace_id = trace_files.trace_id
+
+    union all
+
+    select
+        gpu_stats.trace_id,
+        'gpu_busy_share',
+        busy_shares.busy_share,
+        {{ var('min_gpu_busy_share') }},
+        case
+            when gpu_stats.gpu_events = 0 or busy_shares.busy_share is null then 'info'
+            when busy_shares.busy_share < {{ var('min_gpu_busy_share') }} then 'warn'
+            else 'pass'
+        end,
+        case
+            when gpu_stats.gpu_events = 0 or busy_shares.busy_share is null then 'no GPU work to measure'
+            when busy_shares.busy_share < {{ var('min_gpu_busy_share') }}
+                then 'GPU busy ' || round(100.0 * busy_shares.busy_share, 2) || ' % of the trace span ('
+                    || round(busy_shares.busy_us / 1000.0, 3) || ' ms of GPU work in ' || round(busy_shares.span_us / 1000.0, 3)
+                    || ' ms): a micro-benchmark or test harness, not a workload'
+            else 'GPU busy ' || round(100.0 * busy_shares.busy_share, 2) || ' % of the trace span ('
+                || round(busy_shares.busy_us / 1000.0, 3) || ' ms of GPU work in ' || round(busy_shares.span_us / 1000.0, 3) || ' ms)'
+        end
+    from gpu_stats
+    inner join busy_shares on gpu_stats.trace_id = busy_shares.trace_id
+
+    union all
+
+    select
+        host_stats.trace_id,
+        'graph_capture',
+        host_stats.graph_capture_calls::double,
+        0.0,
+        case
+            when (host_stats.graph_capture_calls > 0 and host_stats.graph_launches = 0)
+                or trace_files.source_path like '%/{{ var("capture_trace_folder") }}/%' then 'warn'
+            when host_stats.graph_capture_calls > 0 then 'info'
+            else 'pass'
+        end,
+        case
+            when (host_stats.graph_capture_calls > 0 and host_stats.graph_launches = 0)
+                or trace_files.source_path like '%/{{ var("capture_trace_folder") }}/%'
+                then 'a GPU-graph capture trace, not the workload: '
+                    || case
+                        when host_stats.graph_capture_calls > 0
+                            then host_stats.graph_capture_calls || ' stream-capture / graph-instantiate calls and no graph replay'
+                        else 'no capture call, but the file lies in a ' || '{{ var("capture_trace_folder") }}' || '/ folder'
+                    end
+                    || '; its ' || gpu_stats.gpu_events || ' GPU events (' || round(gpu_stats.gpu_time_us / 1000.0, 3)
+                    || ' ms) are warm-up and capture-time work, the captured kernels run only when the graph is replayed '
+                    || '(analyze the replay trace, with this trace''s folder as --capture-folder)'
+            when host_stats.graph_capture_calls > 0
+                then host_stats.graph_capture_calls || ' stream-capture / graph-instantiate calls beside '
+                    || host_stats.graph_launches || ' graph replays: the GPU work issued while capturing is warm-up'
+            else 'no GPU-graph capture'
+        end
+    from host_stats
+    inner join gpu_stats on host_stats.trace_id = gpu_stats.trace_id
+    inner join trace_files on host_stats.trace_id = trace_files.trace_id
+
+    union all
+
+    select
+        trace_id,
+        'profiler_steps',
+        steps::double,
+        {{ var('min_profiler_steps') }},
+        case when steps < {{ var('min_profiler_steps') }} then 'info' else 'pass' end,
+        case
+            when steps = 0 then 'no ProfilerStep#N annotation: iterations are not marked, so one step cannot be told from '
+                || 'warm-up or from the next, and no step-to-step noise can be measured'
+            when steps < {{ var('min_profiler_steps') }} then steps
+                || ' ProfilerStep: a single iteration; warm-up effects and step-to-step noise cannot be measured'
+            else steps || ' ProfilerSteps: step-to-step noise can be measured (tracelake compare)'
+        end
+    from step_counts
+
+    union all
+
+    select
+        gpu_stats.trace_id,
+        'platform_detected',
+        case when trace_platforms.is_detected then 1.0 else 0.0 end,
+        1.0,
+        case when gpu_stats.gpu_events > 0 and not trace_platforms.is_detected then 'warn' else 'pass' end,
+        case
+            when gpu_stats.gpu_events = 0 then 'no GPU events: no roofline is drawn'
+            when trace_platforms.is_detected
+                then 'device ' || coalesce('''' || trace_files.device_name || '''', '?') || ' is ' || trace_platforms.platform
+            when trace_files.device_name is null
+                then 'the trace names no device; the roofline falls back to ' || trace_platforms.platform
+            else 'device ''' || trace_files.device_name || ''' matches no platform in seeds/platforms.csv; the roofline falls back to '
+                || trace_platforms.platform
+        end
+    from gpu_stats
+    inner join trace_files on gpu_stats.trace_id = trace_files.trace_id
+    inner join trace_platforms on gpu_stats.trace_id = trace_platforms.trace_id
 ),
 
 all_checks as (

@@ -8,13 +8,15 @@ from analyzers.model_id import UNKNOWN, ModelInfo, identify_model
 from tests.conftest import trace_id_of
 
 BERT = ("h100/gaunernst_bert-small-uncased__1016001.json.gz", "mi300/gaunernst_bert-small-uncased__1016001.json.gz")
+TIMESFORMER = "h100/facebook_timesformer-base-finetuned-k400__1016002.json.gz"
 QWEN = ("h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")
 
 
 @pytest.fixture(scope="module")
 def identified(db) -> dict[str, ModelInfo]:
     traces = (*BERT, *QWEN, "mi300/resnet_act_checkpoint.json.gz", "torch_compile_triton/trace.json.gz",
-              "b200/eager_trace.json.gz", "mi210/gpu_only_trace/gpu_only_trace.json.gz")
+              "b200/eager_trace.json.gz", "mi210/gpu_only_trace/gpu_only_trace.json.gz", TIMESFORMER,
+              "inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz")
     return {path: identify_model(db, trace_id_of(db, path)) for path in traces}
 
 
@@ -105,3 +107,48 @@ def test_evidence_sql_runs(db, identified):
     for sql in info.evidence_sql:
         assert "$trace_id" not in sql
         db.execute(sql).fetchall()
+
+
+def _outermost_with_most_kernel_time(db, trace_id: str) -> str:
+    """The depth-0 module class (under data-parallel wrappers) with the most GPU kernel time."""
+    return db.execute("""
+        select module_class from module_calls
+        where trace_id = ? and module_class not in ('DistributedDataParallel', 'Sequential')
+          and (depth = 0 or module_chain[1] = 'DistributedDataParallel' and depth = 1)
+        group by 1 order by sum(kernel_time_us) desc limit 1""", [trace_id]).fetchone()[0]
+
+
+@pytest.mark.parametrize("path", (TIMESFORMER, "b200/eager_trace.json.gz", "mi300/resnet_act_checkpoint.json.gz", *BERT))
+def test_the_outermost_model_class_names_the_model(db, identified, path):
+    info = identified[path]
+    outermost = _outermost_with_most_kernel_time(db, trace_id_of(db, path))
+    assert [c.module_class for c in info.components] == [outermost] and not info.is_pipeline
+    assert any(f"`{outermost}`" in e and "names the model" in e for e in info.evidence)
+    assert info.model != UNKNOWN and info.seed_json()["model"] == info.model
+
+
+def test_a_model_without_a_family_rule_is_named_by_its_class(identified):
+    info = identified[TIMESFORMER]  # TimesformerForVideoClassification: no rule in the family seed
+    assert info.model == info.display_name == "TimesformerForVideoClassification"
+    assert info.model_family == "Timesformer" and info.num_layers == 12 and info.confidence == "high"
+
+
+def test_module_names_outside_the_model_do_not_name_it(identified):
+    info = identified["inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz"]  # only `Sampler`: no layers
+    assert info.components == [] and info.model == UNKNOWN and info.display_name == "Workload"
+
+
+def test_a_pipeline_is_described_as_one(scope_db, scope_traces):
+    trace_id = scope_db.execute("select trace_id from traces where source_path = ?",
+                                [str(scope_traces.pipeline.resolve())]).fetchone()[0]
+    info = identify_model(scope_db, trace_id)
+    roots = dict(scope_db.execute("select module_class, sum(kernel_time_us) from module_calls "
+                                  "where trace_id = ? and depth = 0 group by 1", [trace_id]).fetchall())
+    main = max(roots, key=roots.__getitem__)
+    assert info.is_pipeline and {c.module_class for c in info.components} == set(roots)
+    assert info.components[0].module_class == main and info.model == f"{main} pipeline"
+    assert info.display_name == info.model and not info.model.startswith("T5")
+    assert sum(c.kernel_time_percent for c in info.components) == pytest.approx(100.0, abs=0.2)
+    assert info.architecture.startswith("Pipeline of 2 models") and f"goes to {main}" in info.architecture
+    assert info.num_layers == 2  # the main component's layers, not the whole trace's four
+    assert set(info.seed_json()) == {"model", "architecture", "scale", "precision"}

@@ -240,6 +240,8 @@ def test_default_platform_warns_only_when_a_roofline_is_drawn(analysis_warehouse
     assert any("the trace names no device; the roofline uses MI300X" in w for w in outcome.warnings) == warns
     markdown = (tmp_path / "out" / "analysis.md").read_text()
     assert ("the trace names no device" in markdown) == warns
+    assert markdown.splitlines()[0].endswith(
+        " - MI300X roofline (no device name in the trace) Standalone Analysis" if warns else " - MI300X Standalone Analysis")
 
 
 def test_a_reused_output_folder_points_only_at_its_latest_report(analysis_warehouse: Warehouse,

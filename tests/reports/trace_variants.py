@@ -201,3 +201,42 @@ def write_with_pause(source: Path, target: Path, at_us: float, pause_us: float, 
             changed += 1
     _write(trace, target)
     return changed
+
+
+# ---- what a trace shows about its model and device ----------------------------------------------------
+
+MODULE_FRAME_PREFIX = "nn.Module: "
+
+
+def write_model_pipeline(source: Path, target: Path, dropped: tuple[str, ...],
+                         components: dict[str, tuple[str, str]]) -> int:
+    """Copy a trace with its model's module tree turned into a pipeline of several models: the
+    `dropped` module frames (instances, e.g. the model's own outer calls) are removed, and each new
+    component frame (`T5EncoderModel_0`) spans from the start of one existing frame to the end of
+    another on its thread, so the layers between them become that component's. Returns the
+    number of frames added."""
+    trace = _load(source)
+    events = trace["traceEvents"]
+    frames = {e["name"][len(MODULE_FRAME_PREFIX):]: e for e in events
+              if e.get("ph") == "X" and str(e.get("name", "")).startswith(MODULE_FRAME_PREFIX)}
+    kept = [e for e in events if not (e.get("ph") == "X" and str(e.get("name", "")).startswith(MODULE_FRAME_PREFIX)
+                                      and e["name"][len(MODULE_FRAME_PREFIX):] in dropped)]
+    for instance, (first, last) in components.items():
+        start, end = frames[first], frames[last]
+        ts = float(start["ts"])
+        kept.append({"ph": "X", "cat": start.get("cat", "python_function"), "name": MODULE_FRAME_PREFIX + instance,
+                     "pid": start["pid"], "tid": start["tid"], "ts": ts,
+                     "dur": float(end["ts"]) + float(end["dur"]) - ts, "args": {}})
+    trace["traceEvents"] = kept
+    _write(trace, target)
+    return len(components)
+
+
+def write_with_device_name(source: Path, target: Path, device_name: str) -> int:
+    """Copy a trace with every device of its deviceProperties renamed (an unknown GPU)."""
+    trace = _load(source)
+    devices = trace.get("deviceProperties") or []
+    for device in devices:
+        device["name"] = device_name
+    _write(trace, target)
+    return len(devices)
