@@ -130,7 +130,8 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
             insight=(
                 f"Arithmetic intensity is {compute.fmt(dominant.flops_per_byte, 0)} FLOP/byte for the dominant shape "
                 f"({_shape_phrase(dominant)}), so the GEMMs are limited by the matrix FLOP rate."
-                + (f" They are in the {group.bucket} % efficiency bucket, so the remaining gap is modest." if near
+                + ("" if group.bucket not in compute.KNOWN_BUCKETS else
+                   f" They are in the {group.bucket} % efficiency bucket, so the remaining gap is modest." if near
                    else f" They are in the {group.bucket} % efficiency bucket, well below the roofline.")
                 + align_text
             ),

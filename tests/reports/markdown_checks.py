@@ -11,8 +11,8 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 RENDERER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
-# the only raw HTML the templates write: the Detailed Analysis anchors and the findings' comments
-OUR_HTML = re.compile(r'<a id="detail-p\d+">|</a>|<!-- reasoning-candidate tier=\w+ rank=\d+ -->')
+# the only raw HTML the templates write: the card, Detailed Analysis and SQL anchors and the findings' comments
+OUR_HTML = re.compile(r'<a id="(?:detail-|sql-)?p\d+">|</a>|<!-- reasoning-candidate tier=\w+ rank=\d+ -->')
 TAGS = re.compile(r"<script\b|<img\b(?! src=\"data:image/png;base64,)", re.IGNORECASE)  # the plot is ours
 
 
