@@ -304,9 +304,16 @@ def _cap(name: str, limit: int) -> str:
     return name if len(name) <= limit else name[: limit - len(CLIP)].rstrip() + CLIP
 
 
+_SYMBOL_CHARS = re.compile(r"^[\w:~<>,*&!= ()\[\]{}#.-]+$")  # what demangled C++ names are made of
+_DEMANGLED = re.compile(r"^[A-Za-z_(~].*(?:[\w>]\(.*\)(?: const)?(?: \[clone [^\]]*\])?|::.*[<(].*)$")
+_IDENTIFIER = re.compile(r"^[\w.$-]+$")
+
+
 def is_cpp_symbol(name: str) -> bool:
-    """True when `name` reads as a C++ function symbol (mangled, or with template or argument lists)."""
-    return name.startswith("_Z") or bool(re.search(r"[\w>][<(]", name))
+    """True when `name` reads as a C++ function symbol: mangled (`_Z...`), or a demangled one made
+    of symbol characters that ends with its argument list or has a template or argument list
+    after a `::` scope."""
+    return name.startswith("_Z") or bool(_SYMBOL_CHARS.match(name) and _DEMANGLED.match(name))
 
 
 def short_kernel_name(name: str, limit: int = KERNEL_NAME_MAX_CHARS) -> str:
@@ -327,7 +334,8 @@ def is_kernel_name(name: str) -> bool:
     """True when `name` reads as a kernel's (or a synthetic op's) name: a C++ symbol, or one long
     identifier with no spaces (Tensile's `Cijk_...`, a cuBLAS `sm90_xmma_...`)."""
     name = str(name)
-    return bool(_SYNTHETIC.match(name)) or is_cpp_symbol(name) or (" " not in name and len(name) > KERNEL_NAME_MAX_CHARS)
+    return (bool(_SYNTHETIC.match(name)) or is_cpp_symbol(name)
+            or (len(name) > KERNEL_NAME_MAX_CHARS and bool(_IDENTIFIER.match(name))))
 
 
 def shortens(name: str, limit: int = KERNEL_NAME_MAX_CHARS) -> bool:
