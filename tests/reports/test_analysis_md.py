@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from core.kernel_names import KERNEL_NAME_MAX_CHARS, short_kernel_name
 from analyzers.contracts import AgentResult, CategoryPriority, Finding, PriorityData, RankedFinding
 from reports.analysis_md import SECTIONS, render_analysis, validate_analysis
 from analyzers.model_id import ModelInfo, identify_model
@@ -350,3 +351,66 @@ def test_a_failing_link_check_opens_the_report_and_qualifies_the_summary():
     assert "| Total Time | 12.500 ms |" in summary  # the linked part still has its timeline
     assert validate_analysis(markdown, inputs.priority) == []
     assert "Trace quality:" not in render_analysis(_inputs([]))  # passing checks open nothing
+
+
+LONG_KERNEL = ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::silu_kernel(at::"
+               "TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, "
+               "2ul> >(int, at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::"
+               "operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul>)")
+
+
+def test_ranked_table_follows_the_executive_summary(findings):
+    markdown = render_analysis(_inputs(findings))
+    summary = markdown.split("## Executive Summary")[1].split("\n## ")[0]
+    table = summary.split("**All findings, by recoverable time**")[1]
+    assert "| P | Finding | Category | Impact range | Confidence |" in table
+    assert "| P1 | BF16 GEMMs at 60% of roofline | gemm | 12.0–16.0% (1.500–2.000 ms) | high |" in table
+    assert "| P4 | Host-to-device copies | multi_kernel | not quantified (qualitative) | medium |" in table
+    assert table.index("| P1 |") < table.index("| P2 |") < table.index("| P3 |") < table.index("| P4 |")
+
+
+def test_kernel_names_are_short_in_tables_and_whole_in_the_appendix(findings):
+    synthetic = f"hipGraphLaunch->{LONG_KERNEL} (Synthetic Op)"
+    inputs = _inputs(findings, top_operations=[
+        {"name": synthetic, "category": "elementwise", "count": 4, "time_ms": 1.0, "percent_of_e2e": 8.0,
+         "pct_roofline": None, "bound": None}])
+    markdown = render_analysis(inputs)
+    assert validate_analysis(markdown, inputs.priority) == []
+    head, appendix = markdown.split("\n## Appendix")
+    short = "hipGraphLaunch->at::native::vectorized_elementwise_kernel<...> (Synthetic Op)"
+    assert f"| 1 | `{short}` | elementwise |" in head and LONG_KERNEL not in head
+    names = appendix.split("### Kernel Names")[1].split("\n### ")[0]
+    assert f"| `{short}` | `{synthetic}` |" in names
+    assert "Kernel Names" not in render_analysis(_inputs(findings))  # nothing shortened, no table
+
+
+@pytest.mark.parametrize(("name", "short"), [
+    (LONG_KERNEL, "at::native::vectorized_elementwise_kernel<...>"),
+    ("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", "ncclDevKernel_Generic"),
+    ("std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, __nv_bfloat16>(int, int)",
+     "internal::gemvx::kernel<...>"),
+    ("void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 3>(int)",
+     "at::native::(anonymous namespace)::CatArrayBatchedCopy<...>"),
+    # mangled names from the ROCm traces in tests/data (sglang decode, vllm decode, resnet)
+    ("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64ELi8ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib",
+     "aiter::add_rmsnorm_quant_kernel<...>"),
+    ("_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_RKS3_EXadL_Z4siluIS2_ES3_S5_EEEEvPS3_PS4_i",
+     "sgl_hip::activation::act_and_mul_kernel<...>"),
+    ("_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdINS_27Rmsnorm2dFwdPipelineOnePassINS_27Rmsnorm2dFwdPipelineProblemIDF16b",
+     "ck_tile::kentry<...>"),  # cut short by the profiler: the name still reads
+    ("aten::mm", "aten::mm"), ("triton_poi_fused_add_mul_0", "triton_poi_fused_add_mul_0"),
+    ("Memcpy HtoD (Pageable -> Device)", "Memcpy HtoD (Pageable -> Device)"),
+    ("<script>alert(1)</script>", "<script>alert(1)</script>"),  # not a C++ symbol: left as it is
+])
+def test_short_kernel_names(name, short):
+    assert short_kernel_name(name) == short
+
+
+def test_every_real_kernel_name_gets_a_short_readable_name(db):
+    names = [row[0] for row in db.execute("select distinct name from kernels").fetchall()]
+    names += [row[0] for row in db.execute("select distinct name from op_perf where name like '%->%'").fetchall()]
+    assert any(n.startswith("_Z") for n in names)
+    for name in names:
+        short = short_kernel_name(name)
+        assert len(short) <= KERNEL_NAME_MAX_CHARS, name
+        assert "_Z" not in short[:3] and "(int" not in short and ", " not in short.split("(Synthetic Op)")[0], name
