@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 KERNEL_NAME_MAX_CHARS = 80  # a table cell a reader can scan; longer names end in "..." (full name in the appendix)
+SYNTHETIC_KERNEL_MIN_CHARS = 40  # a synthetic op's kernel keeps this much of its name beside the launcher
 ELIDED = "<...>"
 CLIP = "..."
 _SYNTHETIC = re.compile(r"^(?P<launcher>[^\s<>()]+?)->(?P<kernel>.+?)(?P<suffix> \(Synthetic Op\))?$")
@@ -322,8 +323,10 @@ def short_kernel_name(name: str, limit: int = KERNEL_NAME_MAX_CHARS) -> str:
     synthetic = _SYNTHETIC.match(name)
     if synthetic and is_cpp_symbol(synthetic.group("kernel")) or synthetic and len(name) > limit:
         launcher, suffix = synthetic.group("launcher"), synthetic.group("suffix") or ""
-        room = max(limit - len(launcher) - 2 - len(suffix), limit // 2)
-        return f"{launcher}->{short_kernel_name(synthetic.group('kernel'), room)}{suffix}"
+        if len(launcher) + 2 + len(suffix) + SYNTHETIC_KERNEL_MIN_CHARS > limit:
+            suffix = ""  # a long launcher: the kernel keeps its room, the "(Synthetic Op)" mark goes
+        room = max(limit - len(launcher) - 2 - len(suffix), SYNTHETIC_KERNEL_MIN_CHARS)
+        return _cap(f"{launcher}->{short_kernel_name(synthetic.group('kernel'), room)}{suffix}", limit)
     readable = demangled_name(name)
     if readable is None and is_cpp_symbol(name) and not name.startswith("_Z"):
         readable = _without_return_type(_groups_elided(name))
