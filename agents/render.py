@@ -22,7 +22,13 @@ def kernel_full_names(names: list[str], also: dict[str, str] | None = None) -> l
 
 
 _environment = markdown_environment(TEMPLATES)
-_environment.filters.update(kernel_name=lambda name: short_kernel_name(one_line(name)))
+def kernel_name(name: str) -> str:
+    """A kernel's (or a synthetic op's) name short; any other name as it is."""
+    name = one_line(name)
+    return short_kernel_name(name) if shortens(name) else name
+
+
+_environment.filters.update(kernel_name=kernel_name)
 
 
 def _view(result: AgentResult, ctx: AnalysisContext) -> tuple[AgentResult, TraceStrings]:

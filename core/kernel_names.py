@@ -330,7 +330,9 @@ def short_kernel_name(name: str, limit: int = KERNEL_NAME_MAX_CHARS) -> str:
     readable = demangled_name(name)
     if readable is None and is_cpp_symbol(name) and not name.startswith("_Z"):
         readable = _without_return_type(_groups_elided(name))
-    return _cap(readable or name, limit)
+    if readable is None:  # not a C++ symbol: only its tail goes
+        return name if len(name) <= limit else name[: limit - len(CLIP)].rstrip() + CLIP
+    return _cap(readable, limit)
 
 
 def is_kernel_name(name: str) -> bool:

@@ -144,6 +144,14 @@ def cell(value: Any) -> Markdown:
     return text(value) or Markdown(DASH)
 
 
+def shown_name(name: str) -> str:
+    """An op or kernel name as a table shows it: a kernel name short (core.kernel_names, the full
+    name in the appendix), any other name clipped to NAME_MAX_CHARS (the SQL shows it whole)."""
+    if shortens(name, NAME_MAX_CHARS):
+        return short_kernel_name(name, NAME_MAX_CHARS)
+    return name if len(name) <= NAME_MAX_CHARS else name[: NAME_MAX_CHARS - 3].rstrip() + "..."
+
+
 def card_title(finding: RankedFinding) -> Markdown:
     """A finding's title as its card and its Detailed Analysis heading show it."""
     return text(one_line(finding.title))
@@ -363,7 +371,7 @@ def _top_operations(inputs: ReportInputs) -> list[dict[str, str]]:
         bound = row.get("bound")
         rows.append({
             "rank": str(rank),
-            "name": code_cell(short_kernel_name(one_line(row.get("name") or DASH), NAME_MAX_CHARS)),
+            "name": code_cell(shown_name(one_line(row.get("name") or DASH))),
             "category": cell(row.get("category") or DASH),
             "count": fmt_value("count", row.get("count")),
             "time_ms": fmt_ms(row.get("time_ms")),
