@@ -6,18 +6,32 @@ from pathlib import Path
 
 from agents.registry import AgentDefinition
 from analyzers.contracts import AgentResult, AnalysisContext
+from core.kernel_names import short_kernel_name, shortens
 from core.templates import markdown_environment
-from core.markdown_text import TraceStrings
+from core.markdown_text import TraceStrings, one_line
 
 TEMPLATES = Path(__file__).parent / "templates"
 
 
+def kernel_full_names(names: list[str], also: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    """(short, full) of the kernel names among `names` that a table shows short, with `also`
+    (full -> short, what TraceStrings shortened in the analyzer's text), sorted by short name."""
+    pairs = {one_line(n): short_kernel_name(one_line(n)) for n in names if n and shortens(one_line(n))}
+    pairs.update(also or {})
+    return sorted(((short, full) for full, short in pairs.items()), key=lambda pair: pair)
+
+
 _environment = markdown_environment(TEMPLATES)
+def kernel_name(name: str) -> str:
+    """A kernel's (or a synthetic op's) name short; any other name as it is."""
+    name = one_line(name)
+    return short_kernel_name(name) if shortens(name) else name
 
 
-def findings_view(result: AgentResult, ctx: AnalysisContext) -> AgentResult:
-    """`result` with the markdown its analyzer wrote (each finding's insight, action and details,
-    the metrics' notes) made safe, its trace strings escaped where they stand."""
+_environment.filters.update(kernel_name=kernel_name)
+
+
+def _view(result: AgentResult, ctx: AnalysisContext) -> tuple[AgentResult, TraceStrings]:
     names = TraceStrings.of(result.metrics, [f.evidence for f in result.findings],
                             [f.operations for f in result.findings], ctx.fusion_flagged_ops)
     findings = [f.model_copy(update={field: names.escape_in(getattr(f, field))
@@ -25,9 +39,19 @@ def findings_view(result: AgentResult, ctx: AnalysisContext) -> AgentResult:
     metrics = dict(result.metrics)
     if isinstance(metrics.get("notes"), list):
         metrics["notes"] = [names.escape_in(note) for note in metrics["notes"]]
-    return result.model_copy(update={"findings": findings, "metrics": metrics})
+    return result.model_copy(update={"findings": findings, "metrics": metrics}), names
+
+
+def findings_view(result: AgentResult, ctx: AnalysisContext) -> AgentResult:
+    """`result` with the markdown its analyzer wrote (each finding's insight, action and details,
+    the metrics' notes) made safe, its trace strings escaped where they stand and its kernel names
+    shortened (core.kernel_names)."""
+    return _view(result, ctx)[0]
 
 
 def render_findings(definition: AgentDefinition, result: AgentResult, ctx: AnalysisContext) -> str:
+    view, names = _view(result, ctx)
+    tabled = [op.get("name") for op in result.metrics.get("top_operations") or [] if isinstance(op, dict)]
+    tabled += [op.get("name") for op in result.metrics.get("top_collectives") or [] if isinstance(op, dict)]
     return _environment.get_template(definition.template).render(
-        result=findings_view(result, ctx), ctx=ctx, agent=definition)
+        result=view, ctx=ctx, agent=definition, kernel_pairs=kernel_full_names(tabled, names.shortened))

@@ -871,13 +871,26 @@ def evidence_sql(group: OpGroup, ctx: AnalysisContext) -> str:
     )
 
 
+KNOWN_BOUNDS = ("compute", "memory")
+KNOWN_BUCKETS = ("0-30", "30-60", "60-100")  # efficiency_bucket's; "unknown" and "all" (comparative) say nothing
+
+
+def group_phrase(group: OpGroup) -> str:
+    """What a quantified group shares, in words: only the facts it has (no 'unknown-bound', no
+    'all' bucket of a comparative run)."""
+    parts = [f"{group.bound}-bound"] if group.bound in KNOWN_BOUNDS else []
+    if group.bucket in KNOWN_BUCKETS:
+        parts.append(f"efficiency bucket {group.bucket} %")
+    return ", ".join(parts) or "one op family"
+
+
 def efficiency_phrase(group: OpGroup) -> str:
     span = group.efficiency_range
     if span is None:
         return "an unknown share of the roofline"
     low, high = span
     value = f"{low:.1f} %" if abs(high - low) < 0.05 else f"{low:.1f}-{high:.1f} %"
-    return f"{value} of the {group.bound}-bound roofline" if group.bound in ("compute", "memory") else f"{value} of the roofline"
+    return f"{value} of the {group.bound}-bound roofline" if group.bound in KNOWN_BOUNDS else f"{value} of the roofline"
 
 
 def trace2_time_ms(group: OpGroup) -> float:
@@ -1014,8 +1027,7 @@ def build_finding(rank: int, group: OpGroup, agent: ComputeAgent, data: AgentDat
     layer = " > ".join(modules[-3:]) if modules else "no module information in the trace"
     identification = (
         f"{lead_insight(group, agent.noun)} Model layer: {layer}. Library (kernel taxonomy): {group.library}. "
-        + (f"Group: {efficiency_phrase(group)}"
-           + (f" (bucket {group.bucket} %)" if group.bucket != "all" else "") + f", family `{group.family}`."
+        + (f"Group: {group_phrase(group)}, family `{group.family}`."
            if group.estimate_method == "quantified" else
            f"Group: no perf model, grouped by op (`{clip(group.family, TITLE_NAME_MAX_CHARS)}`).")
         + (" " + relabel_sentence(group.relabelled, agent.noun, len(group.members)) if group.relabelled else "")

@@ -35,6 +35,8 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from core import kernel_names
+
 EMPTY = "—"  # what an empty value shows
 REPLACEMENT = "\ufffd"
 
@@ -371,6 +373,9 @@ class TraceStrings:
     def __init__(self, strings: Iterable[str]) -> None:
         self._strings = {s for s in strings if s}
         self._hazardous: dict[str, bool] = {}
+        # full kernel name -> the short form escape_in wrote for it (core.kernel_names); a report
+        # lists these in its "Kernel names" appendix
+        self.shortened: dict[str, str] = {}
 
     @classmethod
     def of(cls, *values: Any) -> TraceStrings:
@@ -386,7 +391,8 @@ class TraceStrings:
             if prefix in markdown or ("|" in prefix and prefix.replace("|", "\\|") in markdown):
                 hazardous = self._hazardous.get(candidate)
                 if hazardous is None:
-                    hazardous = self._hazardous[candidate] = text(candidate, strict=True) != candidate
+                    hazardous = self._hazardous[candidate] = (text(candidate, strict=True) != candidate
+                                                              or kernel_names.shortens(candidate))
                 if hazardous:
                     found.append(candidate)
         return sorted(found, key=len, reverse=True)
@@ -409,6 +415,14 @@ class TraceStrings:
                 best = (i + 3, candidate[:j] + "...")
         return best
 
+    def _short(self, raw: str) -> str:
+        """A kernel name as prose shows it (core.kernel_names), recorded when it is shortened."""
+        if not kernel_names.shortens(raw):
+            return raw
+        short = kernel_names.short_kernel_name(raw)
+        self.shortened[raw] = short
+        return short
+
     def escape_in(self, markdown: str | None) -> Markdown:
         """`markdown` written by an analyzer, with these trace strings escaped and the rest made safe."""
         source = clean(markdown or "")
@@ -427,7 +441,7 @@ class TraceStrings:
                     continue
                 end, raw = found
                 pieces += [source[position:search.start()], f"\x00{len(values)}\x00"]
-                values.append(raw)
+                values.append(self._short(raw))
                 position = end
                 search = pattern.search(source, end)
             pieces.append(source[position:])

@@ -20,6 +20,7 @@ from typing import Any
 
 from core.templates import markdown_environment
 from analyzers.contracts import AgentResult, PriorityData, RankedFinding
+from core.kernel_names import KERNEL_NAME_MAX_CHARS, short_kernel_name, shortens
 from core.markdown_text import (EMPTY, Markdown, TraceStrings, blank_code, code, code_cell, one_line,
                                    safe_markdown, text)
 from analyzers.model_id import UNKNOWN
@@ -38,9 +39,14 @@ SECTIONS = (
     "Appendix",
 )
 OPTIONAL_SECTIONS = frozenset({"Warnings"})
+# Every P-item card, of whatever tier, stands here in rank order (priority_data.json's), so that P1 is
+# the first finding a reader sees; the fusion and system sections list their tier's P-items.
+CARDS_SECTION = "Compute Kernel Optimizations"
 METRIC_ROWS = ("Total Time", "Compute %", "Idle %", "Exposed Communication %", "Top Bottleneck Category")
 DASH = EMPTY
-TOP_OP_NAME_CHARS = 90  # longer op names (synthetic kernel ops) are cut in the table; SQL shows them whole
+# Outside the appendix no code span or table cell is longer than a short kernel name: kernel names
+# are shortened (core.kernel_names) and listed whole in the appendix's "Kernel names" table.
+NAME_MAX_CHARS = KERNEL_NAME_MAX_CHARS
 # The trace-quality check that grades how much GPU time is linked to a host launch (trace_quality.sql);
 # when it fails, the timeline and every finding describe only the linked part of the GPU work.
 LINKED_SHARE_CHECK = "linked_gpu_time_share"
@@ -138,8 +144,12 @@ def cell(value: Any) -> Markdown:
     return text(value) or Markdown(DASH)
 
 
-def _shorten(value: str, limit: int) -> str:
-    return value if len(value) <= limit else value[: limit - 3].rstrip() + "..."
+def shown_name(name: str) -> str:
+    """An op or kernel name as a table shows it: a kernel name short (core.kernel_names, the full
+    name in the appendix), any other name clipped to NAME_MAX_CHARS (the SQL shows it whole)."""
+    if shortens(name, NAME_MAX_CHARS):
+        return short_kernel_name(name, NAME_MAX_CHARS)
+    return name if len(name) <= NAME_MAX_CHARS else name[: NAME_MAX_CHARS - 3].rstrip() + "..."
 
 
 def card_title(finding: RankedFinding) -> Markdown:
@@ -179,6 +189,16 @@ def _impact(finding: RankedFinding, e2e_ms: float) -> dict[str, Any]:
     return {"quantified": True, "text": Markdown(impact), "low_ms": low_ms, "mid_ms": mid_ms, "high_ms": high_ms}
 
 
+def _impact_range(finding: RankedFinding, impact: dict[str, Any]) -> Markdown:
+    """A finding's impact range for the ranked table: % of E2E and ms, or that it has no estimate."""
+    if not impact["quantified"]:
+        return Markdown(f"not quantified ({finding.estimate_method})")
+    low, high = _finite(finding.impact_low), _finite(finding.impact_high)
+    mid = _finite(finding.impact_score)
+    low, high = mid if low is None else low, mid if high is None else high
+    return Markdown(f"{fmt_pct(low)}–{fmt_pct(high)}% ({fmt_ms(impact['low_ms'])}–{fmt_ms(impact['high_ms'])} ms)")
+
+
 def _evidence_rows(finding: RankedFinding) -> list[tuple[Markdown, Markdown]]:
     return [(cell(key.replace("_", " ")), fmt_value(key, value)) for key, value in finding.evidence.items()]
 
@@ -216,7 +236,8 @@ def _card(finding: RankedFinding, e2e_ms: float, trace_strings: dict[str, TraceS
         "title": card_title(finding),
         "insight": _sentence(names, finding.insight),
         "action": _sentence(names, finding.action),
-        "impact": _impact(finding, e2e_ms),
+        "impact": (impact := _impact(finding, e2e_ms)),
+        "impact_range": _impact_range(finding, impact),
         "heuristic": finding.estimate_method == "heuristic",
         "kind": kind,
         "agent": finding.agent,
@@ -233,6 +254,7 @@ def _card(finding: RankedFinding, e2e_ms: float, trace_strings: dict[str, TraceS
         "analysis_sql": finding.analysis_sql.strip(),
         "claim": _claim_text(finding),
         "anchor": f"detail-p{finding.global_rank}",
+        "sql_anchor": f"sql-p{finding.global_rank}",
     }
 
 
@@ -246,14 +268,10 @@ def _claim_text(finding: RankedFinding) -> Markdown | None:
                     "counted in no other finding")
 
 
-def _ranked_rows(cards: list[dict[str, Any]], findings: list[RankedFinding]) -> list[dict[str, Any]]:
+def _ranked_rows(cards: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The findings in rank order, as priority_data.json lists them: one table row each."""
-    by_rank = {f.global_rank: f for f in findings}
-    return [{
-        "rank": c["rank"], "title": c["title"], "agent": c["agent"], "tier": c["tier"],
-        "claimed_ms": fmt_ms(by_rank[c["rank"]].claimed_time_ms) if by_rank[c["rank"]].claimed_time_ms is not None else DASH,
-        "recoverable_ms": fmt_ms(c["impact"]["mid_ms"]) if c["impact"]["quantified"] else DASH,
-    } for c in sorted(cards, key=lambda c: c["rank"])]
+    return [{"rank": c["rank"], "title": c["title"], "anchor": f"p{c['rank']}", "category": c["category"],
+             "impact_range": c["impact_range"], "confidence": c["confidence"]} for c in cards]
 
 
 def _title(inputs: ReportInputs) -> Markdown:
@@ -354,7 +372,7 @@ def _top_operations(inputs: ReportInputs) -> list[dict[str, str]]:
         bound = row.get("bound")
         rows.append({
             "rank": str(rank),
-            "name": code_cell(_shorten(one_line(row.get("name") or DASH), TOP_OP_NAME_CHARS)),
+            "name": code_cell(shown_name(one_line(row.get("name") or DASH))),
             "category": cell(row.get("category") or DASH),
             "count": fmt_value("count", row.get("count")),
             "time_ms": fmt_ms(row.get("time_ms")),
@@ -445,7 +463,7 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
     gpu2 = _gpu(inputs.gpu_utilization2) if inputs.comparison_scope == "comparative" and inputs.gpu_utilization2 else None
     ranked = sorted(inputs.priority.findings, key=lambda f: f.global_rank)
     trace_strings = _trace_strings(inputs.agent_results)
-    cards = [_card(f, e2e_ms, trace_strings) for f in ranked]
+    cards = [_card(f, e2e_ms, trace_strings) for f in ranked]  # rank order, whatever the tier
     by_kind = {kind: [c for c in cards if c["kind"] == kind] for kind in ("compute", "fusion", "system")}
     ranked_ids = {f.finding_id for f in ranked}
     unranked = [f for r in inputs.agent_results for f in r.findings if f.finding_id not in ranked_ids]
@@ -464,19 +482,21 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "timeline_missing": timeline_missing,
         "warnings": _warnings(inputs),
         "summary": _summary(inputs, gpu1, gpu2, cards),
-        "ranked_rows": _ranked_rows(cards, ranked),
+        "ranked_rows": _ranked_rows(cards),
         "metric_rows": _metric_rows(inputs, gpu1, gpu2),
         "plot": Markdown(inputs.plot_png_base64) if inputs.plot_png_base64 else None,  # base64, or PLOT_PENDING
         "gpu": gpu1,
         "top_operations": _top_operations(inputs),
         "matching_note": safe_markdown(one_line(inputs.op_matching_note or "")),  # markdown: names escaped
         "relabelled_ops_note": one_line(inputs.relabelled_ops_note) if inputs.relabelled_ops_note else None,
+        "cards": cards,
         "compute_cards": by_kind["compute"],
         "fusion_cards": by_kind["fusion"],
         "system_cards": by_kind["system"],
-        "detail_cards": by_kind["compute"] + by_kind["fusion"] + by_kind["system"],
+        "detail_cards": cards,
         "unranked": [{"title": one_line(f.title), "agent": f.agent,
                       "insight": _sentence(trace_strings[f.agent], f.insight)} for f in unranked],
+        "kernel_names": _kernel_names(inputs, trace_strings),
         "model": {
             "name": cell(model.display_name if model.display_name != "Workload" else UNKNOWN),
             "family": cell(model.model_family),
@@ -507,6 +527,16 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "scope": inputs.comparison_scope,
         "reproduce": reproduce,
     }
+
+
+def _kernel_names(inputs: ReportInputs, trace_strings: dict[str, TraceStrings]) -> list[tuple[Markdown, Markdown]]:
+    """(short, full) of every kernel name the report shortened, for the appendix; call it after
+    the cards and sentences were written (the trace strings record what they shortened)."""
+    full = {one_line(row.get("name")): short_kernel_name(one_line(row.get("name")), NAME_MAX_CHARS)
+            for row in inputs.top_operations if row.get("name") and shortens(one_line(row.get("name")), NAME_MAX_CHARS)}
+    for names in trace_strings.values():
+        full.update(names.shortened)
+    return [(code_cell(short), code_cell(name)) for name, short in sorted(full.items(), key=lambda item: (item[1], item[0]))]
 
 
 def embed_plot(markdown: str, png: bytes) -> str:
@@ -622,8 +652,6 @@ def _check_markers(markdown: str, sections: list[tuple[str, int, int]], priority
         if heading:
             cards.append((int(heading.group(1)), heading.group(2), heading.start()))
     seen: dict[int, int] = {}
-    section_of_kind = {"compute": "Compute Kernel Optimizations", "fusion": "Kernel Fusion Opportunities (Experimental)",
-                       "system": "System-Level Optimizations"}
     for rank, title, position in cards:
         seen[rank] = seen.get(rank, 0) + 1
         finding = by_rank.get(rank)
@@ -634,19 +662,17 @@ def _check_markers(markdown: str, sections: list[tuple[str, int, int]], priority
         if expected_title != title:
             problems.append(f"card P{rank} is titled {title!r} but the finding ranked {rank} is {expected_title!r}")
         section = next((name for name, start, end in sections if start <= position < end), None)
-        expected = section_of_kind[finding_kind(finding)]
-        if section != expected:
-            problems.append(f"card P{rank} is under '{section}' but belongs under '{expected}'")
+        if section != CARDS_SECTION:
+            problems.append(f"card P{rank} is under '{section}' but belongs under '{CARDS_SECTION}'")
     for rank, count in sorted(seen.items()):
         if count > 1 and rank in by_rank:
             problems.append(f"finding P{rank} has {count} cards (expected exactly one)")
     for rank, finding in sorted(by_rank.items()):
         if rank not in seen:
             problems.append(f"ranked finding P{rank} ({one_line(finding.title)!r}) has no card")
-    for section in section_of_kind.values():
-        ranks = [r for r, _, p in cards if any(n == section and s <= p < e for n, s, e in sections)]
-        if ranks != sorted(ranks):
-            problems.append(f"cards under '{section}' are not in rank order: " + ", ".join(f"P{r}" for r in ranks))
+    ranks = [r for r, _, _ in cards]
+    if ranks != sorted(ranks):
+        problems.append("the cards are not in rank order: " + ", ".join(f"P{r}" for r in ranks))
     unknown = sorted({int(m.group(1)) for m in _P_REFERENCE.finditer(_prose(markdown))} - set(by_rank))
     if unknown:
         problems.append("references to P-items that do not exist: " + ", ".join(f"P{r}" for r in unknown))

@@ -41,6 +41,7 @@ DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 DISK_FULL_TEXT = ("no space left on device", "disk quota exceeded")
 # gen0 / gen1 / gen2 thresholds of the cyclic collector; CPython's default is (700, 10, 10)
 GC_THRESHOLDS = (100_000, 20, 20)
+TOP_FINDINGS_PRINTED = 3  # analyze prints this many findings after "wrote .../analysis.md" (issue 13: a reader's first three)
 EXIT_COMPARE_CRASHED = 3  # `compare` keeps 1 for "regression": a crash must not read as a verdict in CI
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -196,6 +197,8 @@ def analyze(
     if compare is not None:
         print(f"{outcome.trace2_id}  {compare.name}  platform {outcome.platform2} (trace 2)")
     print(f"wrote {outcome.analysis_md}")
+    for line in _top_findings(outcome.out_dir / "priority_data.json"):
+        print(line)
     if not quiet:
         for warning in outcome.warnings:
             print(f"warning: {warning}", file=sys.stderr)
@@ -203,6 +206,29 @@ def analyze(
         for problem in outcome.report_problems:
             print(f"tracelake: report check failed: {problem}", file=sys.stderr)
         raise typer.Exit(EXIT_FAILED)
+
+
+def _top_findings(priority_json: Path) -> list[str]:
+    """The first TOP_FINDINGS_PRINTED findings of priority_data.json, one line each: `P<n>  <impact
+    range>  <title>` (tab-free, so the lines split on two spaces)."""
+    from analyzers.contracts import PriorityData  # noqa: PLC0415 - the CLI imports the analysis stack lazily
+
+    if not priority_json.is_file():
+        return []
+    priority = PriorityData.model_validate_json(priority_json.read_text())
+    lines = []
+    for finding in sorted(priority.findings, key=lambda f: f.global_rank)[:TOP_FINDINGS_PRINTED]:
+        lines.append(f"P{finding.global_rank}  {_impact_range(finding, priority.e2e_time_ms)}  {' '.join(finding.title.split())}")
+    return lines
+
+
+def _impact_range(finding, e2e_ms: float | None) -> str:  # noqa: ANN001 - a RankedFinding (imported lazily)
+    if finding.impact_score is None:
+        return f"not quantified ({finding.estimate_method})"
+    low = finding.impact_low if finding.impact_low is not None else finding.impact_score
+    high = finding.impact_high if finding.impact_high is not None else finding.impact_score
+    span = f"{low:.1f}-{high:.1f} % of E2E"
+    return f"{span} ({low * e2e_ms / 100:.3f}-{high * e2e_ms / 100:.3f} ms)" if e2e_ms else span
 
 
 @app.command()

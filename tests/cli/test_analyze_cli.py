@@ -7,7 +7,9 @@ import json
 import shutil
 from pathlib import Path
 
+from analyzers.contracts import PriorityData
 from tests.conftest import TRACES, run_cli
+from tracelake.cli import TOP_FINDINGS_PRINTED
 
 
 def test_analyze_writes_the_perf_report(warehouse, tmp_path: Path) -> None:
@@ -18,6 +20,7 @@ def test_analyze_writes_the_perf_report(warehouse, tmp_path: Path) -> None:
     result = run_cli("analyze", str(trace), "--warehouse", str(folder), "--out", str(out), "--xlsx", "--quiet")
     assert result.returncode == 0, result.stderr
     assert "platform MI300X" in result.stdout  # detected from "AMD Instinct MI300X"
+    _assert_top_findings_printed(result.stdout, out)
     csvs = {p.stem for p in (out / "perf_report_csvs").glob("*.csv")}
     assert {"gpu_timeline", "ops_summary_by_category", "ops_summary", "ops_unique_args", "unified_perf_summary",
             "kernel_summary", "GEMM", "CONV_fwd", "Normalization", "UnaryElementwise", "BinaryElementwise",
@@ -34,6 +37,24 @@ def test_analyze_writes_the_perf_report(warehouse, tmp_path: Path) -> None:
     assert again.returncode == 0 and "already" not in again.stderr
     assert {p.stem for p in (out / "perf_report_csvs").glob("*.csv")} == csvs
     assert not list(out.glob(".perf_report_csvs-*"))
+
+
+def _assert_top_findings_printed(stdout: str, out: Path) -> None:
+    """After "wrote .../analysis.md": the first three findings of priority_data.json, one line each
+    (P, impact range, title), and nothing else."""
+    lines = stdout.splitlines()
+    wrote = next(i for i, line in enumerate(lines) if line.startswith("wrote "))
+    assert lines[wrote] == f"wrote {out / 'analysis.md'}"
+    priority = PriorityData.model_validate_json((out / "priority_data.json").read_text())
+    expected = sorted(priority.findings, key=lambda f: f.global_rank)[:TOP_FINDINGS_PRINTED]
+    assert len(expected) == TOP_FINDINGS_PRINTED  # the resnet trace has more findings than are printed
+    printed = [line.split("  ") for line in lines[wrote + 1:]]
+    assert [(p[0], p[2]) for p in printed] == [(f"P{f.global_rank}", " ".join(f.title.split())) for f in expected]
+    for (_, impact, _), finding in zip(printed, expected):
+        if finding.impact_score is None:
+            assert impact.startswith("not quantified")
+        else:
+            assert impact.startswith(f"{finding.impact_low:.1f}-{finding.impact_high:.1f} % of E2E (")
 
 
 def test_platforms_lists_specs_with_sources() -> None:

@@ -15,7 +15,10 @@ import pytest
 from analyzers import settings
 from analyzers.contracts import PriorityData
 from reports.analysis_md import validate_analysis
+from core.kernel_names import KERNEL_NAME_MAX_CHARS
+from reports.analysis_md import NAME_MAX_CHARS
 from tests.conftest import EXPECTED, TRACES, run_cli
+from tests.reports.markdown_checks import card_ranks, leaks, long_names
 from tests.pipeline.conftest import copy_of
 from tracelake.folders import OutputFolderError
 from tracelake.pipeline import AnalyzeOptions, run_analysis
@@ -262,7 +265,7 @@ def test_a_reused_output_folder_points_only_at_its_latest_report(analysis_wareho
 
 CARD = re.compile(r"^### P(\d+): .*?$(.*?)(?=^### |^## )", re.MULTILINE | re.DOTALL)
 CLAIMS_LINE = re.compile(r"\*\*Claims\*\*: ([\d,]+\.\d{3}) ms of GPU time")
-RANKED_ROW = re.compile(r"^\| P(\d+) \| (.*?) \| (\w+) \| ([\d,.—-]+) \| ([\d,.—-]+) \|$", re.MULTILINE)
+RANKED_ROW = re.compile(r"^\| P(\d+) \| (.*?) \| (\w+) \| (.+?) \| (high|medium|low) \|$", re.MULTILINE)
 
 
 def _ledger(warehouse: Warehouse, trace_id: str) -> dict[str, list[tuple]]:
@@ -329,7 +332,9 @@ def test_priority_data_and_analysis_md_rank_the_same_findings(analyses, relative
     markdown = (out / "analysis.md").read_text()
     table = markdown.split("**All findings, by recoverable time**", 1)
     rows = RANKED_ROW.findall(table[1].split("\n\n", 2)[1]) if len(table) == 2 else []
-    assert [(int(r[0]), r[2]) for r in rows] == [(f.global_rank, f.agent) for f in priority.findings]
+    assert [(int(r[0]), r[2], r[4]) for r in rows] == [(f.global_rank, f.category, f.confidence) for f in priority.findings]
+    # the cards follow the same order, whatever the tier: P1 is the first finding a reader meets
+    assert card_ranks(markdown) == [f.global_rank for f in priority.findings]
     scored = [f for f in priority.findings if f.impact_score is not None]
     # priorities: every tier's categories, in the order of their best-ranked finding (P1's first)
     expected = list(dict.fromkeys(f.category for f in scored))[: settings.MAX_CATEGORY_PRIORITIES]
@@ -338,3 +343,22 @@ def test_priority_data_and_analysis_md_rank_the_same_findings(analyses, relative
     for category in listed:
         total = sum(f.impact_score for f in scored if f.category == category.category)
         assert category.impact_score == pytest.approx(total, abs=1e-4)
+
+
+@pytest.mark.parametrize("relative", ALL_TRACES)
+def test_reports_read_without_placeholders_or_long_names(analyses, relative: str) -> None:
+    """No missing fact printed as 'None', 'nan', 'unknown-bound' or an empty cell, no kernel name
+    longer than the short-name cap before the appendix (the full names are in it), SQL only there."""
+    out = analyses[relative]
+    documents = {"analysis.md": (out / "analysis.md").read_text()}
+    documents.update({p.name: p.read_text() for p in sorted(out.glob("*_findings/*.md"))})
+    for name, markdown in documents.items():
+        assert leaks(markdown) == [], name
+        limit = NAME_MAX_CHARS if name == "analysis.md" else KERNEL_NAME_MAX_CHARS
+        assert long_names(markdown, limit) == [], name
+        head = re.split(r"^## Appendix", markdown, maxsplit=1, flags=re.MULTILINE)[0]
+        assert "```sql" not in head, name
+    markdown = documents["analysis.md"]
+    appendix = markdown.split("\n## Appendix", 1)[1]
+    for short, full in re.findall(r"^\| `([^`]+)` \| `+([^`]+)`+ \|$", appendix.split("### Kernel Names", 1)[-1], re.MULTILINE):
+        assert len(short) <= NAME_MAX_CHARS < len(full) or short != full

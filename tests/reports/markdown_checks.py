@@ -8,11 +8,13 @@ import re
 from collections.abc import Iterator
 
 from markdown_it import MarkdownIt
+
+from core.kernel_names import is_kernel_name
 from markdown_it.token import Token
 
 RENDERER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
-# the only raw HTML the templates write: the Detailed Analysis anchors and the findings' comments
-OUR_HTML = re.compile(r'<a id="detail-p\d+">|</a>|<!-- reasoning-candidate tier=\w+ rank=\d+ -->')
+# the only raw HTML the templates write: the card, Detailed Analysis and SQL anchors and the findings' comments
+OUR_HTML = re.compile(r'<a id="(?:detail-|sql-)?p\d+">|</a>|<!-- reasoning-candidate tier=\w+ rank=\d+ -->')
 TAGS = re.compile(r"<script\b|<img\b(?! src=\"data:image/png;base64,)", re.IGNORECASE)  # the plot is ours
 
 
@@ -99,3 +101,39 @@ def tables(markdown: str) -> list[list[list[str]]]:
             found[-1].append(row)
             row = None
     return found
+
+
+# ---- what a reader of a real report must not meet (issue 13 item 8) --------------------------------
+
+LEAKS = re.compile(r"\bNone\b|\bnan\b|unknown-bound|\ball %|\bbucket all\b|\(\)|\|[ \t]*\|")
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+
+
+def before_appendix(markdown: str) -> str:
+    """The report up to its appendix (analysis.md's '## Appendix', an agent's '## Appendix: ...')."""
+    return re.split(r"^## Appendix", markdown, maxsplit=1, flags=re.MULTILINE)[0]
+
+
+def leaks(markdown: str) -> list[str]:
+    """Missing facts printed as text ('None', 'nan', 'unknown-bound', an 'all %' bucket, an empty
+    '()' or table cell) in the prose and tables before the appendix (code is names and SQL)."""
+    prose = prose_source(before_appendix(markdown))
+    prose += "\n" + "\n".join(line for line in before_appendix(markdown).splitlines() if line.startswith("|"))
+    return sorted({m.group(0) for m in LEAKS.finditer(prose)})
+
+
+def long_names(markdown: str, limit: int) -> list[str]:
+    """Kernel names (code spans, in prose and table cells) before the appendix longer than `limit`."""
+    head = blank_fences(before_appendix(markdown))
+    spans = [m.group(2).strip().replace("\\|", "|") for line in head.splitlines() for m in _CODE_SPAN.finditer(line)]
+    return [s for s in spans if len(s) > limit and is_kernel_name(s)]
+
+
+def blank_fences(markdown: str) -> str:
+    """`markdown` without its fenced code blocks."""
+    return re.sub(r"^(`{3,}|~{3,}).*?^\1\s*$", "", markdown, flags=re.MULTILINE | re.DOTALL)
+
+
+def card_ranks(markdown: str) -> list[int]:
+    """The P numbers of analysis.md's cards, in the order a reader meets them."""
+    return [int(m.group(1)) for m in re.finditer(r"^### P(\d+): ", markdown, re.MULTILINE)]

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from core.kernel_names import KERNEL_NAME_MAX_CHARS, short_kernel_name
 from analyzers.contracts import AgentResult, CategoryPriority, Finding, PriorityData, RankedFinding
 from reports.analysis_md import SECTIONS, render_analysis, validate_analysis
 from analyzers.model_id import ModelInfo, identify_model
@@ -108,21 +109,24 @@ def test_metric_table_and_plot(findings):
     assert "![Performance improvement](data:image/png;base64,iVBOR" in summary  # a PNG, base64-encoded
 
 
-def test_cards_numbered_by_global_rank_in_their_sections(findings):
+def test_cards_in_rank_order_whatever_the_tier(findings):
+    """P1 is the first card a reader sees: every card stands in rank order, the tier sections list theirs."""
     markdown = render_analysis(_inputs(findings))
     compute = markdown.split("## Compute Kernel Optimizations")[1].split("\n## ")[0]
     fusion = markdown.split("## Kernel Fusion Opportunities (Experimental)")[1].split("\n## ")[0]
     system = markdown.split("## System-Level Optimizations")[1].split("\n## ")[0]
-    assert re.findall(r"^### P(\d+):", compute, re.MULTILINE) == ["1"]
-    assert re.findall(r"^### P(\d+):", fusion, re.MULTILINE) == ["3"]
-    assert re.findall(r"^### P(\d+):", system, re.MULTILINE) == ["2", "4"]
+    assert re.findall(r"^### P(\d+):", compute, re.MULTILINE) == ["1", "2", "3", "4"]  # gemm, cpu_idle, fusion, copies
+    assert re.findall(r"^- \[P(\d+):", fusion, re.MULTILINE) == ["3"]
+    assert re.findall(r"^- \[P(\d+):", system, re.MULTILINE) == ["2", "4"]
+    assert not re.findall(r"^### P\d+:", fusion + system, re.MULTILINE)
     card = compute.split("### P1: BF16 GEMMs at 60% of roofline")[1]
     assert "**Insight**: BF16 GEMMs at 60% of roofline: the numbers" in card
     assert "**Action**: Do the gemm fix." in card
     # 12-16 % of 12.5 ms = 1.500-2.000 ms, mid 14 % = 1.750 ms
     assert "**Impact**: 12.0–16.0% of E2E (1.500–2.000 ms; mid 14.0% ≈ 1.750 ms); estimate: quantified; " \
            "confidence: high" in card
-    assert "not quantifiable from trace data" in system.split("### P4: Host-to-device copies")[1]
+    assert "not quantifiable from trace data" in compute.split("### P4: Host-to-device copies")[1]
+    assert "[how to reproduce P1](#sql-p1)" in card.split("### P2")[0]
     assert "| 1 | `aten::mm` | GEMM | 48 | 4.055 | 32.4 | 61.7% | compute-bound |" in compute
     assert "| 2 | `aten::cat` | other | 48 | 2.014 | 16.1 | — | — |" in compute
 
@@ -131,8 +135,8 @@ def test_detailed_analysis_and_appendix(findings):
     markdown = render_analysis(_inputs(findings))
     detail = markdown.split("## Detailed Analysis")[1].split("\n## ")[0]
     assert [t for t in re.findall(r"^### (.+)$", detail, re.MULTILINE)] == [
-        "BF16 GEMMs at 60% of roofline", "Unfused RMSNorm chain", "Launch-bound: short kernels between host gaps",
-        "Host-to-device copies"]  # compute, fusion, system
+        "BF16 GEMMs at 60% of roofline", "Launch-bound: short kernels between host gaps", "Unfused RMSNorm chain",
+        "Host-to-device copies"]  # rank order
     gemm = detail.split("### BF16 GEMMs at 60% of roofline")[1].split("\n### ")[0]
     for label in ("**Identification**", "**Data**", "**Reasoning**", "**Resolution**", "**Impact estimate**"):
         assert label in gemm
@@ -253,6 +257,12 @@ def test_validation_catches_mutations(findings):
     problems = validate_analysis(duplicated, priority)
     assert any("P1 has 2 cards" in p for p in problems)
     assert any("P1 is under 'Kernel Fusion Opportunities (Experimental)'" in p for p in problems)
+    assert any("not in rank order" in p for p in problems)
+
+    p2 = re.search(r"<a id=\"p2\"></a>\n\n### P2: .*?(?=<a id=\"p3\">)", markdown, re.DOTALL).group(0)
+    swapped_cards = markdown.replace(p2, "", 1).replace("## Kernel Fusion", "", 0)
+    swapped_cards = swapped_cards.replace('<a id="p4"></a>', p2 + '<a id="p4"></a>', 1)
+    assert any("not in rank order: P1, P3, P2, P4" in p for p in validate_analysis(swapped_cards, priority))
 
     dangling = markdown.replace("**Action**: Do the gemm fix.", "**Action**: Do the gemm fix, then see P9.")
     assert any("P9" in p for p in validate_analysis(dangling, priority))
@@ -341,3 +351,66 @@ def test_a_failing_link_check_opens_the_report_and_qualifies_the_summary():
     assert "| Total Time | 12.500 ms |" in summary  # the linked part still has its timeline
     assert validate_analysis(markdown, inputs.priority) == []
     assert "Trace quality:" not in render_analysis(_inputs([]))  # passing checks open nothing
+
+
+LONG_KERNEL = ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::silu_kernel(at::"
+               "TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, "
+               "2ul> >(int, at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::"
+               "operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul>)")
+
+
+def test_ranked_table_follows_the_executive_summary(findings):
+    markdown = render_analysis(_inputs(findings))
+    summary = markdown.split("## Executive Summary")[1].split("\n## ")[0]
+    table = summary.split("**All findings, by recoverable time**")[1]
+    assert "| P | Finding | Category | Impact range | Confidence |" in table
+    assert "| P1 | BF16 GEMMs at 60% of roofline | gemm | 12.0–16.0% (1.500–2.000 ms) | high |" in table
+    assert "| P4 | Host-to-device copies | multi_kernel | not quantified (qualitative) | medium |" in table
+    assert table.index("| P1 |") < table.index("| P2 |") < table.index("| P3 |") < table.index("| P4 |")
+
+
+def test_kernel_names_are_short_in_tables_and_whole_in_the_appendix(findings):
+    synthetic = f"hipGraphLaunch->{LONG_KERNEL} (Synthetic Op)"
+    inputs = _inputs(findings, top_operations=[
+        {"name": synthetic, "category": "elementwise", "count": 4, "time_ms": 1.0, "percent_of_e2e": 8.0,
+         "pct_roofline": None, "bound": None}])
+    markdown = render_analysis(inputs)
+    assert validate_analysis(markdown, inputs.priority) == []
+    head, appendix = markdown.split("\n## Appendix")
+    short = "hipGraphLaunch->at::native::vectorized_elementwise_kernel<...> (Synthetic Op)"
+    assert f"| 1 | `{short}` | elementwise |" in head and LONG_KERNEL not in head
+    names = appendix.split("### Kernel Names")[1].split("\n### ")[0]
+    assert f"| `{short}` | `{synthetic}` |" in names
+    assert "Kernel Names" not in render_analysis(_inputs(findings))  # nothing shortened, no table
+
+
+@pytest.mark.parametrize(("name", "short"), [
+    (LONG_KERNEL, "at::native::vectorized_elementwise_kernel<...>"),
+    ("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", "ncclDevKernel_Generic"),
+    ("std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, __nv_bfloat16>(int, int)",
+     "internal::gemvx::kernel<...>"),
+    ("void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 3>(int)",
+     "at::native::(anonymous namespace)::CatArrayBatchedCopy<...>"),
+    # mangled names from the ROCm traces in tests/data (sglang decode, vllm decode, resnet)
+    ("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64ELi8ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib",
+     "aiter::add_rmsnorm_quant_kernel<...>"),
+    ("_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_RKS3_EXadL_Z4siluIS2_ES3_S5_EEEEvPS3_PS4_i",
+     "sgl_hip::activation::act_and_mul_kernel<...>"),
+    ("_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdINS_27Rmsnorm2dFwdPipelineOnePassINS_27Rmsnorm2dFwdPipelineProblemIDF16b",
+     "ck_tile::kentry<...>"),  # cut short by the profiler: the name still reads
+    ("aten::mm", "aten::mm"), ("triton_poi_fused_add_mul_0", "triton_poi_fused_add_mul_0"),
+    ("Memcpy HtoD (Pageable -> Device)", "Memcpy HtoD (Pageable -> Device)"),
+    ("<script>alert(1)</script>", "<script>alert(1)</script>"),  # not a C++ symbol: left as it is
+])
+def test_short_kernel_names(name, short):
+    assert short_kernel_name(name) == short
+
+
+def test_every_real_kernel_name_gets_a_short_readable_name(db):
+    names = [row[0] for row in db.execute("select distinct name from kernels").fetchall()]
+    names += [row[0] for row in db.execute("select distinct name from op_perf where name like '%->%'").fetchall()]
+    assert any(n.startswith("_Z") for n in names)
+    for name in names:
+        short = short_kernel_name(name)
+        assert len(short) <= KERNEL_NAME_MAX_CHARS, name
+        assert "_Z" not in short[:3] and "(int" not in short and ", " not in short.split("(Synthetic Op)")[0], name
