@@ -70,7 +70,7 @@ class CollectiveModel(BaseModel):
     bytes_max: float
     bus_gb_per_s_min: float
     bus_gb_per_s_max: float
-    floor_gb_per_s: float  # settings.COLLECTIVE_BUSBW_FLOOR_GBPS
+    floor_gb_per_s: float  # settings.LINK_FLOOR_GBPS
     saving_ms: float  # the unhideable time above what the floor bandwidth would take
     collective_names: list[str]
     # time vs bytes between the smallest and the largest message size: (bytes ratio, time ratio)
@@ -221,7 +221,7 @@ def _collective_model(db: duckdb.DuckDBPyConnection, trace_id: str,
     total = sum(unhideable.values())
     if not rows or total <= 0:
         return None
-    floor = settings.COLLECTIVE_BUSBW_FLOOR_GBPS
+    floor = settings.LINK_FLOOR_GBPS
     saving = 0.0
     for r in rows:
         ideal_us = float(r["bytes"]) * float(r["bus_factor"]) / (floor * 1e3)
@@ -291,6 +291,16 @@ def _collective_sentence(model: CollectiveModel | None) -> str:
         sentence += (f" {bytes_ratio:.1f}x the bytes take only {time_ratio:.1f}x the time: the kernels mostly wait "
                      "for the other ranks to arrive, they do not move data.")
     return sentence
+
+
+def _pinned_copy_model(stats: TransferStats, exposed_ms: float) -> tuple[float, float] | None:
+    """(low, high) ms a pageable direction's exposed copies recover: low, the copy from pinned
+    memory at the link floor (the exposed share of the time above that); high, all of it (pinned
+    and non-blocking, it overlaps computation). None without pageable copies or bytes."""
+    if not stats.pageable_count or not stats.total_bytes or stats.total_time_ms <= 0 or exposed_ms <= 0:
+        return None
+    pinned_ms = stats.total_bytes / (settings.LINK_FLOOR_GBPS * 1e6)
+    return exposed_ms * max(0.0, 1.0 - pinned_ms / stats.total_time_ms), exposed_ms
 
 
 def _transfer_facts(stats: TransferStats) -> str:
@@ -570,7 +580,14 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext, claims: Claims) -> li
         if not stats.flagged:
             continue
         claimed = claims.copies[direction]
-        impact = {**_ladder(_claimed_ms(claimed), ctx.e2e_time_ms), "claimed_kernels": claimed}
+        pinned = _pinned_copy_model(stats, _claimed_ms(claimed))
+        if pinned is not None:
+            low, high = (100.0 * ms / ctx.e2e_time_ms for ms in pinned)
+            impact = {"impact_low": round(low, 3), "impact_score": round((low + high) / 2.0, 3),
+                      "impact_high": round(high, 3), "recoverable_ms": round(sum(pinned) / 2.0, 4),
+                      "estimate_method": "quantified", "claimed_kernels": claimed}
+        else:
+            impact = {**_ladder(_claimed_ms(claimed), ctx.e2e_time_ms), "claimed_kernels": claimed}
         confidence = confidence_from_quality("medium", ctx.quality_verdicts, ("linked_gpu_time_share",))
         if impact["impact_score"] < settings.MIN_PITEM_IMPACT_SCORE:
             # Flagged by count only (or fully overlapped): real per-transfer host cost, negligible GPU time.
@@ -615,7 +632,12 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext, claims: Claims) -> li
                 f"**Reasoning for Slowdown:** {reason}.\n\n"
                 f"**Resolution:** {action}\n\n"
                 f"**Impact estimate:** "
-                + (f"{fractions} (low/mid/high) x the exposed copy time {stats.exposed_time_ms:.3f} ms = "
+                + (f"low = the exposed copy time {_claimed_ms(claimed):.3f} ms x (1 - the copies' time from pinned memory "
+                   f"at {settings.LINK_FLOOR_GBPS:g} GB/s, {(stats.total_bytes or 0) / (settings.LINK_FLOOR_GBPS * 1e6):.3f} ms, "
+                   f"/ their measured {stats.total_time_ms:.3f} ms): pinning alone; high = all of the exposed copy time "
+                   "(pinned and non-blocking, the copy overlaps computation); mid = their mean: "
+                   f"{impact['impact_low']:.2f}-{impact['impact_high']:.2f} % of E2E." if pinned is not None and quantified else
+                   f"{fractions} (low/mid/high) x the exposed copy time {stats.exposed_time_ms:.3f} ms = "
                    f"{impact['impact_low']:.2f}-{impact['impact_high']:.2f} % of E2E." if quantified else
                    "not quantifiable from trace data: the copies' exposed GPU time is negligible; their cost is "
                    "host-side.")),

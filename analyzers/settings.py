@@ -100,11 +100,11 @@ OVERLAP_RECOVERY_FRACTIONS = (0.5, 0.7, 0.9)
 # latency-bound: fusing them into fewer, larger ones is the mechanism (NCCL / RCCL latency is
 # several us per call, so 100 us messages are still dominated by per-call cost at small sizes).
 SMALL_COLLECTIVE_US = 100.0
-# A floor on the bus bandwidth a collective reaches between GPUs: PCIe Gen4 x16 (32 GB/s, ~25 GB/s
-# achieved), the slowest link a multi-GPU node has; NVLink, xGMI / Infinity Fabric and PCIe Gen5
-# are faster. Exposed collective time above bytes x bus factor / this is not the link's limit
-# (nccl-tests' bus-bandwidth definition), so its saving is a conservative one.
-COLLECTIVE_BUSBW_FLOOR_GBPS = 25.0
+# The slowest link of a GPU server: PCIe Gen4 x16 (32 GB/s, ~25 GB/s achieved). NVLink, xGMI /
+# Infinity Fabric and PCIe Gen5 are faster, so time above bytes / this is not the link's limit:
+# collectives (bytes x nccl-tests' bus factor) and pinned host<->device copies are measured
+# against it, and the savings that follow are conservative.
+LINK_FLOOR_GBPS = 25.0
 # Collectives whose time grows by less than half their bytes' growth (between the smallest and the
 # largest message size, at least 2x apart) spend their time waiting for the other ranks.
 COLLECTIVE_WAIT_SCALING_MAX = 0.5

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from core.templates import markdown_environment
+from analyzers import settings
 from analyzers.contracts import AgentResult, PriorityData, RankedFinding
 from core.kernel_names import KERNEL_NAME_MAX_CHARS, short_kernel_name, shortens
 from core.markdown_text import (EMPTY, Markdown, TraceStrings, blank_code, code, code_cell, one_line,
@@ -483,6 +484,9 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "warnings": _warnings(inputs),
         "summary": _summary(inputs, gpu1, gpu2, cards),
         "ranked_rows": _ranked_rows(cards),
+        "near_roofline": [one_line(line) for line in inputs.priority.near_roofline],
+        "unaddressed": _unaddressed_rows(inputs.priority),
+        "big_op_percent": settings.BIG_OP_PERCENT_OF_E2E,
         "metric_rows": _metric_rows(inputs, gpu1, gpu2),
         "plot": Markdown(inputs.plot_png_base64) if inputs.plot_png_base64 else None,  # base64, or PLOT_PENDING
         "gpu": gpu1,
@@ -527,6 +531,15 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "scope": inputs.comparison_scope,
         "reproduce": reproduce,
     }
+
+
+def _unaddressed_rows(priority: PriorityData) -> list[dict[str, Any]]:
+    """The large op signatures no finding claims, with the reason (analyzers/coverage.py)."""
+    return [{"name": code_cell(shown_name(op.name)), "category": cell(op.op_category), "time_ms": fmt_ms(op.time_ms),
+             "percent": f"{op.percent_of_e2e:.1f}",
+             "efficiency": "—" if op.efficiency_percent is None else f"{op.efficiency_percent:.1f} %",
+             "reason": text(one_line(op.reason))}
+            for op in priority.unaddressed_ops]
 
 
 def _kernel_names(inputs: ReportInputs, trace_strings: dict[str, TraceStrings]) -> list[tuple[Markdown, Markdown]]:

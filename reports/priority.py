@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 from analyzers import settings
 from analyzers.contracts import (AgentResult, AnalysisContext, CategoryPriority, Finding, PriorityData,
@@ -33,13 +34,17 @@ def rank_findings(results: list[AgentResult]) -> list[RankedFinding]:
     """Quantified and heuristic findings by impact (mid), heuristic ones never above a quantified
     one of more claimed time, then qualitative ones; ranks 1..n."""
     findings = [f for r in results if r.status == "OK" for f in r.findings]
+    return [RankedFinding(**finding.model_dump(), global_rank=rank)
+            for rank, finding in enumerate(rank_order(findings), start=1)]
+
+
+def rank_order(findings: Sequence[Finding]) -> list[Finding]:
+    """Estimated findings by impact (mid), a heuristic one never above a quantified one that owns
+    more GPU time, then the unestimated ones."""
     scored = _heuristics_below_larger_measured(
         sorted((f for f in findings if f.impact_score is not None), key=lambda f: (-f.impact_score, f.finding_id)))
     unscored = sorted((f for f in findings if f.impact_score is None), key=lambda f: f.finding_id)
-    return [
-        RankedFinding(**finding.model_dump(), global_rank=rank)
-        for rank, finding in enumerate([*scored, *unscored], start=1)
-    ]
+    return [*scored, *unscored]
 
 
 def category_priorities(

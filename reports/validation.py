@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 from analyzers import settings
 from analyzers.contracts import AgentResult, AnalysisContext, PriorityData
+from reports.priority import rank_order
 
 Verdict = Literal["PASS", "WARN", "FAIL"]
 
@@ -55,12 +56,11 @@ def coverage(results: list[AgentResult]) -> ValidationCheck:
 
 def priority_consistency(priority: PriorityData) -> ValidationCheck:
     ranks = [f.global_rank for f in priority.findings]
-    scores = [f.impact_score for f in priority.findings if f.impact_score is not None]
     problems = []
     if ranks != list(range(1, len(ranks) + 1)):
         problems.append("global ranks are not contiguous from 1")
-    if scores != sorted(scores, reverse=True):
-        problems.append("findings are not sorted by impact")
+    if [f.finding_id for f in rank_order(priority.findings)] != [f.finding_id for f in priority.findings]:
+        problems.append("findings are not in rank order (impact, heuristics below quantified findings of more time)")
     for finding in priority.findings:
         if finding.impact_score is not None and not (
             (finding.impact_low or 0) - 1e-9 <= finding.impact_score <= (finding.impact_high or finding.impact_score) + 1e-9
