@@ -38,7 +38,7 @@ from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Findin
 from core.markdown_text import sql_literal
 
 # ---- names and patterns this module matches on (thresholds are in analyzers/settings.py) ----
-RELABEL_KERNEL_NOUNS = {"gemm": "GEMM", "sdpa": "attention", "moe": "MoE"}  # how the notes call them
+RELABEL_KERNEL_NOUNS = {"gemm": "GEMM", "sdpa": "attention", "moe": "MoE", "triton": "Triton"}  # how the notes call them
 RELABEL_SOURCE_CATEGORIES = ("other",)  # SPEC §5: ops labelled `other` whose kernels the taxonomy ...
 # ... whose kernels are mostly of a kernel category with takes_other_ops in the agent_categories seed
 QUALITY_CHECKS_FOR_COMPUTE = (  # trace_quality checks a kernel-time finding depends on (SPEC §5 gate)
@@ -244,7 +244,7 @@ class NearRoofline(BaseModel):
     efficiency_min_percent: float
     efficiency_max_percent: float
     attainable_percent: float  # the lowest attainable share among them
-    sentence: str  # "GEMMs run at 77-84 % of roofline: near what this GPU reaches (attainable 80 %)."
+    sentence: str  # "... run at 77-84 % of roofline, at or near the attainable 80 % on this GPU: they are fine ..."
 
 
 def near_roofline_summary(ops: Sequence[OpRecord], noun: str, e2e_ms: float) -> NearRoofline | None:
@@ -260,8 +260,8 @@ def near_roofline_summary(ops: Sequence[OpRecord], noun: str, e2e_ms: float) -> 
         op_count=len(fine), time_ms=time_ms, percent_of_e2e=100.0 * time_ms / e2e_ms if e2e_ms > 0 else 0.0,
         efficiency_min_percent=low, efficiency_max_percent=high, attainable_percent=attainable,
         sentence=(f"{len(fine)} {noun} op signature(s) ({time_ms:.3f} ms, "
-                  f"{100.0 * time_ms / e2e_ms if e2e_ms > 0 else 0.0:.1f} % of E2E) run at {span} of roofline: "
-                  f"near what this GPU reaches (attainable {attainable:g} %), so they claim no recoverable time."))
+                  f"{100.0 * time_ms / e2e_ms if e2e_ms > 0 else 0.0:.1f} % of E2E) run at {span} of roofline, at or "
+                  f"near the attainable {attainable:g} % on this GPU: they are fine and claim no recoverable time."))
 
 
 class ComputeMetrics(BaseModel):

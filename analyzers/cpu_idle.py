@@ -437,9 +437,7 @@ def _launch_bound(m, ctx, claims, common, evidence_sql, data_table) -> Finding |
         f"{m.short_kernel_count} of {m.kernel_count} kernels run under {settings.SHORT_KERNEL_US:g} us "
         f"(median {m.median_kernel_us or 0:.1f} us).{drained_text}"
     )
-    action = ("Capture the steady-state step in a GPU graph (CUDA / HIP graphs, e.g. torch.compile "
-              "mode=\"reduce-overhead\" or the serving engine's graph mode) so kernels are replayed back to back "
-              "without one host launch per kernel.")
+    action = _graph_action(ctx)
     details = (
         f"**Identification:** in {launch.gap_count} gaps the kernel that ends the gap was launched late: "
         f"{_launch_evidence(launch)} (class `launch_bound` of `gpu_idle_gaps`; source: `cpu_idle_metrics.json` -> "
@@ -662,3 +660,16 @@ def _unattributed(m, ctx, claims, common, evidence_sql, data_table) -> Finding:
                  f"not a host problem; short kernels make them weigh more.\n\n"
                  f"**Resolution:** more work per kernel amortizes the fixed gap.\n\n"
                  f"**Impact estimate:** not quantifiable from trace data."))
+
+
+def _graph_action(ctx: AnalysisContext) -> str:
+    """GPU-graph advice in the words of what runs the step: a serving engine's graph mode, or
+    CUDA / HIP graphs (through torch.compile only where the model is not compiled already)."""
+    if ctx.facts.serving_engine_op_count:
+        return (f"Run the step in the serving engine's GPU-graph mode (it issues `{ctx.facts.serving_engine_op_example}`; "
+                "e.g. vLLM without `enforce_eager`, SGLang without `--disable-cuda-graph`) so kernels are replayed "
+                "back to back without one host launch per kernel.")
+    how = ("`torch.cuda.graphs` / `torch.cuda.make_graphed_callables`" if ctx.facts.is_compiled else
+           "`torch.cuda.graphs`, or torch.compile mode=\"reduce-overhead\"")
+    return (f"Capture the steady-state step in a GPU graph (CUDA / HIP graphs: {how}) so kernels are replayed back "
+            "to back without one host launch per kernel.")

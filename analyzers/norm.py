@@ -76,11 +76,11 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
                 f"BatchNorm {pass_text} takes {bn_share:.1f} % of the GPU computation time.{eff_text}{layout_text}"
             ),
             action=(
-                "Switch the model and inputs to channels-last (NHWC) memory format so BatchNorm and the convolutions use "
-                "per-channel-contiguous kernels, and fuse BatchNorm with the following activation (or fold it into the "
-                "convolution for inference)."
-                if heavy or nchw else
-                "Fuse BatchNorm with the following activation (or fold it into the convolution for inference)."
+                ("Switch the model and inputs to channels-last (NHWC) memory format so BatchNorm and the convolutions "
+                 "use per-channel-contiguous kernels, and fuse BatchNorm with the following activation"
+                 if heavy or nchw else "Fuse BatchNorm with the following activation")
+                + (" (or fold it into the convolution: the weights are frozen at inference)." if data.ctx.is_inference
+                   else ".")
             ),
             reasoning=(
                 "BatchNorm reads the activation once for the per-channel statistics and again to normalise; in NCHW the "

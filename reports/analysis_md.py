@@ -449,6 +449,9 @@ def _summary(inputs: ReportInputs, gpu1: dict, gpu2: dict | None, cards: list[di
     elif failed:
         parts.append("No finding was made from what the trace supports; the failing trace-quality checks above say "
                      "what it lacks, so this is no sign that the workload has no bottleneck.")
+    elif inputs.skipped_steps:
+        parts.append("No finding was made from what the trace supports; the fallback note above says which analyses "
+                     "it does not allow, so this is no sign that the workload has no bottleneck.")
     else:
         parts.append("No optimization opportunity was found.")
     parts.append(f"Analysis mode: {text(inputs.mode)} ({text(inputs.mode_reason)}).")
@@ -487,6 +490,7 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "near_roofline": [one_line(line) for line in inputs.priority.near_roofline],
         "unaddressed": _unaddressed_rows(inputs.priority),
         "big_op_percent": settings.BIG_OP_PERCENT_OF_E2E,
+        "finding_floor": settings.MIN_PITEM_IMPACT_SCORE,
         "metric_rows": _metric_rows(inputs, gpu1, gpu2),
         "plot": Markdown(inputs.plot_png_base64) if inputs.plot_png_base64 else None,  # base64, or PLOT_PENDING
         "gpu": gpu1,

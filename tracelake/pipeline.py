@@ -182,8 +182,9 @@ def _quality_gate(db: duckdb.DuckDBPyConnection, trace_id: str, capture_folder: 
         skipped.append("GPU analyses (timeline, kernels, roofline, system and compute agents): the trace has no GPU "
                        "events, so this report covers CPU ops only")
     elif not cpu_present:
-        skipped.append("op-level compute analysis (roofline, per-op findings): the trace has no CPU ops, so kernels "
-                       "cannot be attributed to PyTorch ops; categories come from kernel names")
+        skipped.append("op-level compute analysis (roofline, per-op findings): the trace has no CPU ops, so only "
+                       "kernel-level analysis is possible: kernels cannot be attributed to PyTorch ops or their shapes, "
+                       "and categories come from kernel names")
     if graph_without_capture:
         skipped.append("per-op attribution inside GPU graph replays: no capture traces were given (--capture-folder), "
                        "so replayed kernels are attributed to the graph launch")

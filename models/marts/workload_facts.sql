@@ -42,6 +42,34 @@ compiled_kernels as (
     group by trace_id
 ),
 
+region_ops as (
+    select trace_id, op_id from {{ ref('cpu_ops') }}
+    where {{ regex_search('name', "'" ~ var('compiled_region_pattern') ~ "'") }}
+),
+
+compiled_launchers as (
+    -- cpu ops inside a compiled region (the region itself included)
+    select distinct ancestors.trace_id, ancestors.op_id
+    from {{ ref('cpu_op_ancestors') }} as ancestors
+    inner join region_ops
+        on ancestors.trace_id = region_ops.trace_id
+        and ancestors.ancestor_op_id = region_ops.op_id
+),
+
+compiled_time as (
+    -- GPU time of kernels a compiled region launched, or that Triton generated
+    select
+        kernels.trace_id,
+        sum(kernels.dur_us) filter (where compiled_launchers.op_id is not null or kernels.kernel_category = 'triton')
+            / nullif(sum(kernels.dur_us), 0) as compiled_gpu_time_share
+    from {{ ref('kernels') }} as kernels
+    left join compiled_launchers
+        on kernels.trace_id = compiled_launchers.trace_id
+        and kernels.cpu_op_id = compiled_launchers.op_id
+    where kernels.is_linked and kernels.gpu_bucket = 'computation'
+    group by kernels.trace_id
+),
+
 attention_ops as (
     select
         trace_id,
@@ -54,6 +82,10 @@ attention_ops as (
     group by trace_id
 ),
 
+passes as (
+    select trace_id, serving_engine_op_count, serving_engine_op_example from {{ ref('int_trace_passes') }}
+),
+
 final as (
     select
         traces.trace_id,
@@ -63,18 +95,23 @@ final as (
         coalesce(compiled_regions.region_count, 0) as compiled_region_count,
         coalesce(compiled_kernels.kernel_count, 0) as compiled_kernel_count,
         coalesce(compiled_kernels.time_us, 0) as compiled_kernel_time_us,
-        coalesce(compiled_regions.region_count, 0) + coalesce(compiled_kernels.kernel_count, 0) > 0 as is_compiled,
+        coalesce(compiled_time.compiled_gpu_time_share, 0) as compiled_gpu_time_share,
+        coalesce(compiled_time.compiled_gpu_time_share, 0) >= {{ var('min_compiled_gpu_time_share') }} as is_compiled,
         coalesce(attention_ops.op_count, 0) as attention_op_count,
         coalesce(attention_ops.causal_op_count, 0) as causal_attention_op_count,
         attention_ops.min_query_len,
-        attention_ops.max_query_len
+        attention_ops.max_query_len,
+        coalesce(passes.serving_engine_op_count, 0) as serving_engine_op_count,
+        passes.serving_engine_op_example
     from traces
     left join rotary_ops on rotary_ops.trace_id = traces.trace_id
     left join rotary_kernels on rotary_kernels.trace_id = traces.trace_id
     left join rotary_modules on rotary_modules.trace_id = traces.trace_id
     left join compiled_regions on compiled_regions.trace_id = traces.trace_id
     left join compiled_kernels on compiled_kernels.trace_id = traces.trace_id
+    left join compiled_time on compiled_time.trace_id = traces.trace_id
     left join attention_ops on attention_ops.trace_id = traces.trace_id
+    left join passes on passes.trace_id = traces.trace_id
 )
 
 select * from final
