@@ -60,7 +60,18 @@ def _owned_view(finding: Finding, kernels: dict[int, float], gaps: dict[int, flo
         mid = min(finding.impact_score * share, high)
         low = min((finding.impact_low if finding.impact_low is not None else finding.impact_score) * share, mid)
         update.update(impact_low=low, impact_score=mid, impact_high=high, recoverable_ms=mid * e2e_ms / 100.0)
+        if share < 1.0 - 1e-9 or high < (finding.impact_high or 0.0) - 1e-9:
+            update["details"] = finding.details + (
+                f"\n\n**Claims ledger:** this finding owns {claimed_ms:.3f} of the {candidate_us / US_PER_MS:.3f} ms of "
+                f"GPU time its estimate was made over (the rest is counted in another finding), so the estimate "
+                f"above ({_range(finding.impact_low, finding.impact_high)} % of E2E) becomes that share, capped at the "
+                f"time it owns: {_range(low, high)} % of E2E ({low * e2e_ms / 100.0:.3f}-{high * e2e_ms / 100.0:.3f} ms), "
+                "as the card says.")
     return finding.model_copy(update=update)
+
+
+def _range(low: float | None, high: float | None) -> str:
+    return f"{low or 0.0:.2f}-{high or 0.0:.2f}"
 
 
 def _unowned(candidates: dict[int, float], owners: dict[int, str], ceded: dict[str, float]) -> dict[int, float]:

@@ -47,7 +47,16 @@ def no_data_result(agent: str, tier: Tier, reason: str) -> AgentResult:
     return AgentResult(agent=agent, tier=tier, category=agent, status="NO_DATA", error=reason)
 
 
-def expected_attention_band(n: int) -> tuple[int, float, float]:
-    """The fused-attention efficiency band (anchor N, low %, high % of roofline) whose anchor
-    sequence length is nearest to n on a log scale (TraceLens sdpa spec)."""
-    return min(settings.EXPECTED_EFFICIENCY_BY_SEQ_LEN, key=lambda band: abs(math.log(max(n, 1)) - math.log(band[0])))
+def _nearest(bands: tuple[tuple[int, float, float], ...], value: int) -> tuple[int, float, float]:
+    return min(bands, key=lambda band: abs(math.log(max(value, 1)) - math.log(band[0])))
+
+
+def expected_attention_band(n: int, head_dim: int | None = None) -> tuple[int, float, float]:
+    """The fused-attention efficiency band (anchor N, low %, high % of roofline): the sequence-length
+    band whose anchor is nearest to n on a log scale (TraceLens sdpa spec), capped by what fused
+    attention reaches at the nearest head dim (settings.EXPECTED_EFFICIENCY_BY_HEAD_DIM)."""
+    anchor, low, high = _nearest(settings.EXPECTED_EFFICIENCY_BY_SEQ_LEN, n)
+    if head_dim:
+        _, cap_low, cap_high = _nearest(settings.EXPECTED_EFFICIENCY_BY_HEAD_DIM, head_dim)
+        low, high = min(low, cap_low), min(high, cap_high)
+    return anchor, low, high

@@ -130,6 +130,7 @@ class OpRecord(BaseModel):
     library: str = "Unknown"
     kernel_precision: str | None = None
     kernels: list[KernelShare] = Field(default_factory=list)
+    kernel_count: int = 0  # GPU events of all its instances (kernels keeps the top kernel names only)
     kernel_category_shares: dict[str, float] = Field(default_factory=dict)  # kernel_category -> share 0..1
     layout_kernel_time_us: float = 0.0  # kernels that only transpose / convert the data layout
     # the agent (agent_categories seed) that owns the taxonomy category of most of the op's kernel time
@@ -244,6 +245,7 @@ class NearRoofline(BaseModel):
     efficiency_min_percent: float
     efficiency_max_percent: float
     attainable_percent: float  # the lowest attainable share among them
+    noun: str  # the agent's noun for its ops ("GEMM", "attention", ...)
     sentence: str  # "... run at 77-84 % of roofline, at or near the attainable 80 % on this GPU: they are fine ..."
 
 
@@ -258,7 +260,7 @@ def near_roofline_summary(ops: Sequence[OpRecord], noun: str, e2e_ms: float) -> 
     span = f"{low:.0f} %" if round(low) == round(high) else f"{low:.0f}-{high:.0f} %"
     return NearRoofline(
         op_count=len(fine), time_ms=time_ms, percent_of_e2e=100.0 * time_ms / e2e_ms if e2e_ms > 0 else 0.0,
-        efficiency_min_percent=low, efficiency_max_percent=high, attainable_percent=attainable,
+        efficiency_min_percent=low, efficiency_max_percent=high, attainable_percent=attainable, noun=noun,
         sentence=(f"{len(fine)} {noun} op signature(s) ({time_ms:.3f} ms, "
                   f"{100.0 * time_ms / e2e_ms if e2e_ms > 0 else 0.0:.1f} % of E2E) run at {span} of roofline, at or "
                   f"near the attainable {attainable:g} % on this GPU: they are fine and claim no recoverable time."))
@@ -479,11 +481,23 @@ def estimate_op_impact(op: OpRecord, ctx: AnalysisContext) -> Impact | None:
     if op.efficiency_percent is not None and op.has_perf_model:
         if op.is_anomaly or op.is_near_roofline:
             return None
-        impact = quantified_impact(op.time_ms, ctx.e2e_time_ms, op.efficiency_percent, op.attainable_percent)
+        impact = _above_kernel_floor(
+            quantified_impact(op.time_ms, ctx.e2e_time_ms, op.efficiency_percent, op.attainable_percent), op, ctx)
         return impact if impact.high >= settings.MIN_OP_IMPACT_HIGH else None
     if op.percent_of_e2e > 0:
         return heuristic_impact(op.percent_of_e2e)
     return None
+
+
+def _above_kernel_floor(impact: Impact, op: OpRecord, ctx: AnalysisContext) -> Impact:
+    """No kernel gets faster than settings.KERNEL_TIME_FLOOR_US: an op of many tiny kernels cannot
+    recover more than its time above that floor, whatever its distance to the roofline."""
+    kernels = op.kernel_count or sum(k.count for k in op.kernels)
+    cap = 100.0 * max(0.0, op.time_ms - kernels * settings.KERNEL_TIME_FLOOR_US / 1000.0) / ctx.e2e_time_ms
+    if impact.high <= cap:
+        return impact
+    scale = cap / impact.high if impact.high > 0 else 0.0
+    return Impact(method=impact.method, low=impact.low * scale, mid=impact.mid * scale, high=cap)
 
 
 def sum_impacts(impacts: Sequence[Impact]) -> Impact:
@@ -701,6 +715,7 @@ def _query_op_records(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext,
             library=_dominant_library(kernels, row["name"]),
             kernel_precision=max(set(precisions), key=precisions.count) if precisions else None,
             kernels=kernels[:TOP_KERNELS_PER_OP],
+            kernel_count=sum(k.count for k in kernels),
             kernel_category_shares=dict(shares),
             layout_kernel_time_us=layout_us,
         ))
@@ -844,10 +859,14 @@ def evidence_sql(group: OpGroup, ctx: AnalysisContext) -> str:
     attainable = ", ".join(f"({sql_literal(op.signature_key)}, {op.attainable_percent!r})" for op in group.members)
     if group.estimate_method == "quantified":
         gap = "greatest(0, 1 - p.pct_roofline_mean / a.attainable_percent)"
+        # no kernel faster than the floor: the high estimate stops at the time above count x floor
+        floor = (f"greatest(0, p.kernel_time_sum_us - kc.kernel_count * {settings.KERNEL_TIME_FLOOR_US!r}) "
+                 "/ 1000.0 / t.total_time_ms * 100")
+        scale = f"coalesce(least(1, {floor} / nullif({gap} * {share}, 0)), 0)"
         impacts = (
-            f"{settings.TARGET_LOW} * {gap} * {share} as impact_low,\n"
-            f"    {settings.TARGET_MID} * {gap} * {share} as impact_mid,\n"
-            f"    {settings.TARGET_HIGH} * {gap} * {share} as impact_high"
+            f"{settings.TARGET_LOW} * {gap} * {share} * {scale} as impact_low,\n"
+            f"    {settings.TARGET_MID} * {gap} * {share} * {scale} as impact_mid,\n"
+            f"    {settings.TARGET_HIGH} * {gap} * {share} * {scale} as impact_high"
         )
     else:
         impacts = (
@@ -856,7 +875,13 @@ def evidence_sql(group: OpGroup, ctx: AnalysisContext) -> str:
             f"    {settings.HEURISTIC_FRACTION_HIGH} * {share} as impact_high"
         )
     return (
-        f"with a(signature_key, attainable_percent) as (values {attainable})\n"
+        f"with a(signature_key, attainable_percent) as (values {attainable}),\n"
+        "kc as (\n"
+        "    select signature_key, count(*) as kernel_count from op_perf_kernels\n"
+        f"    where trace_id = {sql_literal(ctx.trace_id)} and platform = {sql_literal(ctx.platform)}\n"
+        f"        and signature_key in ({keys})\n"
+        "    group by signature_key\n"
+        ")\n"
         "select p.name, p.op_category, p.input_dims, p.operation_count,\n"
         "    p.kernel_time_sum_us / 1000.0 as time_ms,\n"
         f"    {share} as percent_of_e2e,\n"
@@ -865,6 +890,7 @@ def evidence_sql(group: OpGroup, ctx: AnalysisContext) -> str:
         "from op_perf as p\n"
         "inner join gpu_timeline as t on t.trace_id = p.trace_id\n"
         "inner join a on a.signature_key = p.signature_key\n"
+        "left join kc on kc.signature_key = p.signature_key\n"
         f"where p.trace_id = {sql_literal(ctx.trace_id)} and p.platform = {sql_literal(ctx.platform)}\n"
         f"    and p.signature_key in ({keys})\n"
         "order by p.kernel_time_sum_us desc"
@@ -910,8 +936,16 @@ def group_title(group: OpGroup) -> str:
     if group.estimate_method == "heuristic":
         return f"{dominant.label}{more}: {group.percent_of_e2e:.1f} % of E2E without a perf model{library}"
     span = group.efficiency_range
-    eff = f"{span[0]:.0f}-{span[1]:.0f} %" if span and round(span[0]) != round(span[1]) else f"{span[0]:.0f} %" if span else "?"
-    return f"{dominant.label}{more}: {group.bound}-bound at {eff} of roofline{library}"
+    eff = ("an unknown share" if span is None else
+           f"{_percent_text(span[0])}-{_percent_text(span[1])} %" if _percent_text(span[0]) != _percent_text(span[1])
+           else f"{_percent_text(span[0])} %")
+    bound = f"{group.bound}-bound at " if group.bound in KNOWN_BOUNDS else "at "
+    return f"{dominant.label}{more}: {bound}{eff} of roofline{library}"
+
+
+def _percent_text(value: float) -> str:
+    """A title's efficiency: whole percents, one decimal below 1 % (0.4 %, not 0 %)."""
+    return f"{value:.1f}" if value < 1.0 else f"{value:.0f}"
 
 
 def lead_insight(group: OpGroup, noun: str) -> str:
@@ -1023,8 +1057,8 @@ def build_finding(rank: int, group: OpGroup, agent: ComputeAgent, data: AgentDat
     title = group_title(group)
     insight = " ".join(s for s in (lead_insight(group, agent.noun), relabel_sentence(group.relabelled, agent.noun, len(group.members)), advice.insight) if s)
     confidence, reasons = finding_confidence(group, ctx)
-    modules = next((op.module_chain for op in group.members if op.module_chain), [])
-    layer = " > ".join(modules[-3:]) if modules else "no module information in the trace"
+    modules = next((chain for op in group.members if (chain := [m for m in op.module_chain if m != "root"])), [])
+    layer = " > ".join(modules[-3:]) if modules else "outside every nn.Module (or no module information in the trace)"
     identification = (
         f"{lead_insight(group, agent.noun)} Model layer: {layer}. Library (kernel taxonomy): {group.library}. "
         + (f"Group: {group_phrase(group)}, family `{group.family}`."
@@ -1275,7 +1309,9 @@ def attribution_hint(ctx: AnalysisContext) -> str:
 
 
 def module_hint(group: OpGroup) -> str:
-    modules = next((op.module_chain for op in group.members if op.module_chain), [])
+    """The innermost two nn.Module classes of the group's first op that ran inside one ("" when none
+    did: `root` is the placeholder of ops outside every module)."""
+    modules = next((chain for op in group.members if (chain := [m for m in op.module_chain if m != "root"])), [])
     return " > ".join(modules[-2:]) if modules else ""
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import duckdb
 from analyzers import settings
+from analyzers.compute import OpRecord, near_roofline_summary
 from analyzers.contracts import AgentResult, AnalysisContext, UnaddressedOp
 
 # The op signatures above the share, with the GPU events their instances own (op_perf_kernels).
@@ -24,6 +25,54 @@ where p.trace_id = $trace_id and p.platform = $platform
 group by all
 order by time_ms desc, p.signature_key
 """
+
+
+# The GPU events behind some op signatures.
+_SIGNATURE_EVENTS_SQL = """
+select signature_key, list(event_idx) as event_ids, list(dur_us) as durations
+from op_perf_kernels
+where trace_id = $trace_id and platform = $platform and list_contains($keys, signature_key)
+group by signature_key
+"""
+
+
+def _claimed(results: Sequence[AgentResult]) -> dict[int, float]:
+    """event_idx -> µs some finding owns (after the claims ledger)."""
+    claimed: dict[int, float] = {}
+    for result in results:
+        for finding in result.findings:
+            for event, us in finding.claimed_kernels.items():
+                claimed[event] = claimed.get(event, 0.0) + us
+    return claimed
+
+
+def _claimed_share(events: Sequence[int], durations: Sequence[float], claimed: dict[int, float]) -> float:
+    total = sum(durations)
+    owned = sum(min(claimed.get(e, 0.0), d) for e, d in zip(events, durations))
+    return owned / total if total > 0 else 0.0
+
+
+def near_roofline_lines(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext,
+                        results: Sequence[AgentResult]) -> list[str]:
+    """Per compute agent, one line on its modelled ops at or above their attainable roofline share
+    that no finding claims (a fusion finding that removes an op's kernels owns them, so the op is
+    not "fine" there)."""
+    claimed = _claimed(results)
+    lines = []
+    for result in results:
+        near = result.metrics.get("near_roofline") if result.tier == "compute" and result.status == "OK" else None
+        if not near:
+            continue
+        fine = [op for op in (OpRecord.model_validate(o) for o in result.metrics.get("operations") or [])
+                if op.is_near_roofline]
+        params = {"trace_id": ctx.trace_id, "platform": ctx.platform, "keys": [op.signature_key for op in fine]}
+        events = {key: (ids, durs) for key, ids, durs in db.execute(_SIGNATURE_EVENTS_SQL, params).fetchall()}
+        unclaimed = [op for op in fine
+                     if _claimed_share(*events.get(op.signature_key, ([], [])), claimed) < settings.BIG_OP_MIN_CLAIMED_SHARE]
+        summary = near_roofline_summary(unclaimed, near["noun"], ctx.e2e_time_ms)
+        if summary is not None:
+            lines.append(summary.sentence)
+    return lines
 
 
 def _op_records(results: Sequence[AgentResult]) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -58,11 +107,7 @@ def unaddressed_ops(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext,
                     results: Sequence[AgentResult]) -> list[UnaddressedOp]:
     if ctx.e2e_time_ms <= 0 or not any(r.tier == "compute" and r.status == "OK" for r in results):
         return []  # no op-level analysis ran (GPU-only trace, comparative gaps): nothing to hold it to
-    claimed: dict[int, float] = {}
-    for result in results:
-        for finding in result.findings:
-            for event, us in finding.claimed_kernels.items():
-                claimed[event] = claimed.get(event, 0.0) + us
+    claimed = _claimed(results)
     records = _op_records(results)
     params = {"trace_id": ctx.trace_id, "platform": ctx.platform,
               "min_ms": settings.BIG_OP_PERCENT_OF_E2E * ctx.e2e_time_ms / 100.0}
@@ -73,9 +118,7 @@ def unaddressed_ops(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext,
             settings.ATTAINABLE_ROOFLINE_PERCENT
         if has_model and efficiency is not None and attainable <= efficiency <= settings.EFFICIENCY_ANOMALY_PERCENT:
             continue  # near what the GPU reaches: the agent's "fine" line says so
-        total = sum(durations)
-        owned = sum(min(claimed.get(e, 0.0), d) for e, d in zip(events, durations))
-        share = owned / total if total > 0 else 0.0
+        share = _claimed_share(events, durations, claimed)
         if share >= settings.BIG_OP_MIN_CLAIMED_SHARE:
             continue
         found.append(UnaddressedOp(

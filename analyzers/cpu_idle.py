@@ -18,7 +18,7 @@ The recoverable time of the host classes is the time their gaps exceed settings.
 scaled by a low / mid / high recovery fraction (estimate_method "heuristic"). A finding claims those
 gaps (`claimed_gaps`: gap_id -> the µs above the residual), and its impact is computed from their
 sum. Host-work gaps are credited only where the host's frames were recorded and the GPU share is
-not tiny (settings.TINY_GPU_BUSY_PERCENT); queued-waiting and window-edge gaps are never credited.
+not tiny (trace_quality's gpu_busy_share check warns); queued-waiting and window-edge gaps are never credited.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class CpuIdleMetrics(BaseModel):
     total_time_ms: float
     busy_time_ms: float
     busy_time_percent: float
-    gpu_share_tiny: bool  # busy share below settings.TINY_GPU_BUSY_PERCENT: a harness, not a workload
+    gpu_share_tiny: bool  # trace_quality gpu_busy_share warns: a harness or micro-benchmark, not a workload
     idle_time_ms: float
     idle_time_percent: float
     computation_time_percent: float
@@ -303,7 +303,7 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
         total_time_ms=_round(e2e_ms, 4),
         busy_time_ms=_round(tl["busy_time_ms"], 4),
         busy_time_percent=_round(busy_percent),
-        gpu_share_tiny=busy_percent < settings.TINY_GPU_BUSY_PERCENT,
+        gpu_share_tiny=ctx.quality_verdicts.get("gpu_busy_share") in ("warn", "fail"),
         idle_time_ms=_round(tl["idle_time_ms"], 4),
         idle_time_percent=_round(idle_percent),
         computation_time_percent=_round(tl["computation_time_percent"] or 0.0),
@@ -495,9 +495,15 @@ def _host_work(m, ctx, claims, common, evidence_sql, data_table) -> Finding | No
         why_not = " The trace records no host frames for these gaps, so what the host did is not known."
     else:
         why_not = ""
-    action = ("Move the host work named above off the critical path: prepare the next step's inputs on a "
-              "background worker (DataLoader workers, pinned-memory prefetch), or overlap it with the GPU work "
-              "of the current step.")
+    if ctx.facts.serving_engine_op_count or ctx.is_inference:
+        # inside a serving / inference step there is no input pipeline to move: the host stalls in the forward
+        action = ("Take the host out of the step: the named frames stall inside the forward pass, which the "
+                  "serving engine's GPU-graph mode (or CUDA / HIP graphs) removes; if they remain, look for CPU "
+                  "contention or a synchronizing call in those frames.")
+    else:
+        action = ("Move the host work named above off the critical path: prepare the next step's inputs on a "
+                  "background worker (DataLoader workers, pinned-memory prefetch), or overlap it with the GPU work "
+                  "of the current step.")
     impact_text = (
         f"recoverable = {_fractions_text(settings.BUBBLE_RECOVERY_FRACTIONS)} (low/mid/high) x the host-work gap "
         f"time above {settings.RESIDUAL_GAP_US:g} us per gap, over the gaps with host frames "

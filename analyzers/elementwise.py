@@ -28,6 +28,8 @@ KIND_NAMES: dict[str, tuple[str, ...]] = {
 }
 NORM_MODULE_MARKERS = ("norm",)  # module names whose elementwise ops are pieces of an unfused normalization
 ATTENTION_MODULE_MARKERS = ("attention", "attn", "rotary")  # rotary advice itself needs workload_facts.has_rotary
+ATTENTION_LAYOUT_OPS = {"copy", "contiguous", "clone", "transpose", "permute", "to", "_to_copy", "to_copy"}
+ROTARY_OPS = {"mul", "add", "neg", "cat", "sub"}  # the ops of an eager rotate-half rotary embedding
 
 
 class ElementwiseFacts(BaseModel):
@@ -77,6 +79,9 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
     many = any(op.count > settings.HIGH_INVOCATION_CALLS for op in group.members)
     in_norm = [op for op in group.members if _in_modules(op, NORM_MODULE_MARKERS)]
     in_attention = [op for op in group.members if _in_modules(op, ATTENTION_MODULE_MARKERS)]
+    # the attention-module wording is about its layout copies and rotary ops, not a residual add
+    in_attention = [op for op in in_attention if compute.base_op_name(op.name) in ATTENTION_LAYOUT_OPS
+                    or (ctx.facts.has_rotary and compute.base_op_name(op.name) in ROTARY_OPS)]
     if group.estimate_method == "heuristic":
         advice = compute.generic_advice(group, f"`{dominant.name}`")
         return Advice(insight=launch.strip(), action=advice.action, reasoning=advice.reasoning, resolution=advice.resolution)

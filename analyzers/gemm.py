@@ -83,6 +83,13 @@ def _shape_phrase(op: OpRecord) -> str:
     return f"M={dims[0]} N={dims[1]} K={dims[2]}" if dims else (op.shape or "no shape")
 
 
+def _ridge(op: OpRecord) -> float | None:
+    """FLOP/byte where the op's roofline turns from memory- to compute-bound."""
+    if op.peak_tflops and op.peak_tb_per_s:
+        return op.peak_tflops / op.peak_tb_per_s
+    return None
+
+
 def _fp8_ratio(data: AgentData) -> float | None:
     bf16 = data.platform_peaks.get("matrix_bf16")
     fp8 = data.platform_peaks.get("matrix_fp8")
@@ -170,10 +177,14 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
             resolution="A larger M reuses each weight byte for more rows, raising FLOP/byte and moving the GEMM towards compute-bound.",
         )
     epilogue = (dominant.flops_per_byte or 0.0) < settings.EPILOGUE_FUSION_MAX_FLOPS_PER_BYTE
+    small_calls = dominant.mean_us < settings.SMALL_GEMM_CALL_US
     return Advice(
         insight=(
             f"Arithmetic intensity is {compute.fmt(dominant.flops_per_byte, 1)} FLOP/byte for the dominant shape "
             f"({_shape_phrase(dominant)}): the GEMMs are memory-bound.{align_text}"
+            + (f" Each call runs {dominant.mean_us:.1f} us: too little work to fill the GPU, so launch and tail effects "
+               "set its time and the saving is small; more tokens per call is the lever, not kernel tuning."
+               if small_calls else "")
         ),
         action=(
             "Fuse bias / activation / residual elementwise ops into the GEMM epilogue, and batch calls to raise M."
@@ -181,8 +192,10 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
             "Check the operand layouts (transposed or strided inputs force extra passes) and batch calls to raise arithmetic intensity."
         ),
         reasoning=(
-            f"Below about {settings.EPILOGUE_FUSION_MAX_FLOPS_PER_BYTE:.0f} FLOP/byte a GEMM is limited by memory traffic; every separate "
-            "epilogue op re-reads and re-writes the output."
+            (f"Below the ridge point of this GPU ({_ridge(dominant):.0f} FLOP/byte: its {dominant.compute_spec} peak over "
+             "its HBM bandwidth) a GEMM is limited by memory traffic"
+             if _ridge(dominant) else "This GEMM is limited by memory traffic")
+            + "; every separate epilogue op re-reads and re-writes the output."
         ),
         resolution="An epilogue fusion writes the output once; larger batches reuse the weights across more rows.",
     )

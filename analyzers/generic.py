@@ -1,6 +1,6 @@
 """Generic agent: every op category no other compute agent owns (`other`, `multi_tensor_apply`,
 `record_param_comms`, RoPE, cross-entropy, SSM, custom ops, ...), minus the `other` ops that were
-re-labelled into GEMM or attention. Communication and host-sync ops are left to the system agents."""
+re-labelled to the agent of their kernels (agent_categories seed). Communication and host-sync ops are left to the system agents."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ class GenericFacts(BaseModel):
     communication_ops_skipped: list[str]
     host_sync_ops_skipped: list[str]
     miscategorized: dict[str, str]  # op name -> kernel category the taxonomy sees
-    relabelled_away_count: int  # `other` ops re-labelled into gemm / sdpa (not analyzed here)
+    relabelled_away_count: int  # `other` ops re-labelled to another agent (not analyzed here)
 
 
 class GenericMetrics(ComputeMetrics):
@@ -112,8 +112,8 @@ def _misc_text(group: OpGroup) -> str:
     owner = next(op.dominant_kernel_agent for op in group.members if op.name == name)
     return (
         f" Possible miscategorization: the kernel taxonomy classifies most of the kernel time of `{compute.clip(name, 80)}` as "
-        f"{category} kernels, which the {owner} agent would analyze; it stays here because only "
-        "GEMM and attention kernels are re-labelled."
+        f"{category} kernels, which the {owner} agent would analyze; it stays here because {category} kernels do "
+        "not re-label `other` ops (seeds/agent_categories.csv takes_other_ops)."
     )
 
 

@@ -63,7 +63,8 @@ class AttentionModel(BaseModel):
     flops: float  # of the batched matmuls of every instance (QK^T and PV: 4 x B x H x Sq x Skv x D)
     compute_spec: str
     peak_tflops: float
-    seq_len: int  # max(Sq, Skv) of the first instance
+    seq_len: int  # max(Sq, Skv) of the instance with the most FLOPs
+    head_dim: int
     band_anchor: int
     efficiency_low_percent: float
     efficiency_high_percent: float
@@ -465,7 +466,8 @@ class Estimate:
     reject_reason: str | None = None
     flops: float = 0.0  # eager attention modelled from FLOPs: the batched matmuls' FLOPs ...
     compute_spec: str | None = None  # ... their compute spec ...
-    seq_len: int = 0  # ... max(Sq, Skv) ...
+    seq_len: int = 0  # ... max(Sq, Skv), the head dim ...
+    head_dim: int = 0
     fused_fast_us: float = 0.0  # ... and the fused kernel's time at the band's high / low efficiency
     fused_slow_us: float = 0.0
 
@@ -507,13 +509,13 @@ def _chain_savings(run: list[Unit], platform: _Platform) -> tuple[float, float, 
     return min(low, high), high, modeled_us, run_us
 
 
-def _attention_seq_len(bmm: Unit) -> int:
-    """max(Sq, Skv) of the scores' batched matmul: Input Dims [[.., Sq, D], [.., D, Skv]]."""
+def _attention_shape(bmm: Unit) -> tuple[int, int]:
+    """(max(Sq, Skv), head dim D) of the scores' batched matmul: Input Dims [[.., Sq, D], [.., D, Skv]]."""
     try:
         a, b = json.loads(bmm.input_dims or "[]")[:2]
-        return max(int(a[-2]), int(b[-1]))
+        return max(int(a[-2]), int(b[-1])), int(a[-1])
     except (ValueError, TypeError, IndexError, json.JSONDecodeError):
-        return 0
+        return 0, 0
 
 
 def _fused_attention_us(flops: float, peak_tflops: float, efficiency_percent: float) -> float:
@@ -529,19 +531,19 @@ def _attention_estimate(units: list[Unit], platform: _Platform) -> Estimate:
     current = sum(u.time_us for u in units)
     spec = next((u.compute_spec for u in matrix if u.compute_spec), None)
     peak = platform.peaks.get(spec or "")
-    seq_len = _attention_seq_len(matrix[0]) if matrix else 0
+    seq_len, head_dim = _attention_shape(matrix[0]) if matrix else (0, 0)
     if not peak or not seq_len or any(not u.flops for u in matrix):
         high = sum(u.time_us for u in units if not u.is_matrix)
         return Estimate("eager_attention", settings.TARGET_LOW * high, settings.TARGET_MID * high, high, list(units))
     flops = sum(u.flops or 0.0 for u in matrix)
-    _, eff_low, eff_high = expected_attention_band(seq_len)
+    _, eff_low, eff_high = expected_attention_band(seq_len, head_dim)
     fast, slow = _fused_attention_us(flops, peak, eff_high), _fused_attention_us(flops, peak, eff_low)
     return Estimate(
         "eager_attention",
         low_us=max(0.0, current - slow),
         mid_us=max(0.0, current - _fused_attention_us(flops, peak, (eff_low + eff_high) / 2.0)),
         high_us=max(0.0, current - fast),
-        removed=list(units), measured=False, flops=flops, compute_spec=spec, seq_len=seq_len,
+        removed=list(units), measured=False, flops=flops, compute_spec=spec, seq_len=seq_len, head_dim=head_dim,
         fused_fast_us=fast, fused_slow_us=slow)
 
 
@@ -551,10 +553,10 @@ def _attention_model(estimates: list[Estimate], platform: _Platform) -> Attentio
     if not estimates or any(not e.flops for e in estimates):
         return None
     main = max(estimates, key=lambda e: e.flops)
-    anchor, eff_low, eff_high = expected_attention_band(main.seq_len)
+    anchor, eff_low, eff_high = expected_attention_band(main.seq_len, main.head_dim)
     return AttentionModel(
         flops=sum(e.flops for e in estimates), compute_spec=main.compute_spec or "",
-        peak_tflops=platform.peaks[main.compute_spec or ""], seq_len=main.seq_len,
+        peak_tflops=platform.peaks[main.compute_spec or ""], seq_len=main.seq_len, head_dim=main.head_dim,
         band_anchor=anchor, efficiency_low_percent=eff_low, efficiency_high_percent=eff_high,
         fused_time_low_ms=round(sum(e.fused_fast_us for e in estimates) / 1000.0, 4),
         fused_time_high_ms=round(sum(e.fused_slow_us for e in estimates) / 1000.0, 4))
@@ -848,8 +850,9 @@ def _attention_method(model: AttentionModel | None) -> str:
             f"({model.compute_spec} peak x attainable efficiency) = {model.flops / 1e12:.3f} TFLOP / "
             f"({model.peak_tflops:g} TFLOPS x {model.efficiency_low_percent:.0f}-{model.efficiency_high_percent:.0f} %) = "
             f"{model.fused_time_low_ms:.3f}-{model.fused_time_high_ms:.3f} ms (the efficiency band fused attention "
-            f"reaches at N = {model.seq_len}, nearest anchor {model.band_anchor}: TraceLens sdpa spec; each instance "
-            f"at the band of its own sequence length); saving = the window's measured time - the fused time (low at "
+            f"reaches at N = {model.seq_len} (nearest anchor {model.band_anchor}, TraceLens sdpa spec) and head dim "
+            f"{model.head_dim} (FlashAttention-2 to FlashAttention-3 forward, FlashAttention-3 paper); each instance "
+            f"at the band of its own shape); saving = the window's measured time - the fused time (low at "
             f"the band's low efficiency, mid at its middle)")
 
 
@@ -870,7 +873,8 @@ def _finding(c: FusionCandidate, members: list[Instance], ctx: AnalysisContext) 
                     "measured time"),
         "flops": _attention_method(c.attention_model),
     }[c.estimation]
-    estimate_method = "quantified" if c.estimation in ("measured", "roofline", "flops") else "heuristic"
+    # every estimation is a model: partial projects only the modelled ops (the rest keep their time)
+    estimate_method = "quantified"
     action = PATTERN_ACTIONS[c.pattern]
     if ctx.facts.is_compiled and c.pattern == "elementwise_chain":
         action = ("The model is already compiled, yet these ops run as separate kernels: find the graph break that "

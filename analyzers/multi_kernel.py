@@ -277,6 +277,17 @@ def _claimed_comm(db: duckdb.DuckDBPyConnection, trace_id: str, hideable_us: flo
             "unhideable_comm": {int(idx): float(u) for idx, h, u in rows if u > 0 and h == 0}}
 
 
+def _slow_collective_reason(model: CollectiveModel | None, modeled: bool, latency_bound: bool) -> str:
+    if modeled and model is not None and model.waiting_dominated:
+        return ("their time barely grows with their bytes: a collective waits until every rank has joined, so the "
+                "slowest rank's lag, not the link, sets it")
+    if modeled and model is not None and model.bus_gb_per_s_max < model.floor_gb_per_s:
+        return f"they move data below the {model.floor_gb_per_s:g} GB/s any GPU link sustains"
+    if latency_bound:
+        return "per-call latency dominates many small collectives"
+    return "the transferred volume dominates: few long collectives"
+
+
 def _collective_sentence(model: CollectiveModel | None) -> str:
     if model is None:
         return ""
@@ -559,8 +570,7 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext, claims: Claims) -> li
                 f"`hideable_comm_time_ms`).{unlinked_note}\n\n"
                 f"**Data:**\n\n{table}\n\n"
                 f"**Reasoning for Slowdown:** there is not enough computation to hide this communication, so the "
-                f"collectives themselves must get cheaper "
-                f"({'per-call latency dominates many small collectives' if latency_bound else 'the transferred volume dominates: few long collectives'}).\n\n"
+                f"collectives themselves must get cheaper ({_slow_collective_reason(model, modeled, latency_bound)}).\n\n"
                 f"**Resolution:** {action}\n\n"
                 f"**Impact estimate:** "
                 + (f"each exposed collective's time above what its bytes take at {model.floor_gb_per_s:g} GB/s bus "

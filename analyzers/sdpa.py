@@ -81,6 +81,13 @@ def seq_lens(op: OpRecord) -> tuple[int | None, int | None]:
 
 
 
+def head_dim(op: OpRecord) -> int | None:
+    try:
+        return int((op.perf_params or {})["d_h_qk"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def gqa_ratio(op: OpRecord) -> int | None:
     params = op.perf_params or {}
     try:
@@ -156,14 +163,15 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
             resolution="With shapes, the attention gets a perf model and a measured distance to its roofline.",
         )
     n = max(n_q or 0, n_kv or 0)
+    short = 0 < n <= settings.SHORT_ATTENTION_SEQ_LEN
     band_text, within = "", False
     if n:
-        anchor, low, high = expected_attention_band(n)
+        anchor, low, high = expected_attention_band(n, head_dim(dominant))
         eff = group.weighted_efficiency or 0.0
         within = eff >= low
         band_text = (
-            f" Sequence length is {n} (query {n_q}, key/value {n_kv}); fused attention at N near {anchor} typically reaches "
-            f"{low:.0f}-{high:.0f} % of roofline, and this group averages {eff:.1f} %"
+            f" Sequence length is {n} (query {n_q}, key/value {n_kv}); fused attention at this length (nearest anchor "
+            f"N = {anchor}) and head dim typically reaches {low:.0f}-{high:.0f} % of roofline, and this group averages {eff:.1f} %"
             + (" (within or above that band)." if within else " (below that band).")
         )
     ratio = gqa_ratio(dominant)
@@ -173,8 +181,9 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
         return Advice(
             insight=f"Fused ({kind}) attention, compute-bound.{band_text}{gqa}{backward}",
             action=(
-                "Short sequences keep fused attention far from peak: pack or batch more tokens per call (sequence packing, "
-                "larger batch) rather than tuning the kernel."
+                ("The kernel is within the band fused attention reaches here: a faster fused-attention backend for this "
+                 "head dim (FlashAttention-3 / cuDNN on Hopper, CK / aiter on ROCm) is the remaining lever"
+                 + ("; longer (packed) sequences per call raise the efficiency further." if short else "."))
                 if within else
                 "Try another fused attention backend or its tuned tile configuration for this head dim and sequence length"
                 + (", and if the mask is causal pass `is_causal=True` instead of a dense mask tensor." if _mask_tensor(group)
@@ -182,11 +191,14 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
             ),
             reasoning=(
                 "Fused attention efficiency grows with sequence length: short sequences give few tiles per head and a large "
-                "share of softmax / masking work per FLOP."
+                "share of softmax / masking work per FLOP." if short else
+                f"At N = {n} every head has many tiles, so the gap to the band is the kernel's own efficiency for this "
+                "head dim and dtype, not the problem size."
             ),
             resolution=(
                 "Longer or packed sequences give the kernel more full tiles; a better-matched kernel configuration raises the "
-                "FLOP rate for the same work."
+                "FLOP rate for the same work." if short else
+                "A backend tuned for this head dim and dtype raises the FLOP rate for the same work."
             ),
         )
     if decode:
@@ -285,7 +297,7 @@ def attainable(op: OpRecord) -> float:
     n_q, n_kv = seq_lens(op)
     n = max(n_q or 0, n_kv or 0)
     if op.kind in FUSED_KINDS and n:
-        return expected_attention_band(n)[2]
+        return expected_attention_band(n, head_dim(op))[2]
     return settings.ATTAINABLE_ROOFLINE_PERCENT
 
 

@@ -31,6 +31,9 @@ ATTAINABLE_ROOFLINE_PERCENT = 80.0
 HEURISTIC_FRACTION_LOW = 0.15  # recoverable share of an unmodeled op's % of E2E
 HEURISTIC_FRACTION_MID = 0.30
 HEURISTIC_FRACTION_HIGH = 0.45
+# No kernel runs faster than this: the shortest compute kernels of the shared traces take 1.5-3 us
+# (launch-to-completion on an idle GPU), so an op's saving stops at its time above count x this.
+KERNEL_TIME_FLOOR_US = 2.0
 MIN_OP_IMPACT_HIGH = 0.01  # per-op floor on the high estimate (% of E2E) for quantified estimates
 MIN_PITEM_IMPACT_SCORE = 0.5  # a grouped finding below 0.5 % of E2E (mid) is dropped
 EFFICIENCY_ANOMALY_PERCENT = 110.0  # Pct Roofline above this is a measurement anomaly, not a result
@@ -78,11 +81,6 @@ IDLE_RECOVERY_FRACTIONS = (0.25, 0.50, 0.75)
 # Host work between GPU phases (data loading, Python work between steps) is only partly movable off
 # the critical path, so only a smaller share is credited.
 BUBBLE_RECOVERY_FRACTIONS = (0.10, 0.25, 0.50)
-# Below this GPU busy share of the timeline the trace is a micro-benchmark or test harness (issue 13:
-# 0.99 ms of GPU work in 1,069 ms, 0.09 %), not a workload: its host-work gaps are reported but not
-# credited as recoverable. The least busy real workload among the shared traces, BERT-small on H100,
-# is 7.9 % busy.
-TINY_GPU_BUSY_PERCENT = 1.0
 # Queued-waiting idle (work queued ahead, GPU waiting on a dependency) is reported, qualitatively,
 # from this share of E2E: the P-item floor TraceLens uses (MIN_PITEM_IMPACT_SCORE).
 QUEUED_WAITING_PERCENT_MIN = 0.5
@@ -142,6 +140,9 @@ EPILOGUE_FUSION_MAX_FLOPS_PER_BYTE = 100.0  # TraceLens gemm spec: FLOPS/Byte < 
 # FP8 raises the matrix peak, which only a GEMM that runs long enough to be set by that peak
 # gains from: below ~50 us a kernel's prologue / epilogue and launch are a large share of its time.
 FP8_MIN_KERNEL_US = 50.0
+# A GEMM call shorter than this is a few waves of thread blocks at most: its time is launch and
+# tail effects (BERT-small's 141-token GEMMs run 4-8 us), not the kernel's efficiency.
+SMALL_GEMM_CALL_US = 10.0
 TINY_GEMM_DIM_MAX = 16  # TraceLens gemm spec: min(M, N, K) <= 16 ...
 TINY_GEMM_MIN_CALLS = 1000  # ... with >= 1000 calls -> batch into batched / grouped GEMM
 
@@ -151,6 +152,14 @@ EXPECTED_EFFICIENCY_BY_SEQ_LEN = ((512, 5.0, 15.0), (1024, 20.0, 40.0), (2048, 4
 # At most this many query tokens per sequence is a decode step (one new token, or a few with
 # speculative decoding): only then is decode-attention advice written.
 DECODE_MAX_QUERY_LEN = 8
+# What fused attention reaches by head dim, % of the dense BF16 peak: FlashAttention-3 paper (Shah
+# et al. 2024, H100 SXM5 BF16 forward, seqlen 16k): FlashAttention-2 (low) and FlashAttention-3
+# (high) TFLOPS / 989 TFLOPS. Long sequences are capped by it (the sequence-length band above is
+# the TraceLens sdpa spec's); (head dim, low %, high %), nearest head dim.
+EXPECTED_EFFICIENCY_BY_HEAD_DIM = ((64, 33.0, 50.0), (128, 37.0, 66.0), (256, 34.0, 76.0))
+# Up to this sequence length fused attention is "short" (the sdpa spec's bands reach 40 % of
+# roofline only from N = 1024): advice about packing longer sequences applies only here.
+SHORT_ATTENTION_SEQ_LEN = 1024
 KV_CACHE_WRITE_PERCENT_MAX = 10.0  # TraceLens sdpa spec: reshape_and_cache above ~10 % of paged time -> tune block_size
 
 # ---- elementwise agent -----------------------------------------------------

@@ -87,7 +87,7 @@ def category_priorities(
 
 def build_priority_data(
     results: list[AgentResult], category_time_ms: dict[str, float], ctx: AnalysisContext,
-    unaddressed: list[UnaddressedOp] | None = None,
+    unaddressed: list[UnaddressedOp] | None = None, near_roofline: list[str] | None = None,
 ) -> PriorityData:
     ranked = rank_findings(results)
     return PriorityData(
@@ -97,6 +97,5 @@ def build_priority_data(
         findings=ranked,
         priorities=category_priorities(results, ranked, category_time_ms, ctx),
         unaddressed_ops=unaddressed or [],
-        near_roofline=[r.metrics["near_roofline"]["sentence"] for r in results
-                       if r.status == "OK" and (r.metrics.get("near_roofline") or {}).get("sentence")],
+        near_roofline=near_roofline or [],
     )

@@ -30,7 +30,7 @@ from agents.runner import RunnerSettings, render, run_tier
 from agents.trace_scope import limit_findings, opening_sentences
 from analyzers import settings, trace_overview
 from analyzers.agent_categories import load_agent_categories
-from analyzers.coverage import unaddressed_ops
+from analyzers.coverage import near_roofline_lines, unaddressed_ops
 from analyzers.comparison import category_times, compare_ops
 from analyzers.contracts import AgentResult, AnalysisContext
 from core.errors import BadTraceError
@@ -459,7 +459,8 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
 
         release_free_memory()
         with run.step("8.5 priorities", on_stage):
-            priority = build_priority_data(results, category_time, ctx, unaddressed_ops(db, ctx, results))
+            priority = build_priority_data(results, category_time, ctx, unaddressed_ops(db, ctx, results),
+                                           near_roofline_lines(db, ctx, results))
             run.write("priority_data.json", priority)
             plot.submit(priority, gpu.model_dump())
 

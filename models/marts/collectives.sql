@@ -25,7 +25,10 @@ comm_records as (
 ),
 
 dtypes as (
-    select * from {{ ref('dtypes') }}
+    -- one row per dtype name without its `c10::` namespace (the seed lists both spellings)
+    select replace(dtype_name, 'c10::', '') as dtype_key, max(bytes_per_element) as bytes_per_element
+    from {{ ref('dtypes') }}
+    group by 1
 ),
 
 exposure as (
@@ -54,7 +57,7 @@ sized as (
     inner join comm_records
         on comm_kernels.trace_id = comm_records.trace_id
         and comm_kernels.external_id = comm_records.external_id
-    left join dtypes on replace(comm_records.dtype, 'c10::', '') = replace(dtypes.dtype_name, 'c10::', '')
+    left join dtypes on replace(comm_records.dtype, 'c10::', '') = dtypes.dtype_key
     where comm_records.group_size > 1
 ),
 

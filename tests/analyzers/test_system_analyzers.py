@@ -201,10 +201,11 @@ def test_b200_eager_is_host_bound_and_leads_with_gpu_graphs(results):
 def test_host_work_is_not_credited_when_the_gpu_share_is_tiny(db, results):
     """A harness whose GPU is busy a sliver of the time (issue 13: 0.99 ms in 1,069 ms): the same
     host-work gaps are reported, but claim nothing and estimate nothing."""
-    ctx, result = results[(B200_EAGER, "cpu_idle")]
-    metrics = cpu_idle.CpuIdleMetrics.model_validate({**result.metrics, "gpu_share_tiny": True})
-    claims = cpu_idle._claimed_gaps(db, ctx.trace_id)
-    tiny = {f.finding_id: f for f in cpu_idle._findings(metrics, ctx, claims)}
+    ctx, _ = results[(B200_EAGER, "cpu_idle")]
+    flagged = ctx.model_copy(update={"quality_verdicts": {**ctx.quality_verdicts, "gpu_busy_share": "warn"}})
+    result = cpu_idle.analyze(db, flagged)
+    assert result.metrics["gpu_share_tiny"] is True
+    tiny = {f.finding_id: f for f in result.findings}
     work = tiny["cpu_idle:host-work"]
     assert work.impact_score is None and work.estimate_method == "qualitative" and not work.claimed_gaps
     assert "micro-benchmark or test harness" in work.insight
