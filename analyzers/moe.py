@@ -7,6 +7,7 @@ import duckdb
 from pydantic import BaseModel
 
 from analyzers import compute
+from core.kernel_names import short_kernel_name
 from analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
 from analyzers.contracts import AgentResult, AnalysisContext
 
@@ -82,6 +83,17 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
             action="Switch to a fused MoE kernel that runs both expert GEMMs and the activation in one launch.",
             reasoning="Separate stages write the intermediate expert activations to memory and launch once per stage.",
             resolution="A fused MoE kernel keeps the intermediate in on-chip memory and removes the extra launches.",
+        )
+    if group.estimate_method == "heuristic" and dominant.kernel_category_shares.get("MoE", 0.0) > 0.5:
+        kernel = short_kernel_name(dominant.kernels[0].name, 60) if dominant.kernels else dominant.name
+        return Advice(
+            insight=(f"The experts already run fused MoE library kernels (`{kernel}`); the trace shows no expert weight "
+                     "shapes, so no perf model bounds them and only their time share is known."),
+            action=(f"Get the expert shapes first ({compute.attribution_hint(data.ctx)}) for a measured distance to the "
+                    "roofline; meanwhile compare the serving engine's MoE backends for this expert count and precision."),
+            reasoning=("Without the expert count per token and the weight shapes there is no byte or FLOP count, so whether "
+                       "the weight reads or the math bound these kernels is unknown."),
+            resolution="With shapes, the MoE gets a perf model and a measured distance to its roofline.",
         )
     if group.estimate_method == "heuristic":
         advice = compute.generic_advice(group, "the expert computation")

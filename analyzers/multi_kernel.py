@@ -561,7 +561,8 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext, claims: Claims) -> li
                      f"collectives average {m.collective_avg_us or 0:.1f} us." + _collective_sentence(model)),
             action=action,
             confidence=confidence_from_quality("medium", ctx.quality_verdicts, comm_checks),
-            evidence={**comm_evidence, "unhideable_comm_time_ms": round(unhideable_ms, 4), "impact_basis_ms": unhideable_ms},
+            evidence={**comm_evidence, "unhideable_comm_time_ms": round(unhideable_ms, 4), "impact_basis_ms": unhideable_ms,
+                      **({"modeled_saving_ms": min(model.saving_ms, unhideable_ms)} if modeled else {})},
             evidence_sql=timeline_sql,
             details=(
                 f"**Identification:** exposed communication is {m.exposed_comm_percent:.1f} % of E2E, above the "
@@ -632,7 +633,8 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext, claims: Claims) -> li
                      + f"; flagged because {' and '.join(stats.flag_reasons)}."),
             action=action, confidence=confidence,
             evidence={"direction": direction, **stats.model_dump(), "total_time_ms_e2e": m.total_time_ms,
-                      **({"impact_basis_ms": _claimed_ms(claimed)} if quantified else {})},
+                      **({"impact_basis_ms": _claimed_ms(claimed)} if quantified else {}),
+                      **({"modeled_saving_ms": list(pinned)} if pinned is not None and quantified else {})},
             evidence_sql=memcpy_sql,
             details=(
                 f"**Identification:** {stats.count} {direction} transfers (average {stats.avg_time_us or 0:.1f} us, "

@@ -74,6 +74,12 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
         )
         reasoning = "Compiler-generated reductions pick block sizes heuristically; a normalization over a long row can under-use the GPU."
         resolution = "A tuned or library kernel reads each row once at near-peak bandwidth."
+    elif small and (data.ctx.mode or "").endswith("-graph"):
+        # already replayed by a GPU graph: no host launch to remove, only fewer, larger kernels help
+        action = ("These short generated kernels already replay in a GPU graph: widen the compiled region so more ops "
+                  "fuse into fewer kernels.")
+        reasoning = "Very short kernels are dominated by their fixed start-up and tail cost, not by their memory traffic."
+        resolution = "Larger fusion regions run fewer, longer kernels."
     elif small:
         action = "Reduce launch overhead around these small generated kernels: capture the compiled region in a GPU graph (reduce-overhead mode) or widen the compiled region so more ops fuse."
         reasoning = "Very short kernels are dominated by launch latency, not by their memory traffic."

@@ -407,12 +407,22 @@ def _linked_share_failed(failed: list[dict[str, Any]]) -> dict[str, Any] | None:
     return next((c for c in failed if c.get("check_name") == LINKED_SHARE_CHECK), None)
 
 
+UNLINKED_CHECK = "unlinked_gpu_events"
+
+
 def _timeline_sentence(inputs: ReportInputs, gpu1: dict, linked_share: dict[str, Any] | None) -> str:
     breakdown = (f"{fmt_pct(gpu1['computation_percent'])}% computation, {fmt_pct(gpu1['idle_percent'])}% idle, "
                  f"{fmt_pct(gpu1['exposed_comm_percent'])}% exposed communication and "
                  f"{fmt_pct(gpu1['exposed_memcpy_percent'])}% exposed memory copies.")
     if linked_share is None:
-        return f"The trace {code(inputs.trace_name)} spans {fmt_ms(gpu1['total_time_ms'])} ms of GPU time: {breakdown}"
+        unlinked = next((c for c in inputs.quality_checks if c.get("check_name") == UNLINKED_CHECK
+                         and (c.get("value") or 0) > 0), None)
+        warned = any(c.get("check_name") == LINKED_SHARE_CHECK and c.get("verdict") == "warn" for c in inputs.quality_checks)
+        detail = one_line(unlinked.get("detail") or "").split(";")[0] if unlinked is not None else ""
+        left_out = (f" {text(detail)}: that GPU work is outside these numbers (trace quality {code(LINKED_SHARE_CHECK)} "
+                    "warns)." if detail and warned else "")
+        return (f"The trace {code(inputs.trace_name)} spans {fmt_ms(gpu1['total_time_ms'])} ms of GPU time: "
+                f"{breakdown}{left_out}")
     check = code(LINKED_SHARE_CHECK)
     if not gpu1["total_time_ms"]:
         return (f"The trace {code(inputs.trace_name)} has no GPU timeline: none of its GPU work could be tied to a "

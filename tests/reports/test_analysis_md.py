@@ -184,7 +184,7 @@ def test_no_findings(findings):
     inputs = _inputs([])
     markdown = render_analysis(inputs)
     assert validate_analysis(markdown, inputs.priority) == []
-    assert "No compute kernel optimization opportunities identified" in markdown
+    assert "No compute-kernel finding: no op group's estimated saving reaches the 0.5 % of E2E reporting floor" in markdown
     assert "No kernel fusion opportunities detected." in markdown
     assert "No system-level bottlenecks detected. GPU activity: 72.0% computation, 22.0% idle" in markdown
     assert not re.search(r"^### P\d+", markdown, re.MULTILINE)
