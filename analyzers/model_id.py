@@ -550,7 +550,6 @@ def identify_model(db: duckdb.DuckDBPyConnection, trace_id: str) -> ModelInfo:
     if kernel_rows:
         sql.append(_inline(_KERNEL_MIX_SQL, trace_id))
     kernel_time = {r[0]: float(r[2] or 0.0) for r in kernel_rows}
-    total_kernel_time = sum(kernel_time.values()) or 1.0
     kernel_flags = {flag: any(r[3 + i] for r in kernel_rows)
                     for i, flag in enumerate(("rms_norm", "layer_norm", "batch_norm", "silu", "gelu", "rotary"))}
     world_size_row = db.execute("select world_size from traces where trace_id = $trace_id",
@@ -707,8 +706,8 @@ def identify_model(db: duckdb.DuckDBPyConnection, trace_id: str) -> ModelInfo:
         traits.append("rotary position embeddings")
     if {"BasicBlock", "Bottleneck"} & set(classes):
         traits.append("residual " + ("bottleneck" if "Bottleneck" in classes else "basic") + " blocks")
-    triton_share = kernel_time.get("triton_fused", 0.0) / total_kernel_time
-    if op_counts["compiled_regions"] or triton_share >= 0.01:
+    # compiled: most GPU time runs compiled code (workload_facts, the one definition the advice uses)
+    if _rows(db, "select is_compiled from workload_facts where trace_id = $trace_id", trace_id)[0][0]:
         traits.append("torch.compile / Triton-generated kernels")
     if base:
         info.architecture = base + (f" ({', '.join(traits)})" if traits else "")
