@@ -46,6 +46,7 @@ class ReportInputs(BaseModel):
     agent_results: list[AgentResult] = Field(default_factory=list)
     # rows: name, category, count, time_ms, percent_of_e2e, pct_roofline (or None), bound (or None)
     top_operations: list[dict[str, Any]] = Field(default_factory=list)
+    kernel_categories: list[dict[str, Any]] = Field(default_factory=list)  # GPU time by kernel category (no CPU ops)
     model_info: ModelInfo = Field(default_factory=ModelInfo)
     # display_name, kind (measured_max_achievable | vendor_peak), source, mem_bw_gbps, and the
     # peak TFLOPS per compute spec (nested under peaks_tflops / peak_tflops, or flat matrix_* keys)
