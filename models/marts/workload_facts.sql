@@ -7,24 +7,22 @@ with traces as (
     select trace_id from {{ ref('traces') }}
 ),
 
-rotary_ops as (
-    select trace_id, count(*) as op_count, min(name) as example
-    from {{ ref('cpu_ops') }}
-    where {{ regex_search('lower(name)', "'" ~ var('rotary_name_pattern') ~ "'") }}
-    group by trace_id
-),
-
-rotary_kernels as (
-    select trace_id, count(*) as kernel_count, min(name) as example
-    from {{ ref('kernels') }}
-    where {{ regex_search('lower(name)', "'" ~ var('rotary_name_pattern') ~ "'") }}
-    group by trace_id
-),
-
-rotary_modules as (
-    select trace_id, count(*) as call_count, min(module_class) as example
-    from {{ ref('module_calls') }}
+rotary_names as (
+    -- names that show a rotary position embedding: module classes first (the best example), then
+    -- kernels, then cpu ops
+    select trace_id, module_class as name, 1 as source_rank from {{ ref('module_calls') }}
     where {{ regex_search('lower(module_class)', "'" ~ var('rotary_name_pattern') ~ "'") }}
+    union all
+    select trace_id, name, 2 as source_rank from {{ ref('kernels') }}
+    where {{ regex_search('lower(name)', "'" ~ var('rotary_name_pattern') ~ "'") }}
+    union all
+    select trace_id, name, 3 as source_rank from {{ ref('cpu_ops') }}
+    where {{ regex_search('lower(name)', "'" ~ var('rotary_name_pattern') ~ "'") }}
+),
+
+rotary as (
+    select trace_id, arg_min(name, (source_rank, name)) as example
+    from rotary_names
     group by trace_id
 ),
 
@@ -89,9 +87,8 @@ passes as (
 final as (
     select
         traces.trace_id,
-        coalesce(rotary_ops.op_count, 0) + coalesce(rotary_kernels.kernel_count, 0)
-            + coalesce(rotary_modules.call_count, 0) > 0 as has_rotary,
-        coalesce(rotary_modules.example, rotary_ops.example, rotary_kernels.example) as rotary_example,
+        rotary.trace_id is not null as has_rotary,
+        rotary.example as rotary_example,
         coalesce(compiled_regions.region_count, 0) as compiled_region_count,
         coalesce(compiled_kernels.kernel_count, 0) as compiled_kernel_count,
         coalesce(compiled_kernels.time_us, 0) as compiled_kernel_time_us,
@@ -104,9 +101,7 @@ final as (
         coalesce(passes.serving_engine_op_count, 0) as serving_engine_op_count,
         passes.serving_engine_op_example
     from traces
-    left join rotary_ops on rotary_ops.trace_id = traces.trace_id
-    left join rotary_kernels on rotary_kernels.trace_id = traces.trace_id
-    left join rotary_modules on rotary_modules.trace_id = traces.trace_id
+    left join rotary on rotary.trace_id = traces.trace_id
     left join compiled_regions on compiled_regions.trace_id = traces.trace_id
     left join compiled_kernels on compiled_kernels.trace_id = traces.trace_id
     left join compiled_time on compiled_time.trace_id = traces.trace_id
