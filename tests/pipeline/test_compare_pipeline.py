@@ -189,7 +189,9 @@ def test_comparative_evidence_sql_reproduces_each_finding(comparisons, compare_w
                                                           pair: str) -> None:
     priority = PriorityData.model_validate_json((comparisons[pair] / "priority_data.json").read_text())
     compute = [f for f in priority.findings if f.tier == "compute"]
-    assert compute
+    # a measured comparative gap whose GPU time a fusion finding owns is folded into it (claims ledger)
+    folded = [f for f in priority.findings if "**Overlap:**" in f.details and "trace 1 takes" in f.details]
+    assert compute or folded
     with compare_warehouse.connect_read_only() as con:
         for finding in compute:
             # the agent's own query over the marts (evidence_sql is the claims ledger's)
