@@ -26,10 +26,6 @@ class WorkloadFacts(BaseModel):
     compiled_kernel_time_us: float = 0.0
     compiled_gpu_time_share: float = 0.0
     is_compiled: bool = False
-    attention_op_count: int = 0
-    causal_attention_op_count: int = 0
-    min_query_len: int | None = None
-    max_query_len: int | None = None
     serving_engine_op_count: int = 0
     serving_engine_op_example: str | None = None
 

@@ -37,7 +37,6 @@ TIER = "system"
 
 
 GAP_CLASSES = ("launch_bound", "host_work", "sync_blocked", "queued_waiting", "window_edge")
-CLAIMING_CLASSES = ("launch_bound", "host_work", "sync_blocked")  # host causes: their gaps can be recovered
 
 
 class GapClassStats(BaseModel):
@@ -495,8 +494,8 @@ def _host_work(m, ctx, claims, common, evidence_sql, data_table) -> Finding | No
         why_not = " The trace records no host frames for these gaps, so what the host did is not known."
     else:
         why_not = ""
-    if ctx.facts.serving_engine_op_count or ctx.is_inference:
-        # inside a serving / inference step there is no input pipeline to move: the host stalls in the forward
+    if ctx.facts.serving_engine_op_count:
+        # inside a serving step there is no input pipeline to move: the host stalls in the forward
         action = ("Take the host out of the step: the named frames stall inside the forward pass, which the "
                   "serving engine's GPU-graph mode (or CUDA / HIP graphs) removes; if they remain, look for CPU "
                   "contention or a synchronizing call in those frames.")

@@ -126,7 +126,7 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
     ratio = _fp8_ratio(data)
     quantized = dominant.kind == "quantized"
     if group.bound == "compute":
-        near = group.bucket == "60-100"
+        near = (group.weighted_efficiency or 0.0) >= dominant.attainable_percent - settings.NEAR_ATTAINABLE_MARGIN_PERCENT
         precision = ""
         if (not quantized and ratio and (dominant.compute_spec or "").endswith(("bf16", "fp16"))
                 and dominant.mean_us >= settings.FP8_MIN_KERNEL_US):
@@ -159,8 +159,8 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
             ),
         )
     small = [op for op in group.members if (d := mnk(op)) and min(d[0], d[1]) <= settings.TINY_GEMM_DIM_MAX]
-    # the tiny-M explanation only when those shapes hold most of the group's time
-    if small and sum(op.time_ms for op in small) > group.time_ms / 2:
+    # the tiny-M explanation only when those shapes hold most ("most": RELABEL_MIN_KERNEL_SHARE) of its time
+    if small and sum(op.time_ms for op in small) > settings.RELABEL_MIN_KERNEL_SHARE * group.time_ms:
         small.sort(key=lambda op: -op.time_ms)
         many = sum(op.count for op in small) >= settings.TINY_GEMM_MIN_CALLS
         return Advice(

@@ -71,6 +71,10 @@ class AttentionModel(BaseModel):
     fused_time_low_ms: float  # at the band's high efficiency
     fused_time_high_ms: float  # at the band's low efficiency
 
+    def effective_percent(self, fused_ms: float) -> float:
+        """The efficiency the whole group's fused time implies (each instance ran at its own band)."""
+        return 100.0 * self.flops / (self.peak_tflops * 1e12 * fused_ms / 1000.0) if fused_ms > 0 else 0.0
+
 
 class FusionCandidate(BaseModel):
     candidate_id: str
@@ -509,10 +513,18 @@ def _chain_savings(run: list[Unit], platform: _Platform) -> tuple[float, float, 
     return min(low, high), high, modeled_us, run_us
 
 
+# Input Dims slots of the scores' matmul operands (Q, K^T) by op: baddbmm passes its bias first;
+# einsum's operands follow an equation the shapes alone do not explain (no shape: the fallback).
+ATTENTION_OPERAND_SLOTS = {"aten::bmm": 0, "aten::matmul": 0, "aten::baddbmm": 1}
+
+
 def _attention_shape(bmm: Unit) -> tuple[int, int]:
-    """(max(Sq, Skv), head dim D) of the scores' batched matmul: Input Dims [[.., Sq, D], [.., D, Skv]]."""
+    """(max(Sq, Skv), head dim D) of the scores' batched matmul: operands [.., Sq, D] x [.., D, Skv]."""
+    slot = ATTENTION_OPERAND_SLOTS.get(bmm.name)
+    if slot is None:
+        return 0, 0
     try:
-        a, b = json.loads(bmm.input_dims or "[]")[:2]
+        a, b = json.loads(bmm.input_dims or "[]")[slot:slot + 2]
         return max(int(a[-2]), int(b[-1])), int(a[-1])
     except (ValueError, TypeError, IndexError, json.JSONDecodeError):
         return 0, 0
@@ -533,8 +545,7 @@ def _attention_estimate(units: list[Unit], platform: _Platform) -> Estimate:
     peak = platform.peaks.get(spec or "")
     seq_len, head_dim = _attention_shape(matrix[0]) if matrix else (0, 0)
     if not peak or not seq_len or any(not u.flops for u in matrix):
-        high = sum(u.time_us for u in units if not u.is_matrix)
-        return Estimate("eager_attention", settings.TARGET_LOW * high, settings.TARGET_MID * high, high, list(units))
+        return _attention_fallback(units)
     flops = sum(u.flops or 0.0 for u in matrix)
     _, eff_low, eff_high = expected_attention_band(seq_len, head_dim)
     fast, slow = _fused_attention_us(flops, peak, eff_high), _fused_attention_us(flops, peak, eff_low)
@@ -545,6 +556,14 @@ def _attention_estimate(units: list[Unit], platform: _Platform) -> Estimate:
         high_us=max(0.0, current - fast),
         removed=list(units), measured=False, flops=flops, compute_spec=spec, seq_len=seq_len, head_dim=head_dim,
         fused_fast_us=fast, fused_slow_us=slow)
+
+
+def _attention_fallback(units: list[Unit]) -> Estimate:
+    """Without the matmuls' FLOPs: the non-matmul ops' measured time (scale, mask, softmax, dropout)
+    x the quantified ladder; the matmuls' time is kept (their FLOPs remain in a fused kernel)."""
+    rest = [u for u in units if not u.is_matrix]
+    high = sum(u.time_us for u in rest)
+    return Estimate("eager_attention", settings.TARGET_LOW * high, settings.TARGET_MID * high, high, rest)
 
 
 def _attention_model(estimates: list[Estimate], platform: _Platform) -> AttentionModel | None:
@@ -728,6 +747,8 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
         if percent < settings.FUSION_MIN_PERCENT_OF_E2E:
             continue
         estimates = [_estimate(i, platform) for i in members]
+        if source == "eager_attention" and any(not e.flops for e in estimates):
+            estimates = [_attention_fallback(i.units) for i in members]  # one method for the whole group
         first, est0 = members[0], estimates[0]
         low = sum(e.low_us for e in estimates)
         mid = sum(e.mid_us for e in estimates)
@@ -839,8 +860,9 @@ def _fused_time_sentence(c: FusionCandidate) -> str:
     if model is None:
         return f"one fused kernel would take about {c.fused_time_ms:.3f} ms."
     return (f"one fused attention kernel would take about {model.fused_time_low_ms:.3f}-{model.fused_time_high_ms:.3f} ms: "
-            f"{model.flops / 1e12:.2f} TFLOP of attention at {model.efficiency_low_percent:.0f}-"
-            f"{model.efficiency_high_percent:.0f} % of the {model.peak_tflops:g} TFLOPS {model.compute_spec} peak.")
+            f"{model.flops / 1e12:.2f} TFLOP of attention at {model.effective_percent(model.fused_time_high_ms):.0f}-"
+            f"{model.effective_percent(model.fused_time_low_ms):.0f} % of the {model.peak_tflops:g} TFLOPS "
+            f"{model.compute_spec} peak.")
 
 
 def _attention_method(model: AttentionModel | None) -> str:
@@ -848,11 +870,13 @@ def _attention_method(model: AttentionModel | None) -> str:
         return ""
     return (f"fused attention time = FLOPs of the batched matmuls (QK^T and PV, 4 x B x H x Sq x Skv x D) / "
             f"({model.compute_spec} peak x attainable efficiency) = {model.flops / 1e12:.3f} TFLOP / "
-            f"({model.peak_tflops:g} TFLOPS x {model.efficiency_low_percent:.0f}-{model.efficiency_high_percent:.0f} %) = "
-            f"{model.fused_time_low_ms:.3f}-{model.fused_time_high_ms:.3f} ms (the efficiency band fused attention "
-            f"reaches at N = {model.seq_len} (nearest anchor {model.band_anchor}, TraceLens sdpa spec) and head dim "
-            f"{model.head_dim} (FlashAttention-2 to FlashAttention-3 forward, FlashAttention-3 paper); each instance "
-            f"at the band of its own shape); saving = the window's measured time - the fused time (low at "
+            f"({model.peak_tflops:g} TFLOPS x {model.effective_percent(model.fused_time_high_ms):.1f}-"
+            f"{model.effective_percent(model.fused_time_low_ms):.1f} %) = "
+            f"{model.fused_time_low_ms:.3f}-{model.fused_time_high_ms:.3f} ms (each instance at the efficiency band "
+            f"fused attention reaches at its shape; the largest, N = {model.seq_len} and head dim {model.head_dim}: "
+            f"{model.efficiency_low_percent:.0f}-{model.efficiency_high_percent:.0f} %, the TraceLens sdpa band for the "
+            f"nearest anchor N = {model.band_anchor} capped by FlashAttention-2 to FlashAttention-3 forward at that "
+            f"head dim, FlashAttention-3 paper); saving = the window's measured time - the fused time (low at "
             f"the band's low efficiency, mid at its middle)")
 
 

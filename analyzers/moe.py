@@ -6,7 +6,7 @@ from __future__ import annotations
 import duckdb
 from pydantic import BaseModel
 
-from analyzers import compute
+from analyzers import compute, settings
 from core.kernel_names import short_kernel_name
 from analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
 from analyzers.contracts import AgentResult, AnalysisContext
@@ -84,7 +84,7 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
             reasoning="Separate stages write the intermediate expert activations to memory and launch once per stage.",
             resolution="A fused MoE kernel keeps the intermediate in on-chip memory and removes the extra launches.",
         )
-    if group.estimate_method == "heuristic" and dominant.kernel_category_shares.get("MoE", 0.0) > 0.5:
+    if group.estimate_method == "heuristic" and dominant.kernel_category_shares.get("MoE", 0.0) > settings.RELABEL_MIN_KERNEL_SHARE:
         kernel = short_kernel_name(dominant.kernels[0].name, 60) if dominant.kernels else dominant.name
         return Advice(
             insight=(f"The experts already run fused MoE library kernels (`{kernel}`); the trace shows no expert weight "

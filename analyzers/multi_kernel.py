@@ -48,6 +48,14 @@ class TransferStats(BaseModel):
     percent_of_total: float = 0.0  # total_time_ms as % of E2E (TraceLens rule input)
     achieved_gb_per_s: float | None = None  # bytes / copy time over the copies that say their bytes
     pageable_count: int = 0  # copies whose host side is pageable memory (the event name says so)
+    pageable_time_ms: float = 0.0
+    pageable_bytes: int | None = None
+    pageable_exposed_ms: float = 0.0
+
+    @property
+    def mostly_pageable(self) -> bool:
+        """Pageable copies hold most of the direction's copy time: the pinned-memory advice is theirs."""
+        return self.total_time_ms > 0 and self.pageable_time_ms / self.total_time_ms > settings.MOSTLY_PAGEABLE_SHARE
     pinned_count: int = 0
     flagged: bool = False
     flag_reasons: list[str] = []
@@ -154,6 +162,9 @@ select
     sum(bytes) filter (where is_linked) / nullif(sum(dur_us) filter (where is_linked and bytes is not null), 0) / 1000
         as achieved_gb_per_s,
     count(*) filter (where is_linked and host_memory = 'pageable') as pageable_count,
+    coalesce(sum(dur_us) filter (where is_linked and host_memory = 'pageable'), 0) / 1000 as pageable_time_ms,
+    sum(bytes) filter (where is_linked and host_memory = 'pageable') as pageable_bytes,
+    coalesce(sum(exposed_us) filter (where is_linked and host_memory = 'pageable'), 0) / 1000 as pageable_exposed_ms,
     count(*) filter (where is_linked and host_memory = 'pinned') as pinned_count,
     count(*) filter (where not is_linked) as unlinked_count
 from copies
@@ -305,13 +316,15 @@ def _collective_sentence(model: CollectiveModel | None) -> str:
 
 
 def _pinned_copy_model(stats: TransferStats, exposed_ms: float) -> tuple[float, float] | None:
-    """(low, high) ms a pageable direction's exposed copies recover: low, the copy from pinned
-    memory at the link floor (the exposed share of the time above that); high, all of it (pinned
-    and non-blocking, it overlaps computation). None without pageable copies or bytes."""
-    if not stats.pageable_count or not stats.total_bytes or stats.total_time_ms <= 0 or exposed_ms <= 0:
+    """(low, high) ms a mostly pageable direction's exposed copies recover: low, its pageable copies
+    from pinned memory at the link floor (their exposed share of the time above that); high, all of
+    the exposed time (pinned and non-blocking, the copies overlap computation). None when pageable
+    copies do not hold most of the time or say no bytes."""
+    if not stats.mostly_pageable or not stats.pageable_bytes or exposed_ms <= 0:
         return None
-    pinned_ms = stats.total_bytes / (settings.LINK_FLOOR_GBPS * 1e6)
-    return exposed_ms * max(0.0, 1.0 - pinned_ms / stats.total_time_ms), exposed_ms
+    pinned_ms = stats.pageable_bytes / (settings.LINK_FLOOR_GBPS * 1e6)
+    low = stats.pageable_exposed_ms * max(0.0, 1.0 - pinned_ms / stats.pageable_time_ms)
+    return min(low, exposed_ms), exposed_ms
 
 
 def _transfer_facts(stats: TransferStats) -> str:
@@ -359,6 +372,9 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
             percent_of_total=_round(100.0 * row["total_time_ms"] / e2e_ms, 3),
             achieved_gb_per_s=_round(row["achieved_gb_per_s"], 2),
             pageable_count=int(row["pageable_count"] or 0), pinned_count=int(row["pinned_count"] or 0),
+            pageable_time_ms=_round(row["pageable_time_ms"]) or 0.0,
+            pageable_bytes=None if row["pageable_bytes"] is None else int(row["pageable_bytes"]),
+            pageable_exposed_ms=_round(row["pageable_exposed_ms"]) or 0.0,
         )
         if row["direction"] in FLAGGED_DIRECTIONS:
             if stats.percent_of_total > settings.MEMCPY_DIRECTION_PERCENT_MAX:
@@ -521,7 +537,7 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext, claims: Claims) -> li
         latency_bound = (m.collective_count > settings.MEMCPY_DIRECTION_COUNT_MAX
                          and (m.collective_avg_us or 0) < settings.SMALL_COLLECTIVE_US)
         model = m.collective_model
-        modeled = model is not None and model.modeled_share >= settings.FUSION_MODELED_SHARE_HIGH
+        modeled = model is not None and model.modeled_share >= settings.COLLECTIVE_MODELED_SHARE_MIN
         if modeled:
             saving = min(model.saving_ms, unhideable_ms)
             share = 100.0 * saving / ctx.e2e_time_ms
@@ -610,7 +626,7 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext, claims: Claims) -> li
                       "non-blocking) instead of reading them back one at a time.")
             reason = ("each device-to-host read (a scalar read, `.cpu()`, logging) usually forces the host to wait "
                       "for the GPU before it can continue launching")
-        elif stats.pageable_count:
+        elif stats.mostly_pageable:
             title = "Host-to-device copies from pageable memory"
             action = ("Pin the source buffers (`pin_memory=True` in the DataLoader, or `tensor.pin_memory()`) and copy "
                       "with `.to(device, non_blocking=True)` ahead of use, so the copy runs at full link bandwidth and "
@@ -644,9 +660,10 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext, claims: Claims) -> li
                 f"**Reasoning for Slowdown:** {reason}.\n\n"
                 f"**Resolution:** {action}\n\n"
                 f"**Impact estimate:** "
-                + (f"low = the exposed copy time {_claimed_ms(claimed):.3f} ms x (1 - the copies' time from pinned memory "
-                   f"at {settings.LINK_FLOOR_GBPS:g} GB/s, {(stats.total_bytes or 0) / (settings.LINK_FLOOR_GBPS * 1e6):.3f} ms, "
-                   f"/ their measured {stats.total_time_ms:.3f} ms): pinning alone; high = all of the exposed copy time "
+                + (f"low = the pageable copies' exposed time {stats.pageable_exposed_ms:.3f} ms x (1 - their time from "
+                   f"pinned memory at {settings.LINK_FLOOR_GBPS:g} GB/s, "
+                   f"{(stats.pageable_bytes or 0) / (settings.LINK_FLOOR_GBPS * 1e6):.3f} ms, / their measured "
+                   f"{stats.pageable_time_ms:.3f} ms): pinning alone; high = all of the exposed copy time "
                    "(pinned and non-blocking, the copy overlaps computation); mid = their mean: "
                    f"{impact['impact_low']:.2f}-{impact['impact_high']:.2f} % of E2E." if pinned is not None and quantified else
                    f"{fractions} (low/mid/high) x the exposed copy time {stats.exposed_time_ms:.3f} ms = "

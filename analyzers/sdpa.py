@@ -79,8 +79,6 @@ def seq_lens(op: OpRecord) -> tuple[int | None, int | None]:
         return None, None
 
 
-
-
 def head_dim(op: OpRecord) -> int | None:
     try:
         return int((op.perf_params or {})["d_h_qk"])
@@ -137,7 +135,7 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
         )
     n_q, n_kv = seq_lens(dominant)
     decode = n_q is not None and n_q <= settings.DECODE_MAX_QUERY_LEN
-    if kind == "paged" or group.estimate_method == "heuristic":
+    if group.estimate_method == "heuristic" or (kind == "paged" and (decode or n_q is None)):
         kv = _kv_cache_percent(group.members)
         kv_text = ""
         if kv is not None:

@@ -11,6 +11,9 @@ MEMCPY_DIRECTION_COUNT_MAX = 10  # ... or above 10 transfers
 # ... or (ours) when their exposed time is at least 1 % of E2E: a single large pageable input copy
 # stalls the GPU for that long, and overlap recovers 0.5-0.9 of it, above the 0.5 % finding floor.
 TRANSFER_EXPOSED_PERCENT_MIN = 1.0
+# Pinned-memory advice and its model when pageable copies hold more than half of a direction's copy
+# time ("most of": the same strict majority as RELABEL_MIN_KERNEL_SHARE).
+MOSTLY_PAGEABLE_SHARE = 0.5
 EXPOSED_COMM_PERCENT_MAX = 5.0  # TraceLens multi_kernel: exposed communication above 5 % of E2E
 COMM_OVERLAP_RATIO_MIN = 0.70  # TraceLens multi_kernel: comm/compute overlap below 70 % ...
 COMM_OVERLAP_MIN_TOTAL_US = 100.0  # ... only when there is at least 100 us of communication
@@ -105,8 +108,13 @@ SMALL_COLLECTIVE_US = 100.0
 LINK_FLOOR_GBPS = 25.0
 # Collectives whose time grows by less than half their bytes' growth (between the smallest and the
 # largest message size, at least 2x apart) spend their time waiting for the other ranks.
+# (Linear scaling would be 1.0; half of it leaves room for the per-call latency a bandwidth-bound
+# collective also pays. 2x apart keeps two message sizes of one bucket schedule distinct.)
 COLLECTIVE_WAIT_SCALING_MAX = 0.5
 COLLECTIVE_SIZE_RATIO_MIN = 2.0
+# The collective model is used when the collectives with recorded bytes hold at least this share of
+# the exposed time it is applied to (the same bar as a "high" confidence fusion projection).
+COLLECTIVE_MODELED_SHARE_MIN = 0.75
 TOP_COLLECTIVES = 10
 
 # ---- kernel_fusion agent ---------------------------------------------------
@@ -143,6 +151,9 @@ FP8_MIN_KERNEL_US = 50.0
 # A GEMM call shorter than this is a few waves of thread blocks at most: its time is launch and
 # tail effects (BERT-small's 141-token GEMMs run 4-8 us), not the kernel's efficiency.
 SMALL_GEMM_CALL_US = 10.0
+# A group within this many points of its attainable share is "close to" it (TARGET_LOW of the gap
+# closed leaves a quarter: at 80 % attainable, 60 % and up is within reach of tuning only).
+NEAR_ATTAINABLE_MARGIN_PERCENT = 20.0
 TINY_GEMM_DIM_MAX = 16  # TraceLens gemm spec: min(M, N, K) <= 16 ...
 TINY_GEMM_MIN_CALLS = 1000  # ... with >= 1000 calls -> batch into batched / grouped GEMM
 
@@ -155,7 +166,8 @@ DECODE_MAX_QUERY_LEN = 8
 # What fused attention reaches by head dim, % of the dense BF16 peak: FlashAttention-3 paper (Shah
 # et al. 2024, H100 SXM5 BF16 forward, seqlen 16k): FlashAttention-2 (low) and FlashAttention-3
 # (high) TFLOPS / 989 TFLOPS. Long sequences are capped by it (the sequence-length band above is
-# the TraceLens sdpa spec's); (head dim, low %, high %), nearest head dim.
+# the TraceLens sdpa spec's); (head dim, low %, high %), nearest head dim. H100 figures serve as the
+# reference on every GPU: no per-platform fused-attention measurements are seeded.
 EXPECTED_EFFICIENCY_BY_HEAD_DIM = ((64, 33.0, 50.0), (128, 37.0, 66.0), (256, 34.0, 76.0))
 # Up to this sequence length fused attention is "short" (the sdpa spec's bands reach 40 % of
 # roofline only from N = 1024): advice about packing longer sequences applies only here.

@@ -70,16 +70,16 @@ def top_operations(db: duckdb.DuckDBPyConnection, trace_id: str, platform: str, 
     """, [e2e_ms, trace_id, platform, TOP_OPERATIONS])
 
 
-def kernel_categories(db: duckdb.DuckDBPyConnection, trace_id: str, e2e_ms: float) -> list[dict[str, Any]]:
-    """GPU time by kernel taxonomy category (from kernel names), largest first: what a trace without
-    CPU ops still tells about its kernels."""
+def kernel_categories(db: duckdb.DuckDBPyConnection, trace_id: str) -> list[dict[str, Any]]:
+    """GPU time by kernel taxonomy category (from kernel names), largest first, over every kernel
+    (linked to a launch or not): what a trace without CPU ops still tells about its kernels."""
     return query_rows(db, """
         select kernel_category as category, count(*) as kernel_count, sum(dur_us) / 1000.0 as time_ms,
-               100.0 * sum(dur_us) / 1000.0 / nullif(?, 0) as percent_of_e2e,
+               100.0 * sum(dur_us) / sum(sum(dur_us)) over () as percent_of_kernel_time,
                arg_max(name, dur_us) as longest_kernel
-        from kernels where trace_id = ? and is_linked
+        from kernels where trace_id = ?
         group by kernel_category order by time_ms desc, category
-    """, [e2e_ms, trace_id])
+    """, [trace_id])
 
 
 def top_cpu_operations(db: duckdb.DuckDBPyConnection, trace_id: str) -> list[dict[str, Any]]:

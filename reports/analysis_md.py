@@ -500,7 +500,7 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "near_roofline": [one_line(line) for line in inputs.priority.near_roofline],
         "unaddressed": _unaddressed_rows(inputs.priority),
         "kernel_categories": [{"category": cell(row.get("category")), "count": fmt_value("count", row.get("kernel_count")),
-                               "time_ms": fmt_ms(row.get("time_ms")), "percent": fmt_pct(row.get("percent_of_e2e")),
+                               "time_ms": fmt_ms(row.get("time_ms")), "percent": fmt_pct(row.get("percent_of_kernel_time")),
                                "longest": code_cell(shown_name(one_line(row.get("longest_kernel") or DASH)))}
                               for row in inputs.kernel_categories],
         "big_op_percent": settings.BIG_OP_PERCENT_OF_E2E,

@@ -518,7 +518,7 @@ def _report_inputs(db: duckdb.DuckDBPyConnection, trace: Path, trace_id: str, pl
         "quality_checks": [c.model_dump() for c in gate.checks], "warnings": report_warnings,
         "skipped_steps": gate.skipped_steps, "workload_limits": gate.workload_limits,
         # without CPU ops the kernels' categories (from their names) are what the trace still tells
-        "kernel_categories": (trace_overview.kernel_categories(db, trace_id, gpu.total_time_ms)
+        "kernel_categories": (trace_overview.kernel_categories(db, trace_id)
                               if gate.gpu_events_present and not gate.cpu_ops_present else []),
         "reproduce_sql": trace_overview.reproduce_queries(trace_id, platform),
         "plot_png_base64": PLOT_PENDING,

@@ -49,7 +49,7 @@ sized as (
         case
             when comm_records.collective_name like '%allreduce%' or comm_records.collective_name like '%all_reduce%'
                 then 2.0 * (comm_records.group_size - 1) / comm_records.group_size
-            when comm_records.collective_name similar to '.*(allgather|all_gather|reduce_scatter|reducescatter|all_to_all|alltoall).*'
+            when {{ regex_search('comm_records.collective_name', "'allgather|all_gather|reduce_scatter|reducescatter|all_to_all|alltoall'") }}
                 then (comm_records.group_size - 1) * 1.0 / comm_records.group_size
             else 1.0
         end as bus_factor

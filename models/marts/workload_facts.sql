@@ -1,6 +1,5 @@
 {#- One row per trace: the facts about the workload that decide which advice applies (a rotary
-    embedding is present, the model is already compiled, attention is causal, queries are single
-    tokens). A finding's sentence is written only when its fact holds. -#}
+    embedding is present, the model is already compiled, the step is a serving engine's). A finding's sentence is written only when its fact holds. -#}
 {{ config(materialized='view') }}
 
 with traces as (
@@ -68,18 +67,6 @@ compiled_time as (
     group by kernels.trace_id
 ),
 
-attention_ops as (
-    select
-        trace_id,
-        count(*) as op_count,
-        count(*) filter (where try_cast(json_extract_string(perf_params, '$.causal') as boolean)) as causal_op_count,
-        min(try_cast(json_extract_string(perf_params, '$.N_Q') as bigint)) as min_query_len,
-        max(try_cast(json_extract_string(perf_params, '$.N_Q') as bigint)) as max_query_len
-    from {{ ref('op_perf_instances') }}
-    where op_category in ('SDPA_fwd', 'SDPA_bwd', 'InferenceAttention')
-    group by trace_id
-),
-
 passes as (
     select trace_id, serving_engine_op_count, serving_engine_op_example from {{ ref('int_trace_passes') }}
 ),
@@ -94,10 +81,6 @@ final as (
         coalesce(compiled_kernels.time_us, 0) as compiled_kernel_time_us,
         coalesce(compiled_time.compiled_gpu_time_share, 0) as compiled_gpu_time_share,
         coalesce(compiled_time.compiled_gpu_time_share, 0) >= {{ var('min_compiled_gpu_time_share') }} as is_compiled,
-        coalesce(attention_ops.op_count, 0) as attention_op_count,
-        coalesce(attention_ops.causal_op_count, 0) as causal_attention_op_count,
-        attention_ops.min_query_len,
-        attention_ops.max_query_len,
         coalesce(passes.serving_engine_op_count, 0) as serving_engine_op_count,
         passes.serving_engine_op_example
     from traces
@@ -105,7 +88,6 @@ final as (
     left join compiled_regions on compiled_regions.trace_id = traces.trace_id
     left join compiled_kernels on compiled_kernels.trace_id = traces.trace_id
     left join compiled_time on compiled_time.trace_id = traces.trace_id
-    left join attention_ops on attention_ops.trace_id = traces.trace_id
     left join passes on passes.trace_id = traces.trace_id
 )
 

@@ -44,11 +44,3 @@ def test_compiled_means_most_gpu_time_runs_compiled_code(db) -> None:
     assert eager["is_compiled"] is False and eager["compiled_gpu_time_share"] < 0.01
     assert eager["serving_engine_op_count"] > 0 and eager["serving_engine_op_example"]  # a vLLM op (_C_cache_ops::...)
     assert _facts(db, QWEN_H100)["is_compiled"] is False
-
-
-def test_attention_facts_come_from_the_attention_ops(db) -> None:
-    qwen, bert = _facts(db, QWEN_H100), _facts(db, BERT_H100)
-    assert qwen["attention_op_count"] == qwen["causal_attention_op_count"] == 24  # a decoder: causal flag set
-    assert (qwen["min_query_len"], qwen["max_query_len"]) == (559, 559)
-    assert bert["causal_attention_op_count"] == 0 and bert["min_query_len"] == 141  # an encoder
-    assert _facts(db, RESNET)["attention_op_count"] == 0
