@@ -37,6 +37,7 @@ TIER = "system"
 
 
 GAP_CLASSES = ("launch_bound", "host_work", "sync_blocked", "queued_waiting", "window_edge")
+CLAIMING_CLASSES = ("launch_bound", "host_work", "sync_blocked")  # host causes: their gaps can be recovered
 
 
 class GapClassStats(BaseModel):
