@@ -24,7 +24,7 @@ DATA = Path(__file__).parent / "data"
 TRACES = DATA / "traces"
 EXPECTED = DATA / "expected"
 HTA_TRACES = DATA / "hta"  # flow-less real ranks, outside TRACES (see tests/data/README.md)
-CAPTURE_TRACE = DATA / "capture" / "sglang_decode" / "bs_32_rank0.json.gz"  # outside TRACES (README)
+CAPTURE_TRACE = DATA / "captures" / "inference__sglang_decode" / "bs_32_rank0.json.gz"  # outside TRACES (README)
 LINKING_SOURCE = "h100/gaunernst_bert-small-uncased__1016001.json.gz"
 # the same BERT-small forward pass on both vendors, source of the idle-gap mechanism variants
 GAP_MECHANISM_SOURCES = ("h100/gaunernst_bert-small-uncased__1016001.json.gz",
