@@ -1,5 +1,6 @@
 {#- One row per trace: the facts about the workload that decide which advice applies (a rotary
-    embedding is present, the model is already compiled, the step is a serving engine's). A finding's sentence is written only when its fact holds. -#}
+    embedding is present, the model is already compiled, the step is a serving engine's). A
+    finding's sentence is written only when its fact holds. -#}
 {{ config(materialized='view') }}
 
 with traces as (
@@ -25,12 +26,6 @@ rotary as (
     group by trace_id
 ),
 
-compiled_regions as (
-    select trace_id, count(*) as region_count
-    from {{ ref('cpu_ops') }}
-    where {{ regex_search('name', "'" ~ var('compiled_region_pattern') ~ "'") }}
-    group by trace_id
-),
 
 compiled_kernels as (
     select trace_id, count(*) as kernel_count, sum(dur_us) as time_us
@@ -44,13 +39,23 @@ region_ops as (
     where {{ regex_search('name', "'" ~ var('compiled_region_pattern') ~ "'") }}
 ),
 
+compiled_regions as (
+    select trace_id, count(*) as region_count
+    from region_ops
+    group by trace_id
+),
+
+ancestors as (
+    select * from {{ ref('cpu_op_ancestors') }}
+),
+
+region_subtrees as (
+    {{ candidate_subtrees('ancestors', 'region_ops') }}
+),
+
 compiled_launchers as (
     -- cpu ops inside a compiled region (the region itself included)
-    select distinct ancestors.trace_id, ancestors.op_id
-    from {{ ref('cpu_op_ancestors') }} as ancestors
-    inner join region_ops
-        on ancestors.trace_id = region_ops.trace_id
-        and ancestors.ancestor_op_id = region_ops.op_id
+    select distinct trace_id, op_id from region_subtrees
 ),
 
 compiled_time as (
