@@ -288,15 +288,25 @@ def _claimed_comm(db: duckdb.DuckDBPyConnection, trace_id: str, hideable_us: flo
             "unhideable_comm": {int(idx): float(u) for idx, h, u in rows if u > 0 and h == 0}}
 
 
-def _slow_collective_reason(model: CollectiveModel | None, modeled: bool, latency_bound: bool) -> str:
-    if modeled and model is not None and model.waiting_dominated:
-        return ("their time barely grows with their bytes: a collective waits until every rank has joined, so the "
-                "slowest rank's lag, not the link, sets it")
-    if modeled and model is not None and model.bus_gb_per_s_max < model.floor_gb_per_s:
-        return f"they move data below the {model.floor_gb_per_s:g} GB/s any GPU link sustains"
+def _slow_collective_advice(model: CollectiveModel | None, latency_bound: bool) -> tuple[str, str]:
+    """(action, reason) for exposed collectives overlap cannot hide, from what the collective model
+    (None: no model applies) says about them."""
+    if model is not None and model.waiting_dominated:
+        return (("Find what the collectives wait for: compare this step across ranks (the slowest rank sets "
+                 "every all-reduce), balance the per-rank work, and start each gradient bucket's collective as "
+                 "soon as it is ready so the wait overlaps the backward pass."),
+                ("their time barely grows with their bytes: a collective waits until every rank has joined, so the "
+                 "slowest rank's lag, not the link, sets it"))
+    if model is not None and model.bus_gb_per_s_max < model.floor_gb_per_s:
+        return (("Check the collective transport: at this bus bandwidth the library is not using the GPU "
+                 "interconnect (NCCL_DEBUG=INFO / RCCL_DEBUG shows the transport and topology); then reduce "
+                 "the bytes (narrower gradient dtype)."),
+                f"they move data below the {model.floor_gb_per_s:g} GB/s any GPU link sustains")
     if latency_bound:
-        return "per-call latency dominates many small collectives"
-    return "the transferred volume dominates: few long collectives"
+        return ("Fuse the many small collectives into fewer, larger ones (larger communication buckets).",
+                "per-call latency dominates many small collectives")
+    return (("Reduce the bytes each collective moves: communicate in a narrower data type (compressed "
+             "collective communication)."), "the transferred volume dominates: few long collectives")
 
 
 def _collective_sentence(model: CollectiveModel | None) -> str:
@@ -552,19 +562,7 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext, claims: Claims) -> li
                       "impact_high": round(unhideable_percent * settings.HEURISTIC_FRACTION_HIGH, 3),
                       "recoverable_ms": round(unhideable_ms * settings.HEURISTIC_FRACTION_MID, 4),
                       "estimate_method": "heuristic", "claimed_kernels": claims.unhideable_comm}
-        if modeled and model.waiting_dominated:
-            action = ("Find what the collectives wait for: compare this step across ranks (the slowest rank sets "
-                      "every all-reduce), balance the per-rank work, and start each gradient bucket's collective as "
-                      "soon as it is ready so the wait overlaps the backward pass.")
-        elif modeled and model.bus_gb_per_s_max < model.floor_gb_per_s:
-            action = ("Check the collective transport: at this bus bandwidth the library is not using the GPU "
-                      "interconnect (NCCL_DEBUG=INFO / RCCL_DEBUG shows the transport and topology); then reduce "
-                      "the bytes (narrower gradient dtype).")
-        elif latency_bound:
-            action = "Fuse the many small collectives into fewer, larger ones (larger communication buckets)."
-        else:
-            action = ("Reduce the bytes each collective moves: communicate in a narrower data type (compressed "
-                      "collective communication).")
+        action, slow_reason = _slow_collective_advice(model if modeled else None, latency_bound)
         context = (f"after hiding {m.hideable_comm_time_ms:.2f} ms under the free computation, "
                    if m.overlap_flagged else
                    f"although {100 * (m.comm_overlap_ratio or 0):.1f} % of communication already overlaps, ")
@@ -587,7 +585,7 @@ def _findings(m: MultiKernelMetrics, ctx: AnalysisContext, claims: Claims) -> li
                 f"`hideable_comm_time_ms`).{unlinked_note}\n\n"
                 f"**Data:**\n\n{table}\n\n"
                 f"**Reasoning for Slowdown:** there is not enough computation to hide this communication, so the "
-                f"collectives themselves must get cheaper ({_slow_collective_reason(model, modeled, latency_bound)}).\n\n"
+                f"collectives themselves must get cheaper ({slow_reason}).\n\n"
                 f"**Resolution:** {action}\n\n"
                 f"**Impact estimate:** "
                 + (f"each exposed collective's time above what its bytes take at {model.floor_gb_per_s:g} GB/s bus "
