@@ -89,6 +89,13 @@ class KernelShare(BaseModel):
     time_us: float
 
 
+def reaches_attainable(has_perf_model: bool, efficiency_percent: float | None, attainable_percent: float) -> bool:
+    """A modelled op at or above its attainable share of the roofline, and not above the anomaly
+    bound (a measurement problem, not a result)."""
+    return (has_perf_model and efficiency_percent is not None
+            and attainable_percent <= efficiency_percent <= settings.EFFICIENCY_ANOMALY_PERCENT)
+
+
 class OpRecord(BaseModel):
     """One op signature (an op_perf row) as the compute agents see it."""
 
@@ -152,8 +159,8 @@ class OpRecord(BaseModel):
     @property
     def is_near_roofline(self) -> bool:
         """A modelled op running at or above what this kind of op attains on this GPU."""
-        return (self.comparison is None and self.has_perf_model and self.efficiency_percent is not None
-                and not self.is_anomaly and self.efficiency_percent >= self.attainable_percent)
+        return self.comparison is None and reaches_attainable(
+            self.has_perf_model, self.efficiency_percent, self.attainable_percent)
 
     @property
     def label(self) -> str:

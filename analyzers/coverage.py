@@ -9,7 +9,7 @@ from typing import Any
 
 import duckdb
 from analyzers import settings
-from analyzers.compute import OpRecord, near_roofline_summary
+from analyzers.compute import OpRecord, near_roofline_summary, reaches_attainable
 from analyzers.contracts import AgentResult, AnalysisContext, UnaddressedOp
 
 # The op signatures above the share, with the GPU events their instances own (op_perf_kernels).
@@ -116,8 +116,8 @@ def unaddressed_ops(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext,
         agent_op = records.get(key)
         attainable = agent_op[1].get("attainable_percent", settings.ATTAINABLE_ROOFLINE_PERCENT) if agent_op else \
             settings.ATTAINABLE_ROOFLINE_PERCENT
-        if has_model and efficiency is not None and attainable <= efficiency <= settings.EFFICIENCY_ANOMALY_PERCENT:
-            continue  # near what the GPU reaches: the agent's "fine" line says so
+        if reaches_attainable(has_model, efficiency, attainable):
+            continue  # near what the GPU reaches: the "fine" line says so
         share = _claimed_share(events, durations, claimed)
         if share >= settings.BIG_OP_MIN_CLAIMED_SHARE:
             continue
