@@ -25,6 +25,7 @@ from ingest.staged import StagedTrace
 from ingest.trace_ingest import stage_trace, trace_id_from_sha256
 from tracelake import __version__
 from tracelake.crashpoints import crash_point
+from tracelake.graph_captures import REPLAY_TAG, CaptureFile, folder_capture_links
 from tracelake.memory import release_free_memory
 from tracelake.warehouse import PreparedUpdate, Warehouse
 
@@ -155,24 +156,54 @@ class _WarehouseOpener:
             self._lock.close()
 
 
+def _unique_candidates(candidates: list[_Candidate]) -> list[_Candidate]:
+    seen: set[Path] = set()
+    unique = []
+    for candidate in candidates:
+        key = candidate.path.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(candidate)
+    return unique
+
+
+def _capture_tags(links: dict[Path, list[CaptureFile]], ids: dict[Path, str]) -> dict[Path, dict[str, str]]:
+    """The tags that record each replay trace's capture traces, and each capture's batch size and mode."""
+    path_tags: dict[Path, dict[str, str]] = {}
+    for replay, captures in links.items():
+        path_tags.setdefault(replay, {})[REPLAY_TAG] = ",".join(sorted({ids[c.path] for c in captures}))
+        for capture in captures:
+            path_tags.setdefault(capture.path, {}).update(capture.tags())
+    return path_tags
+
+
 def ingest_paths(
     paths: list[Path],
     warehouse: Warehouse,
     tags: dict[str, str],
     jobs: int,
     progress: IngestProgress | None = None,
+    captures: dict[Path, list[CaptureFile]] | None = None,
 ) -> IngestReport:
+    """Ingest `paths` (files, or folders searched for traces). `captures` names the capture traces
+    of a GPU-graph replay trace (`--capture-folder`); a folder ingest links the traces of a
+    `capture_traces/` folder to the traces beside it on its own. Those links are stored as tags
+    (tracelake/graph_captures.py), and a replay trace whose links change is re-modelled with them."""
     started = time.perf_counter()
     # The system allocator hands freed decode buffers back to the OS; pyarrow's default
     # (mimalloc) keeps them, which measured +60 MB peak RSS on a 55 MB trace (bench/analyze.py).
     pa.set_memory_pool(pa.system_memory_pool())
     progress = progress or NoProgress()
-    candidates = find_trace_files(paths)
+    captures = captures or {}
+    capture_paths = [c.path for linked in captures.values() for c in linked]
+    candidates = _unique_candidates(find_trace_files(paths) + [_Candidate(p, False) for p in capture_paths])
+    links = {**folder_capture_links([c.path for c in candidates if c.from_folder]), **captures}
     warehouse.prepare_for_writing()
     progress.started(sum(c.path.stat().st_size for c in candidates))
     report = IngestReport()
     known = warehouse.trace_ids()
     pending: dict[str, _Candidate] = {}
+    ids: dict[Path, str] = {}
     for candidate in candidates:
         prefetched = take_prefetched(candidate.path)
         if len(candidates) == 1:  # read once: the bytes are hashed here and parsed when staged
@@ -183,6 +214,7 @@ def ingest_paths(
             pre_read, sha256 = None, prefetched[1] if prefetched else file_sha256(candidate.path)
         del prefetched
         trace_id = trace_id_from_sha256(sha256)
+        ids[candidate.path] = trace_id
         if trace_id in known or trace_id in pending:
             outcome = TraceOutcome(candidate.path, trace_id, "known", message="already ingested")
             report.outcomes.append(outcome)
@@ -190,25 +222,35 @@ def ingest_paths(
             continue
         pending[trace_id] = _Candidate(candidate.path, candidate.from_folder, sha256, pre_read)
 
+    path_tags = _capture_tags(links, ids)
+    tags_of = {trace_id: {**tags, **path_tags.get(c.path, {})} for trace_id, c in pending.items()}
+    # the replays' capture traces join every model update of the replay: the update reads only its
+    # traces' partitions
+    linked = {ids[replay]: {ids[c.path] for c in caps} for replay, caps in links.items()}
+    remodel: set[str] = set()
     retagged = [o for o in report.outcomes if o.status == "known" and o.trace_id in known]
-    if tags and retagged:
-        with warehouse.write_lock():
-            for outcome in retagged:
-                if warehouse.retag(outcome.trace_id or "", tags):
-                    outcome.message = "already ingested; tags updated"
+    with warehouse.write_lock() if retagged and (tags or path_tags) else ExitStack():
+        for outcome in retagged:
+            wanted = {**tags, **path_tags.get(outcome.path, {})}
+            if wanted and warehouse.retag(outcome.trace_id or "", wanted):
+                outcome.message = "already ingested; tags updated"
+                if REPLAY_TAG in path_tags.get(outcome.path, {}):
+                    remodel.add(outcome.trace_id or "")
     interrupted: set[str] = set()
     opener = _WarehouseOpener(warehouse)
     try:
-        staged = _stage_all(pending, warehouse, tags, jobs, report, progress, opener.start)
+        staged = _stage_all(pending, warehouse, tags_of, jobs, report, progress, opener.start)
         crash_point("staged")
         release_free_memory()
-        if staged:
+        if staged or remodel:
             progress.stage("updating the marts")
             prepared = opener.prepared()  # the write lock is held from here on
             warehouse.remove_orphans()
             committed = [s for s in staged if warehouse.commit(s)]
+            update = {s.trace_id for s in committed} | remodel
+            update |= {capture for replay in update for capture in linked.get(replay, set())}
             try:  # also finishes any trace a dead run left committed but not modelled
-                report.model_update = warehouse.update_models([s.trace_id for s in committed], prepared)
+                report.model_update = warehouse.update_models(sorted(update), prepared)
             except BaseException:
                 _uncommit(warehouse, committed)
                 raise
@@ -227,7 +269,7 @@ def ingest_paths(
 def _stage_all(
     pending: dict[str, _Candidate],
     warehouse: Warehouse,
-    tags: dict[str, str],
+    tags_of: dict[str, dict[str, str]],
     jobs: int,
     report: IngestReport,
     progress: IngestProgress,
@@ -260,14 +302,14 @@ def _stage_all(
     if jobs <= 1 or len(work) == 1:  # one file: its events are decoded on `jobs` cores
         for trace_id, (path, sha, folder) in work.items():
             try:
-                record(trace_id, _stage(path, sha, folder, tags, jobs, pending[trace_id].pre_read, while_decoding), None)
+                record(trace_id, _stage(path, sha, folder, tags_of[trace_id], jobs, pending[trace_id].pre_read, while_decoding), None)
             except TraceLakeError as exc:
                 record(trace_id, None, exc)
         return staged
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=get_context("fork"),
                                initializer=die_with_parent, initargs=(os.getpid(),))
     try:
-        futures = {pool.submit(_stage, path, sha, folder, tags): tid for tid, (path, sha, folder) in work.items()}
+        futures = {pool.submit(_stage, path, sha, folder, tags_of[tid]): tid for tid, (path, sha, folder) in work.items()}
         for future in as_completed(futures):
             trace_id = futures[future]
             error = future.exception()

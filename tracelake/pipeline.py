@@ -46,6 +46,7 @@ from tracelake import __version__
 from tracelake.analysis_record import record_analysis
 from tracelake.crashpoints import crash_point
 from tracelake.folders import FolderKind, OutputStaging, OutputTarget, claim_output_folder
+from tracelake.graph_captures import CaptureFile, read_capture_folder
 from tracelake.ingestion import IngestProgress, ingest_paths
 from tracelake.memory import release_free_memory
 from tracelake.platforms import load_platforms, resolve_platform
@@ -170,13 +171,22 @@ def _gpu_utilization(db: duckdb.DuckDBPyConnection, trace_id: str) -> GpuUtiliza
     return GpuUtilization(**{k: v for k, v in row.items() if k in GpuUtilization.model_fields and v is not None})
 
 
+def _capture_links(trace: Path, options: AnalyzeOptions) -> dict[Path, list[CaptureFile]]:
+    links = {}
+    for replay, folder in ((trace, options.capture_folder), (options.compare, options.capture_folder2)):
+        if replay is not None and folder is not None:
+            links[replay] = read_capture_folder(folder)
+    return links
+
+
 def _quality_gate(db: duckdb.DuckDBPyConnection, trace_id: str, capture_folder: Path | None) -> QualityGate:
     checks = [QualityCheck(**row) for row in trace_overview.quality_checks(db, trace_id)]
     verdict = {c.check_name: c for c in checks}
     gpu_present = verdict.get("gpu_events_present") is not None and verdict["gpu_events_present"].verdict == "pass"
     cpu_present = verdict.get("cpu_ops_present") is not None and verdict["cpu_ops_present"].verdict == "pass"
-    graph_without_capture = (verdict.get("graph_replay") is not None and (verdict["graph_replay"].value or 0) > 0
-                             and capture_folder is None)
+    replay = verdict.get("graph_replay")
+    # warn: replayed kernels the merge did not map (no capture traces, or none that match)
+    graph_without_capture = replay is not None and replay.verdict == "warn"
     skipped = []
     if not gpu_present:
         skipped.append("GPU analyses (timeline, kernels, roofline, system and compute agents): the trace has no GPU "
@@ -185,9 +195,11 @@ def _quality_gate(db: duckdb.DuckDBPyConnection, trace_id: str, capture_folder: 
         skipped.append("op-level compute analysis (roofline, per-op findings): the trace has no CPU ops, so only "
                        "kernel-level analysis is possible: kernels cannot be attributed to PyTorch ops or their shapes, "
                        "and categories come from kernel names")
-    if graph_without_capture:
+    if graph_without_capture and capture_folder is None:
         skipped.append("per-op attribution inside GPU graph replays: no capture traces were given (--capture-folder), "
                        "so replayed kernels are attributed to the graph launch")
+    elif graph_without_capture and replay is not None:
+        skipped.append(f"per-op attribution of part of the GPU graph replays: {replay.detail}")
     return QualityGate(
         checks=checks, gpu_events_present=gpu_present, cpu_ops_present=cpu_present,
         graph_replay_without_capture=graph_without_capture, run_system_tier=gpu_present,
@@ -274,9 +286,7 @@ def run_analysis(
         raise BadTraceError(f"{trace}: no such trace file; check the path")
     if options.compare is not None and not options.compare.is_file():
         raise BadTraceError(f"{options.compare}: no such trace file (--compare); check the path")
-    for folder in (options.capture_folder, options.capture_folder2):
-        if folder is not None and not folder.is_dir():
-            raise BadTraceError(f"{folder}: capture folder does not exist")
+    captures = _capture_links(trace, options)  # a bad capture folder is refused before any work
     target = _claim_out_dir(trace, warehouse, options)
     out_dir = target.path
     try:
@@ -294,7 +304,7 @@ def run_analysis(
     try:
         after_swap: list[Callable[[], None]] = []
         outcome = _analyze(trace, warehouse, options, (chosen_platform, chosen_platform2), out_dir, run, plot,
-                           progress, on_stage, after_swap)
+                           progress, on_stage, after_swap, captures)
         crash_point("report-staged")
         output.publish()
         crash_point("report-published")
@@ -328,13 +338,13 @@ def _trace_platform(db: duckdb.DuckDBPyConnection, trace_id: str, chosen: str | 
 def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
              chosen_platforms: tuple[str | None, str | None], out_dir: Path, run: _Run, plot: PlotProcess,
              progress: IngestProgress | None, on_stage: Callable[[str], None],
-             after_swap: list[Callable[[], None]]) -> AnalysisOutcome:
+             after_swap: list[Callable[[], None]], captures: dict[Path, list[CaptureFile]]) -> AnalysisOutcome:
     from reports.analysis_md import embed_plot, render_analysis, validate_analysis  # noqa: PLC0415
 
     comparative = options.compare is not None
     with run.step("1 ingest", on_stage):
         paths = [trace] + ([options.compare] if options.compare is not None else [])
-        report = ingest_paths(paths, warehouse, {}, options.jobs, progress)
+        report = ingest_paths(paths, warehouse, {}, options.jobs, progress, captures)
         if report.failed:
             raise BadTraceError(report.failed[0].message)
         ids = {outcome.path: outcome.trace_id for outcome in report.outcomes}

@@ -6,7 +6,7 @@
 
 with recursive cpu_ops as (
     select trace_id, event_idx as op_id, cpu_parent_idx as parent_op_id
-    from {{ ref('stg_trace__host_ops') }}
+    from {{ ref('int_host_ops_merged') }}
     where category = 'cpu_op' and in_tree and {{ is_new_trace() }}
 ),
 

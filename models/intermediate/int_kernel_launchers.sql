@@ -11,7 +11,7 @@ with kernels as (
 ),
 
 host_ops as (
-    select * from {{ ref('stg_trace__host_ops') }}
+    select * from {{ ref('int_host_ops_merged') }}
     where {{ is_new_trace() }}
 ),
 

@@ -7,7 +7,7 @@
     analysis) both need it, and parsing the JSON shapes is the costly part of either. #}
 
 with host_ops as (
-    select * from {{ ref('stg_trace__host_ops') }}
+    select * from {{ ref('int_host_ops_merged') }}
     where category = 'cpu_op' and in_tree and {{ is_new_trace() }}
 ),
 

@@ -3,7 +3,7 @@
 {{ config(materialized='incremental') }}
 
 with host_ops as (
-    select * from {{ ref('stg_trace__host_ops') }}
+    select * from {{ ref('int_host_ops_merged') }}
     where {{ is_new_trace() }} and category in ('cpu_op', 'cuda_runtime', 'cuda_driver')
 ),
 

@@ -9,7 +9,7 @@
 
 with cpu_ops as (
     select trace_id, event_idx, name
-    from {{ ref('stg_trace__host_ops') }}
+    from {{ ref('int_host_ops_merged') }}
     where category = 'cpu_op' and in_tree and {{ is_new_trace() }}
 ),
 

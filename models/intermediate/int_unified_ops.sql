@@ -9,7 +9,7 @@
     one query for both held both working sets at once (+30 MB peak RSS on a 55 MB trace). #}
 
 with host_ops as (
-    select * from {{ ref('stg_trace__host_ops') }}
+    select * from {{ ref('int_host_ops_merged') }}
     where {{ is_new_trace() }}
 ),
 

@@ -2,7 +2,7 @@
 {{ config(materialized='view') }}
 
 with host_ops as (
-    select * from {{ ref('stg_trace__host_ops') }}
+    select * from {{ ref('int_host_ops_merged') }}
 ),
 
 fwd_bwd_links as (

@@ -1,4 +1,7 @@
-{#- One row per GPU op (kernel, memcpy, memset) with its launch and launching cpu op. -#}
+{#- One row per GPU op (kernel, memcpy, memset) with its launch and launching cpu op. A kernel a
+    GPU graph replayed, with the capture traces given, takes the captured launch and op the
+    graph-capture merge mapped it to (graph_kernel_map; `link_method` = 'graph_capture'); its
+    timing is the replay's. -#}
 {{ config(materialized='incremental') }}
 
 with gpu_ops as (
@@ -11,12 +14,22 @@ launches as (
     where {{ is_new_trace() }}
 ),
 
+kernel_map as (
+    select * from {{ ref('graph_kernel_map') }}
+    where {{ is_new_trace() }}
+),
+
+captured_launches as (
+    select * from {{ ref('int_host_ops_merged') }}
+    where graph_capture_trace_id is not null and {{ is_new_trace() }}
+),
+
 kernel_classes as (
     select * from {{ ref('int_kernel_names_classified') }}
 ),
 
 cpu_ops as (
-    select trace_id, event_idx, name from {{ ref('stg_trace__host_ops') }}
+    select trace_id, event_idx, name from {{ ref('int_host_ops_merged') }}
     where category = 'cpu_op' and {{ is_new_trace() }}
 ),
 
@@ -46,23 +59,33 @@ final as (
         coalesce(kernel_classes.library, 'unknown') as library,
         nullif(kernel_classes.precision, '') as kernel_precision,
         launches.launch_event_idx is not null as is_linked,
-        coalesce(launches.link_method, 'none') as link_method,
-        launches.launch_event_idx,
-        launches.launch_name,
-        launches.launch_category,
+        case when captured.event_idx is not null then 'graph_capture'
+             else coalesce(launches.link_method, 'none') end as link_method,
+        coalesce(captured.event_idx, launches.launch_event_idx) as launch_event_idx,
+        coalesce(captured.name, launches.launch_name) as launch_name,
+        coalesce(captured.category, launches.launch_category) as launch_category,
         coalesce(launches.is_graph_launch, false) as is_graph_launch,
-        launches.launcher_op_idx as cpu_op_id,
+        case when coalesce(launches.is_graph_launch, false) then launches.launch_event_idx end as graph_launch_event_idx,
+        kernel_map.capture_trace_id,
+        coalesce(captured.launcher_op_idx, launches.launcher_op_idx) as cpu_op_id,
         cpu_ops.name as cpu_op_name,
-        launches.enclosing_cpu_op_idx as enclosing_cpu_op_id,
-        coalesce(launches.launcher_op_idx, launches.launch_event_idx) as launcher_event_idx
+        coalesce(captured.cpu_parent_idx, launches.enclosing_cpu_op_idx) as enclosing_cpu_op_id,
+        coalesce(captured.launcher_op_idx, captured.event_idx, launches.launcher_op_idx, launches.launch_event_idx)
+            as launcher_event_idx
     from gpu_ops
     left join launches
         on gpu_ops.trace_id = launches.trace_id
         and gpu_ops.event_idx = launches.gpu_event_idx
+    left join kernel_map
+        on gpu_ops.trace_id = kernel_map.trace_id
+        and gpu_ops.event_idx = kernel_map.gpu_event_idx
+    left join captured_launches as captured
+        on kernel_map.trace_id = captured.trace_id
+        and kernel_map.dispatch_event_idx + kernel_map.graft_offset = captured.event_idx
     left join kernel_classes on gpu_ops.name = kernel_classes.name
     left join cpu_ops
-        on launches.trace_id = cpu_ops.trace_id
-        and launches.launcher_op_idx = cpu_ops.event_idx
+        on gpu_ops.trace_id = cpu_ops.trace_id
+        and coalesce(captured.launcher_op_idx, launches.launcher_op_idx) = cpu_ops.event_idx
 )
 
 select * from final

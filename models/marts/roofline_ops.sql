@@ -9,7 +9,7 @@ with perf_models as (
 ),
 
 host_ops as (
-    select * from {{ ref('stg_trace__host_ops') }}
+    select * from {{ ref('int_host_ops_merged') }}
 ),
 
 op_categories as (

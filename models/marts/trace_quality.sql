@@ -46,7 +46,12 @@ gpu_stats as (
         trace_files.trace_id,
         count(kernels.event_idx) as gpu_events,
         count(kernels.event_idx) filter (where not kernels.is_linked) as unlinked_gpu_events,
-        count(kernels.event_idx) filter (where kernels.link_method = 'correlation') as correlation_linked_gpu_events,
+        count(kernels.event_idx) filter (
+            where kernels.link_method = 'correlation' or kernels.is_graph_launch
+        ) as correlation_linked_gpu_events,
+        count(kernels.event_idx) filter (where kernels.is_graph_launch) as graph_replayed_gpu_events,
+        count(kernels.event_idx) filter (where kernels.link_method = 'graph_capture') as graph_merged_gpu_events,
+        count(distinct kernels.capture_trace_id) as graph_capture_traces,
         count(kernels.event_idx) filter (
             where kernels.link_method = 'correlation' and not kernels.is_graph_launch
         ) as flowless_linked_gpu_events,
@@ -225,13 +230,23 @@ derived_checks as (
         'graph_replay',
         host_stats.graph_launches::double,
         0.0,
-        case when host_stats.graph_launches > 0 then 'warn' else 'pass' end,
         case
-            when host_stats.graph_launches > 0 then host_stats.graph_launches
+            when host_stats.graph_launches = 0 then 'pass'
+            when gpu_stats.graph_merged_gpu_events = gpu_stats.graph_replayed_gpu_events then 'info'
+            else 'warn'
+        end,
+        case
+            when host_stats.graph_launches = 0 then 'no GPU graph replay'
+            when gpu_stats.graph_merged_gpu_events = 0 then host_stats.graph_launches
                 || ' GPU graph launches: their kernels are attributed to the graph launch, not to ops; give the capture traces to attribute them'
-            else 'no GPU graph replay'
+            else host_stats.graph_launches || ' GPU graph launches merged with ' || gpu_stats.graph_capture_traces
+                || ' capture trace(s): ' || gpu_stats.graph_merged_gpu_events || ' of ' || gpu_stats.graph_replayed_gpu_events
+                || ' replayed GPU events take their captured op, shapes and module chain (graph_kernel_map)'
+                || case when gpu_stats.graph_merged_gpu_events < gpu_stats.graph_replayed_gpu_events
+                        then '; the others match no captured launch and stay with the graph launch' else '' end
         end
     from host_stats
+    inner join gpu_stats on host_stats.trace_id = gpu_stats.trace_id
 
     union all
 

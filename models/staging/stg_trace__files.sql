@@ -12,6 +12,12 @@ renamed as (
         sha256,
         ingested_at,
         tags,
+        -- graph-capture links that `--capture-folder` (or a folder ingest of `capture_traces/`) records
+        -- as tags: the replay trace lists its capture traces, each capture its batch size and mode
+        -- (execution_details.json)
+        string_split(nullif(tags['graph_capture_traces'], ''), ',') as graph_capture_trace_ids,
+        try_cast(tags['graph_capture_batch_size'] as integer) as graph_capture_batch_size,
+        nullif(tags['graph_capture_mode'], '') as graph_capture_mode,
         device_name,
         device_count,
         device_properties,

@@ -1,0 +1,91 @@
+"""Which capture traces belong to which GPU-graph replay trace, as ingest records it.
+
+A serving engine replays GPU graphs; the ops, shapes and module stacks of the replayed kernels are in
+the traces taken while the graphs were captured (TraceLens' `--capture_folder`: a folder of capture
+traces with an `execution_details.json` listing each file's batch size and mode). Ingest stores the
+link as tags: the replay trace lists its captures (`graph_capture_traces`), each capture its batch
+size and mode. The merge itself is the dbt models' (graph_kernel_map, int_host_ops_merged)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.errors import BadTraceError
+from ingest.reader import is_trace_file
+
+EXECUTION_DETAILS = "execution_details.json"
+# TraceLens' folder name for capture traces (dbt var capture_trace_folder says the same)
+CAPTURE_FOLDER_NAME = "capture_traces"
+REPLAY_TAG = "graph_capture_traces"
+BATCH_SIZE_TAG = "graph_capture_batch_size"
+MODE_TAG = "graph_capture_mode"
+CAPTURE_MODES = ("FULL", "PIECEWISE")
+
+
+@dataclass(frozen=True)
+class CaptureFile:
+    path: Path
+    batch_size: int | None = None
+    mode: str | None = None
+
+    def tags(self) -> dict[str, str]:
+        tags = {}
+        if self.batch_size is not None:
+            tags[BATCH_SIZE_TAG] = str(self.batch_size)
+        if self.mode is not None:
+            tags[MODE_TAG] = self.mode
+        return tags
+
+
+def _details_entry(folder: Path, entry: object, index: int) -> CaptureFile:
+    where = f"{folder / EXECUTION_DETAILS}: entry {index + 1}"
+    if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+        raise BadTraceError(f"{where} has no \"file\" name; each entry is {{\"file\", \"batch_size\", \"mode\"}}")
+    path = folder / entry["file"]
+    if not path.is_file():
+        raise BadTraceError(f"{where} names {entry['file']!r}, which is not in the capture folder")
+    batch_size = entry.get("batch_size")
+    if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1):
+        raise BadTraceError(f"{where}: batch_size {batch_size!r} is not a positive whole number")
+    mode = entry.get("mode")
+    if mode is not None and str(mode).upper() not in CAPTURE_MODES:
+        raise BadTraceError(f"{where}: mode {mode!r} is neither FULL nor PIECEWISE")
+    return CaptureFile(path, batch_size, str(mode).upper() if mode is not None else None)
+
+
+def read_capture_folder(folder: Path) -> list[CaptureFile]:
+    """The capture traces of `folder`: those execution_details.json lists (with their batch size and
+    mode), else every trace file in it (batch size and mode then come from each capture's
+    `capture_<bs>_<mode>` annotation, in the models)."""
+    if not folder.is_dir():
+        raise BadTraceError(f"{folder}: capture folder does not exist")
+    details = folder / EXECUTION_DETAILS
+    if details.is_file():
+        try:
+            entries = json.loads(details.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise BadTraceError(f"{details}: not readable JSON ({exc})") from None
+        if not isinstance(entries, list) or not entries:
+            raise BadTraceError(f"{details}: expected a non-empty list of {{\"file\", \"batch_size\", \"mode\"}}")
+        return [_details_entry(folder, entry, i) for i, entry in enumerate(entries)]
+    files = sorted(p for p in folder.iterdir() if is_trace_file(p) and p.name != EXECUTION_DETAILS)
+    if not files:
+        raise BadTraceError(f"{folder}: capture folder holds no .json or .json.gz trace files")
+    return [CaptureFile(p) for p in files]
+
+
+def folder_capture_links(files: list[Path]) -> dict[Path, list[CaptureFile]]:
+    """For a folder ingest: the files under a `capture_traces/` folder are the captures of the trace
+    files beside that folder."""
+    links: dict[Path, list[CaptureFile]] = {}
+    capture_dirs = sorted({p.parent for p in files if p.parent.name == CAPTURE_FOLDER_NAME})
+    for capture_dir in capture_dirs:
+        replays = [p for p in files if p.parent == capture_dir.parent]
+        if not replays:
+            continue
+        captures = read_capture_folder(capture_dir)
+        for replay in replays:
+            links[replay] = captures
+    return links
