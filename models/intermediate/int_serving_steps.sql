@@ -59,7 +59,7 @@ ranked_annotations as (
         max(end_us) over (partition by trace_id, island_id) as island_end_us,
         row_number() over (
             partition by trace_id, island_id
-            order by coalesce(c_sqsq, g_sqsq) is not null desc, ts_us, event_idx
+            order by has_attention_aggregates desc, ts_us, event_idx
         ) as annotation_rank
     from annotation_islands
 ),
@@ -67,7 +67,9 @@ ranked_annotations as (
 annotated_steps as (
     select
         trace_id, 'annotation' as step_source, event_idx as annotation_event_idx, name as step_name,
-        framework, island_start_us as host_start_us, island_end_us as host_end_us, phase, batch_size,
+        framework, island_start_us as host_start_us, island_end_us as host_end_us, phase,
+        {#- requests in the step (vLLM's detailed label leads with the token count instead) -#}
+        coalesce(context_requests + generation_requests, batch_size) as batch_size,
         c_sq, g_sq, c_sk, g_sk
     from ranked_annotations
     where annotation_rank = 1

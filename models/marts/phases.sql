@@ -111,7 +111,7 @@ final as (
         batch_size,
         c_sq as prefill_tokens,
         g_sq as decode_tokens,
-        case when c_sk is not null or g_sk is not null then coalesce(c_sk, 0) + coalesce(g_sk, 0) end as kv_tokens,
+        c_sk + g_sk as kv_tokens,
         host_start_us,
         host_end_us,
         (host_end_us - host_start_us) / 1000.0 as host_time_ms,
