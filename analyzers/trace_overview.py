@@ -49,7 +49,7 @@ def trace_phases(db: duckdb.DuckDBPyConnection, trace_id: str) -> TracePhases:
 def finding_phase(db: duckdb.DuckDBPyConnection, trace_id: str, event_idxs: list[int],
                   phases: TracePhases) -> str | None:
     """The phase(s) of the steps that launched these GPU events ("prefill", "decode + prefill"),
-    else the trace's single phase; None when the trace has no phases."""
+    else every phase of the trace (a finding over idle gaps or trace-wide); None without phases."""
     if not phases.phase_names:
         return None
     if event_idxs:
@@ -58,7 +58,7 @@ def finding_phase(db: duckdb.DuckDBPyConnection, trace_id: str, event_idxs: list
             "and event_idx in (select unnest(?::bigint[])) order by phase", [trace_id, event_idxs]).fetchall()]
         if found:
             return " + ".join(found)
-    return phases.single_phase
+    return " + ".join(phases.phase_names)
 
 
 def with_finding_phases(db: duckdb.DuckDBPyConnection, trace_id: str, phases: TracePhases,

@@ -244,7 +244,8 @@ def _phase_rows(phases: TracePhases) -> list[dict[str, str]]:
     """The Executive Summary's phase table: the serving steps by phase (steady-state steps when a
     phase has any, else all of its steps)."""
     rows = []
-    for name in phases.phase_names:
+    order = {"prefill": 0, "mixed": 1, "decode": 2, "denoise": 3}
+    for name in sorted(phases.phase_names, key=lambda n: (order.get(n, 9), n)):
         steps = [s for s in phases.steps if s.phase == name]
         steady = [s for s in steps if s.in_steady_state] or steps
         gpu_us = sum(s.gpu_time_us for s in steady)
@@ -257,7 +258,7 @@ def _phase_rows(phases: TracePhases) -> list[dict[str, str]]:
             "steps": f"{len(steps)}",
             "steady": f"{len([s for s in steps if s.in_steady_state])} of {len(steps)}",
             "batch": "/".join(str(b) for b in batches) if batches else DASH,
-            "tokens": fmt_value("count", sum(tokens) / len(tokens)) if tokens else DASH,
+            "tokens": f"{round(sum(tokens) / len(tokens)):,}" if tokens else DASH,
             "step_ms": fmt_ms(gpu_us / len(steady) / 1000.0),
             "gpu_ms": fmt_ms(gpu_us / 1000.0),
             "busy": fmt_pct(100.0 * busy_us / gpu_us) if gpu_us > 0 else DASH,
