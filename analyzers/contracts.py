@@ -30,6 +30,47 @@ class WorkloadFacts(BaseModel):
     serving_engine_op_example: str | None = None
 
 
+class ServingStep(BaseModel):
+    """One row of the phases mart: a serving step, its phase, batch, tokens and GPU time."""
+
+    step_index: int
+    step_source: Literal["annotation", "profiler_step", "graph_launch", "whole_trace"]
+    step_name: str
+    phase: str | None = None  # prefill | decode | mixed | denoise | idle; None without annotations
+    batch_size: int | None = None
+    prefill_tokens: int | None = None
+    decode_tokens: int | None = None
+    kv_tokens: int | None = None
+    host_time_ms: float
+    kernel_count: int
+    gpu_time_us: float
+    gpu_busy_us: float
+    gpu_idle_us: float
+    gpu_busy_percent: float | None = None
+    in_steady_state: bool
+    steady_state_rule: str
+
+
+class TracePhases(BaseModel):
+    """The trace's serving steps (phases mart), in step order."""
+
+    steps: list[ServingStep] = Field(default_factory=list)
+
+    @property
+    def is_serving(self) -> bool:
+        """The steps come from serving-engine annotations (so they have phases)."""
+        return any(s.step_source == "annotation" for s in self.steps)
+
+    @property
+    def phase_names(self) -> list[str]:
+        return sorted({s.phase for s in self.steps if s.phase is not None})
+
+    @property
+    def single_phase(self) -> str | None:
+        names = self.phase_names
+        return names[0] if len(names) == 1 else None
+
+
 class AnalysisContext(BaseModel):
     """What every analyzer knows besides the warehouse: which trace, platform and scope."""
 
@@ -44,6 +85,7 @@ class AnalysisContext(BaseModel):
     quality_verdicts: dict[str, str] = Field(default_factory=dict)  # trace_quality check -> verdict
     fusion_flagged_ops: dict[str, str] = Field(default_factory=dict)  # op name -> fusion candidate
     facts: WorkloadFacts = Field(default_factory=WorkloadFacts)  # workload_facts: what advice applies
+    phases: TracePhases = Field(default_factory=TracePhases)  # phases mart: the serving steps
 
     @property
     def is_inference(self) -> bool:
@@ -71,6 +113,9 @@ class Finding(BaseModel):
     analysis_sql: str = ""  # the analyzer's own query over the marts it read (evidence_sql becomes the ledger's)
     operations: list[str] = Field(default_factory=list)  # op names / signatures covered
     details: str = ""  # longer reasoning for the Detailed Analysis section (markdown)
+    # the serving phase(s) the finding applies to, from the phases of the steps that launched its
+    # claimed GPU events (phase_kernels), else the trace's single phase; None without phases
+    phase: str | None = None
     # The claims ledger (finding_kernels / finding_gaps): the GPU events (kernels.event_idx) and
     # GPU idle gaps (gpu_idle_gaps.gap_id) the finding's impact rests on, each with the
     # microseconds it counts. Analyzers fill the candidates; agents/claims.py gives each event

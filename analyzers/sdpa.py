@@ -135,6 +135,23 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
         )
     n_q, n_kv = seq_lens(dominant)
     decode = n_q is not None and n_q <= settings.DECODE_MAX_QUERY_LEN
+    # the serving steps' phase (phases mart) overrules the shapes: decode advice only in a decode phase
+    phases = data.ctx.phases
+    phase = phases.single_phase if phases.is_serving else None
+    if phases.is_serving:
+        decode = phase == "decode" or (phase is None and decode and "decode" in phases.phase_names)
+    if phase == "prefill" and (group.estimate_method == "heuristic" or kind == "paged"):
+        tokens = [s.prefill_tokens for s in phases.steps if s.phase == "prefill" and s.prefill_tokens]
+        token_text = f" over {max(tokens):,} prompt tokens per step" if tokens else ""
+        return Advice(
+            insight=f"Prefill attention{token_text} (the serving steps are prefill steps).",
+            action=("Check that the engine selects its flash / varlen prefill attention kernel for this head "
+                    "configuration, and use chunked prefill so long prompts share steps with other requests."),
+            reasoning=("Prefill attention processes many query tokens per sequence, so it is compute-bound and its "
+                       "cost grows with the prompt length squared."),
+            resolution=("A tuned prefill kernel raises the FLOP rate; chunked prefill bounds the step time and keeps "
+                        "other requests' steps flowing."),
+        )
     if group.estimate_method == "heuristic" or (kind == "paged" and (decode or n_q is None)):
         kv = _kv_cache_percent(group.members)
         kv_text = ""

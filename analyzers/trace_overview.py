@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from analyzers import settings
 from analyzers.common import query_rows
-from analyzers.contracts import WorkloadFacts
+from analyzers.contracts import AgentResult, ServingStep, TracePhases, WorkloadFacts
 from core.markdown_text import sql_literal
 
 TOP_OPERATIONS = 10  # rows of the report's Top Operations table (TraceLens lists the top 10)
@@ -37,6 +37,36 @@ def workload_facts(db: duckdb.DuckDBPyConnection, trace_id: str) -> WorkloadFact
     """The trace's workload_facts row."""
     rows = query_rows(db, "select * exclude (trace_id) from workload_facts where trace_id = ?", [trace_id])
     return WorkloadFacts(**rows[0]) if rows else WorkloadFacts()
+
+
+def trace_phases(db: duckdb.DuckDBPyConnection, trace_id: str) -> TracePhases:
+    """The trace's phases rows (its serving steps), in step order."""
+    columns = ", ".join(ServingStep.model_fields)
+    rows = query_rows(db, f"select {columns} from phases where trace_id = ? order by step_index", [trace_id])
+    return TracePhases(steps=[ServingStep(**row) for row in rows])
+
+
+def finding_phase(db: duckdb.DuckDBPyConnection, trace_id: str, event_idxs: list[int],
+                  phases: TracePhases) -> str | None:
+    """The phase(s) of the steps that launched these GPU events ("prefill", "decode + prefill"),
+    else every phase of the trace (a finding over idle gaps or trace-wide); None without phases."""
+    if not phases.phase_names:
+        return None
+    if event_idxs:
+        found = [row[0] for row in db.execute(
+            "select distinct phase from phase_kernels where trace_id = ? and phase is not null "
+            "and event_idx in (select unnest(?::bigint[])) order by phase", [trace_id, event_idxs]).fetchall()]
+        if found:
+            return " + ".join(found)
+    return " + ".join(phases.phase_names)
+
+
+def with_finding_phases(db: duckdb.DuckDBPyConnection, trace_id: str, phases: TracePhases,
+                        results: list[AgentResult]) -> list[AgentResult]:
+    """Every finding with the phase it applies to (finding_phase of its claimed GPU events)."""
+    return [r.model_copy(update={"findings": [
+        f.model_copy(update={"phase": finding_phase(db, trace_id, sorted(f.claimed_kernels), phases)})
+        for f in r.findings]}) for r in results]
 
 
 def trace_device(db: duckdb.DuckDBPyConnection, trace_id: str) -> dict[str, Any]:

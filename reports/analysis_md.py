@@ -20,7 +20,7 @@ from typing import Any
 
 from core.templates import markdown_environment
 from analyzers import settings
-from analyzers.contracts import AgentResult, PriorityData, RankedFinding
+from analyzers.contracts import AgentResult, PriorityData, RankedFinding, TracePhases
 from core.kernel_names import KERNEL_NAME_MAX_CHARS, short_kernel_name, shortens
 from core.markdown_text import (EMPTY, Markdown, TraceStrings, blank_code, code, code_cell, one_line,
                                    safe_markdown, text)
@@ -228,7 +228,46 @@ def _sentence(names: TraceStrings, markdown: str) -> Markdown:
     return Markdown(one_line(names.escape_in(markdown)))
 
 
-def _card(finding: RankedFinding, e2e_ms: float, trace_strings: dict[str, TraceStrings]) -> dict[str, Any]:
+def _phase_text(phase: str | None, phases: TracePhases) -> str | None:
+    """The card's phase line: "decode (batch 32)", "decode (batch 32) + prefill (batch 15)"."""
+    if phase is None:
+        return None
+    parts = []
+    for name in phase.split(" + "):
+        batches = sorted({s.batch_size for s in phases.steps if s.phase == name and s.batch_size is not None})
+        batch = f" (batch {'/'.join(str(b) for b in batches)})" if batches else ""
+        parts.append(f"{name}{batch}")
+    return " + ".join(parts)
+
+
+def _phase_rows(phases: TracePhases) -> list[dict[str, str]]:
+    """The Executive Summary's phase table: the serving steps by phase (steady-state steps when a
+    phase has any, else all of its steps)."""
+    rows = []
+    order = {"prefill": 0, "mixed": 1, "decode": 2, "denoise": 3}
+    for name in sorted(phases.phase_names, key=lambda n: (order.get(n, 9), n)):
+        steps = [s for s in phases.steps if s.phase == name]
+        steady = [s for s in steps if s.in_steady_state] or steps
+        gpu_us = sum(s.gpu_time_us for s in steady)
+        busy_us = sum(s.gpu_busy_us for s in steady)
+        batches = sorted({s.batch_size for s in steady if s.batch_size is not None})
+        tokens = [(s.prefill_tokens or 0) + (s.decode_tokens or 0) for s in steady
+                  if s.prefill_tokens is not None or s.decode_tokens is not None]
+        rows.append({
+            "phase": name,
+            "steps": f"{len(steps)}",
+            "steady": f"{len([s for s in steps if s.in_steady_state])} of {len(steps)}",
+            "batch": "/".join(str(b) for b in batches) if batches else DASH,
+            "tokens": f"{round(sum(tokens) / len(tokens)):,}" if tokens else DASH,
+            "step_ms": fmt_ms(gpu_us / len(steady) / 1000.0),
+            "gpu_ms": fmt_ms(gpu_us / 1000.0),
+            "busy": fmt_pct(100.0 * busy_us / gpu_us) if gpu_us > 0 else DASH,
+        })
+    return rows
+
+
+def _card(finding: RankedFinding, e2e_ms: float, trace_strings: dict[str, TraceStrings],
+          phases: TracePhases | None = None) -> dict[str, Any]:
     kind = finding_kind(finding)
     names = trace_strings.get(finding.agent) or TraceStrings.of(finding.evidence, finding.operations)
     details, structured = _details(names.escape_in(finding.details))
@@ -254,6 +293,7 @@ def _card(finding: RankedFinding, e2e_ms: float, trace_strings: dict[str, TraceS
         "sql": finding.evidence_sql.strip(),
         "analysis_sql": finding.analysis_sql.strip(),
         "claim": _claim_text(finding),
+        "phase": _phase_text(finding.phase, phases or TracePhases()),
         "anchor": f"detail-p{finding.global_rank}",
         "sql_anchor": f"sql-p{finding.global_rank}",
     }
@@ -477,7 +517,7 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
     gpu2 = _gpu(inputs.gpu_utilization2) if inputs.comparison_scope == "comparative" and inputs.gpu_utilization2 else None
     ranked = sorted(inputs.priority.findings, key=lambda f: f.global_rank)
     trace_strings = _trace_strings(inputs.agent_results)
-    cards = [_card(f, e2e_ms, trace_strings) for f in ranked]  # rank order, whatever the tier
+    cards = [_card(f, e2e_ms, trace_strings, inputs.phases) for f in ranked]  # rank order, whatever the tier
     by_kind = {kind: [c for c in cards if c["kind"] == kind] for kind in ("compute", "fusion", "system")}
     ranked_ids = {f.finding_id for f in ranked}
     unranked = [f for r in inputs.agent_results for f in r.findings if f.finding_id not in ranked_ids]
@@ -497,6 +537,8 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "warnings": _warnings(inputs),
         "summary": _summary(inputs, gpu1, gpu2, cards),
         "ranked_rows": _ranked_rows(cards),
+        "phase_rows": _phase_rows(inputs.phases) if inputs.phases.is_serving else [],
+        "steady_state_rule": (inputs.phases.steps[0].steady_state_rule if inputs.phases.is_serving else ""),
         "near_roofline": [one_line(line) for line in inputs.priority.near_roofline],
         "unaddressed": _unaddressed_rows(inputs.priority),
         "kernel_categories": [{"category": cell(row.get("category")), "count": fmt_value("count", row.get("kernel_count")),

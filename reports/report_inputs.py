@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from analyzers.contracts import AgentResult, PriorityData
+from analyzers.contracts import AgentResult, PriorityData, TracePhases
 from analyzers.model_id import ModelInfo
 
 # A report can be rendered while its plot is still being drawn: plot_png_base64 is then this
@@ -60,6 +60,7 @@ class ReportInputs(BaseModel):
     workload_limits: list[str] = Field(default_factory=list)
     reproduce_sql: list[tuple[str, str]] = Field(default_factory=list)  # (label, sql)
     plot_png_base64: str | None = None
+    phases: TracePhases = Field(default_factory=TracePhases)  # the phases mart rows (serving steps)
     relabelled_ops_note: str | None = None  # e.g. "ops labelled other were analyzed as GEMM: ..."
     op_matching_note: str | None = None  # comparative: how many ops matched, what stayed unmatched
     # (markdown, its op names escaped by reports.comparative_report.matching_note)

@@ -388,7 +388,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
             comparison_scope="comparative" if comparative else "standalone", trace2_id=trace2_id, platform2=platform2,
             e2e_time_ms=gpu.total_time_ms, computation_time_ms=gpu.computation_time_ms,
             quality_verdicts={c.check_name: c.verdict for c in gate.checks},
-            facts=trace_overview.workload_facts(db, trace_id))
+            facts=trace_overview.workload_facts(db, trace_id), phases=trace_overview.trace_phases(db, trace_id))
         runner = RunnerSettings(
             timeout_seconds=settings.AGENT_TIMEOUT_SECONDS, attempts=settings.AGENT_ATTEMPTS,
             llm=LlmCommand(options.llm_cmd, settings.AGENT_TIMEOUT_SECONDS) if options.agents == "llm" and options.llm_cmd else None)
@@ -459,6 +459,8 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
             } or category_time
             # each GPU event and idle gap counts in one finding; then the findings are rendered
             results = with_ledger_sql(assign_claims(results, ctx.e2e_time_ms), trace_id, trace2_id)
+            # each finding says the serving phase it applies to (the steps that launched its GPU events)
+            results = trace_overview.with_finding_phases(db, trace_id, ctx.phases, results)
             # a trace that is not the workload (harness, capture): low confidence, no wins claimed
             results = limit_findings(results, ctx.quality_verdicts)
             results = [r if r.status == "ERROR" else render(by_name(r.agent), r, ctx, runner, run.warnings)
@@ -533,4 +535,5 @@ def _report_inputs(db: duckdb.DuckDBPyConnection, trace: Path, trace_id: str, pl
         "reproduce_sql": trace_overview.reproduce_queries(trace_id, platform),
         "plot_png_base64": PLOT_PENDING,
         "relabelled_ops_note": None,
+        "phases": trace_overview.trace_phases(db, trace_id),
     }
