@@ -1,7 +1,9 @@
 {#- FLOPs and bytes per modelled cpu op instance (TraceLens perf models, reference §8):
     GEMM (mm, addmm, bmm, baddbmm, _scaled_mm), SDPA forward (flash / efficient / cuDNN,
-    flash_attn), convolution forward, unary and binary elementwise, reduce, and layer / batch
-    normalization forward. Shapes come from `Input Dims`, dtypes from `Input type`. -#}
+    flash_attn), convolution forward, unary and binary elementwise, reduce, layer / batch
+    normalization forward, and the serving ops (issue 14): RMSNorm and fused add + RMSNorm,
+    rotary embedding, gated activations (silu_and_mul), KV-cache writes, inference (paged)
+    attention from the enclosing step annotation, and fused MoE. Shapes come from `Input Dims`, dtypes from `Input type`. -#}
 {{ config(materialized='incremental') }}
 {#- Materialized per new trace: op_perf_instances (at ingest) and the roofline sheets (read by every
     analysis) both need it, and parsing the JSON shapes is the costly part of either. #}
@@ -20,17 +22,43 @@ dtypes as (
     select * from {{ ref('dtypes') }}
 ),
 
+step_annotations as (
+    select * from {{ ref('int_serving_step_annotations') }}
+    where has_attention_aggregates and {{ is_new_trace() }}
+),
+
+model_configs as (
+    select * from {{ ref('model_configs') }}
+    where num_experts is not null
+),
+
+op_kernel_precisions as (
+    -- the narrowest precision a kernel name shows for the op that launched it (fp4 / fp8 MoE weights)
+    select
+        trace_id,
+        cpu_op_id as op_id,
+        case
+            when bool_or(kernel_precision = 'fp4') then 'fp4'
+            when bool_or(kernel_precision = 'fp8') then 'fp8'
+        end as kernel_weight_precision
+    from {{ ref('kernels') }}
+    where is_linked and cpu_op_id is not null and kernel_precision in ('fp4', 'fp8') and {{ is_new_trace() }}
+    group by all
+),
+
 parsed as (
     select
         host_ops.trace_id,
         host_ops.event_idx as op_id,
         host_ops.name,
+        host_ops.ts_us,
+        host_ops.end_us,
         op_categories.perf_family,
         {{ json_shapes('host_ops.input_dims') }} as dims,
         {{ json_strings('host_ops.input_type') }} as types,
         {{ json_strings('host_ops.concrete_inputs') }} as concrete
     from host_ops
-    inner join op_categories on host_ops.name = op_categories.op_name
+    inner join op_categories on {{ op_registry_name('host_ops.name') }} = op_categories.op_name
 ),
 
 gemm_shapes as (
@@ -257,7 +285,7 @@ unary_elementwise as (
     from parsed
     left join dtypes as in_dtype on lower(parsed.types[1]) = in_dtype.dtype_name
     left join dtypes as out_dtype on len(parsed.dims) >= 2 and len(parsed.dims[2]) > 0 and lower(parsed.types[2]) = out_dtype.dtype_name
-    where perf_family = 'UnaryElementwise' and name not like 'aten::upsample_nearest%'
+    where perf_family = 'UnaryElementwise' and name not like 'aten::upsample_nearest%' and name not like '%_and_mul'
 ),
 
 upsample_shapes as (
@@ -416,6 +444,223 @@ batch_norm_backward as (
     left join dtypes as in_dtype on lower(batch_norm_backward_args.types[1]) = in_dtype.dtype_name
 ),
 
+rms_norm_sizes as (
+    -- every RMSNorm entry op's first input is the normalized tensor [rows, C] (aiter::rmsnorm /
+    -- _C::rms_norm write into it, aiter::rms_norm reads it); fused add+RMSNorm ops also read the
+    -- residual and write the updated residual back (`add` in the name)
+    select
+        *,
+        {{ list_prod('dims[1]') }} as elements,
+        dims[1][len(dims[1])] as channels,
+        name like '%add%' as adds_residual
+    from parsed
+    where perf_family = 'RMSNorm'
+),
+
+rms_norm as (
+    -- TraceLens' RMSNorm_fwd sheet on the serving captures (aiter::rmsnorm, aiter::add_rmsnorm,
+    -- aiter::rmsnorm2d_fwd_with_add_ck): 4 FLOPs per element (square, sum, normalize, weight) plus
+    -- 2 per row (mean, rsqrt), one more per element for the residual add; bytes read x (and the
+    -- residual), write y (and the new residual), read the C weights once
+    select
+        rms_norm_sizes.trace_id,
+        rms_norm_sizes.op_id,
+        (case when adds_residual then 5.0 else 4.0 end) * elements + 2.0 * elements / channels as flops,
+        ((case when adds_residual then 4.0 else 2.0 end) * elements + channels) * x_dtype.bytes_per_element as bytes,
+        'vector' as maf_type,
+        x_dtype.precision,
+        {{ json_object_of([('op_shape', 'dims[1]'), ('num_channels', 'channels'), ('fused_residual_add', 'adds_residual'),
+                           ('dtype_in_out', '[types[1], types[1]]')]) }} as perf_params
+    from rms_norm_sizes
+    left join dtypes as x_dtype on lower(rms_norm_sizes.types[1]) = x_dtype.dtype_name
+),
+
+rotary_sizes as (
+    -- rotary_embedding(positions, query [T, Hq*d], key [T, Hkv*d], head_size, cos_sin_cache, is_neox)
+    -- (vLLM _C / SGLang sgl_kernel signature): query and key are rotated in place
+    select
+        *,
+        {{ list_prod('dims[2]') }} + {{ list_prod('dims[3]') }} as elements
+    from parsed
+    where perf_family = 'RoPE'
+),
+
+rotary as (
+    -- each rotated element is x·cos − y·sin (RoFormer, Su et al. 2021, eq. 34): 3 FLOPs; bytes read
+    -- and write q and k (cos/sin cache reads not counted), as in TraceLens' RoPE_fwd sheet
+    select
+        rotary_sizes.trace_id,
+        rotary_sizes.op_id,
+        3.0 * elements as flops,
+        2.0 * elements * q_dtype.bytes_per_element as bytes,
+        'vector' as maf_type,
+        q_dtype.precision,
+        {{ json_object_of([('num_elements', 'elements'), ('query_shape', 'dims[2]'), ('key_shape', 'dims[3]'),
+                           ('dtype_in_out', '[types[2], types[2]]')]) }} as perf_params
+    from rotary_sizes
+    left join dtypes as q_dtype on lower(rotary_sizes.types[2]) = q_dtype.dtype_name
+),
+
+gated_activation as (
+    -- silu_and_mul(out [T, d], input [T, 2d]): out = silu(x[:, :d]) * x[:, d:]; 5 FLOPs per output
+    -- element (silu = x / (1 + exp(-x)): negate, exp, add, divide; then the gate multiply), as in
+    -- TraceLens' UnaryElementwise sheet; bytes read the input and write the output
+    select
+        parsed.trace_id,
+        parsed.op_id,
+        5.0 * {{ list_prod('dims[1]') }} as flops,
+        ({{ list_prod('dims[1]') }} + {{ list_prod('dims[2]') }}) * out_dtype.bytes_per_element * 1.0 as bytes,
+        'vector' as maf_type,
+        out_dtype.precision,
+        {{ json_object_of([('op_shape', 'dims[1]'), ('input_shape', 'dims[2]'), ('dtype_in_out', '[types[2], types[1]]')]) }} as perf_params
+    from parsed
+    left join dtypes as out_dtype on lower(parsed.types[1]) = out_dtype.dtype_name
+    where perf_family = 'UnaryElementwise' and name like '%_and_mul'
+),
+
+kv_cache_write as (
+    -- reshape_and_cache_flash / store_cache(key, value, key_cache, value_cache, slots, ...): reads the
+    -- step's new K and V and writes them into the cache (TraceLens' store_cache row: 4·n·bpe)
+    select
+        parsed.trace_id,
+        parsed.op_id,
+        0.0 as flops,
+        ({{ list_prod('dims[1]') }} + {{ list_prod('dims[2]') }}) * (k_dtype.bytes_per_element + cache_dtype.bytes_per_element) * 1.0 as bytes,
+        'vector' as maf_type,
+        k_dtype.precision,
+        {{ json_object_of([('op_shape', 'dims[1]'), ('nelems', list_prod('dims[1]')), ('dtype', 'types[1]'), ('dtype_cache', 'types[3]')]) }} as perf_params
+    from parsed
+    left join dtypes as k_dtype on lower(parsed.types[1]) = k_dtype.dtype_name
+    left join dtypes as cache_dtype on lower(parsed.types[3]) = cache_dtype.dtype_name
+    where perf_family = 'InferenceAttention' and (name like '%reshape_and_cache%' or name like '%store_cache')
+),
+
+inference_attention_heads as (
+    -- vLLM unified_attention_with_output(q [T, Hq, d], k [T, Hkv, d], v [T, Hkv, dv], out, ...);
+    -- SGLang paged_attention_ragged(q [T, Hq, d], workspace, out, k_cache [slots, 1, Hkv, d], v_cache, ...)
+    select
+        *,
+        dims[1][2] as h_q,
+        dims[1][3] as d_qk,
+        case when name like 'sglang_profiler::%' then dims[4][3] else dims[2][2] end as h_kv,
+        case when name like 'sglang_profiler::%' then dims[5][4] else dims[3][3] end as d_v
+    from parsed
+    where perf_family = 'InferenceAttention' and name not like '%reshape_and_cache%' and name not like '%store_cache'
+),
+
+inference_attention_steps as (
+    -- the tightest step annotation with attention aggregates that encloses the op in time
+    select
+        inference_attention_heads.*,
+        step_annotations.event_idx as step_event_idx,
+        step_annotations.c_sq, step_annotations.c_sk, step_annotations.c_sqsq, step_annotations.c_sqsk,
+        step_annotations.g_sq, step_annotations.g_sk, step_annotations.g_sqsq, step_annotations.g_sqsk,
+        row_number() over (
+            partition by inference_attention_heads.trace_id, inference_attention_heads.op_id
+            order by step_annotations.ts_us desc, step_annotations.event_idx desc
+        ) as tightness_rank
+    from inference_attention_heads
+    inner join step_annotations
+        on inference_attention_heads.trace_id = step_annotations.trace_id
+        and step_annotations.ts_us <= inference_attention_heads.ts_us
+        and inference_attention_heads.end_us <= step_annotations.end_us
+),
+
+inference_attention as (
+    -- TraceLens InferenceAttention (reference tracelens_core.md §13.2): prefill FLOPs over Σ N_Q·N_KV
+    -- minus the causal self-triangle Σ N_Q², decode FLOPs over Σ N_Q·N_KV; bytes: Q, O and the step's
+    -- new K/V once per query token, the cached K/V once per cached token (KV in the Q dtype)
+    select
+        inference_attention_steps.trace_id,
+        inference_attention_steps.op_id,
+        h_q * (2.0 * c_sqsk * d_qk + 2.0 * c_sqsk * d_v) - h_q * (1.0 * c_sqsq * d_qk + 1.0 * c_sqsq * d_v)
+            + h_q * (2.0 * g_sqsk * d_qk + 2.0 * g_sqsk * d_v) as flops,
+        (
+            (c_sq + g_sq) * (1.0 * h_q * d_qk + h_q * d_v + h_kv * d_qk + h_kv * d_v)
+            + ((c_sk - c_sq) + (g_sk - g_sq)) * 1.0 * h_kv * (d_qk + d_v)
+        ) * q_dtype.bytes_per_element as bytes,
+        'matrix' as maf_type,
+        q_dtype.precision,
+        {{ json_object_of([
+            ('H_Q', 'h_q'), ('H_KV', 'h_kv'), ('d_h_qk', 'd_qk'), ('d_h_v', 'd_v'),
+            ('c_sq', 'c_sq'), ('c_sk', 'c_sk'), ('c_sqsq', 'c_sqsq'), ('c_sqsk', 'c_sqsk'),
+            ('g_sq', 'g_sq'), ('g_sk', 'g_sk'), ('g_sqsq', 'g_sqsq'), ('g_sqsk', 'g_sqsk'),
+            ('step_annotation_event_idx', 'step_event_idx'), ('dtype_Q', 'types[1]')
+        ]) }} as perf_params
+    from inference_attention_steps
+    left join dtypes as q_dtype on lower(inference_attention_steps.types[1]) = q_dtype.dtype_name
+    where tightness_rank = 1
+),
+
+moe_shapes as (
+    -- vllm::moe_forward(hidden_states [M, K], router_logits [M, E], ...): the shapes give the tokens,
+    -- the hidden width the experts see (padded) and the expert count; topk and the expert width are
+    -- not in the trace, so they come from the model_configs checkpoint with E experts whose hidden
+    -- size is K or pads to K
+    select
+        parsed.*,
+        dims[1][1] as m,
+        dims[1][2] as k,
+        dims[2][2] as num_experts,
+        model_configs.checkpoint,
+        model_configs.experts_per_token as topk,
+        model_configs.hidden_size,
+        model_configs.moe_intermediate_size,
+        count(model_configs.checkpoint) over (partition by parsed.trace_id, parsed.op_id) as matching_checkpoints
+    from parsed
+    inner join model_configs
+        on dims[2][2] = model_configs.num_experts
+        and (dims[1][2] = model_configs.hidden_size
+             or dims[1][2] = ceil(model_configs.hidden_size / {{ var('moe_weight_pad_multiple') }}) * {{ var('moe_weight_pad_multiple') }})
+    where perf_family = 'MoE_fused'
+),
+
+moe_params as (
+    select
+        moe_shapes.*,
+        -- the expert width is padded like the hidden width (vLLM's MXFP4 MoE; TraceLens: inter_dim 3072
+        -- for gpt-oss' 2880 on the vLLM decode capture); tensor parallelism is not visible at the op, so
+        -- the full expert width is used (perf_params says so)
+        case when k = hidden_size then moe_intermediate_size
+             else ceil(moe_intermediate_size / {{ var('moe_weight_pad_multiple') }}) * {{ var('moe_weight_pad_multiple') }}
+        end as n,
+        num_experts * (1 - pow((num_experts - topk) * 1.0 / num_experts, m)) as expected_active_experts,
+        coalesce(op_kernel_precisions.kernel_weight_precision, in_dtype.precision) as weight_precision,
+        op_kernel_precisions.kernel_weight_precision is not null as weight_precision_from_kernels,
+        -- an FP4 (e2m1) value is half a byte, FP8 one byte; otherwise the weights have the input dtype
+        case coalesce(op_kernel_precisions.kernel_weight_precision, in_dtype.precision)
+            when 'fp4' then 0.5 when 'fp8' then 1.0 else in_dtype.bytes_per_element
+        end as weight_bytes_per_element,
+        in_dtype.bytes_per_element as act_bytes_per_element
+    from moe_shapes
+    left join op_kernel_precisions
+        on moe_shapes.trace_id = op_kernel_precisions.trace_id and moe_shapes.op_id = op_kernel_precisions.op_id
+    left join dtypes as in_dtype on lower(moe_shapes.types[1]) = in_dtype.dtype_name
+    where matching_checkpoints = 1
+),
+
+moe_fused as (
+    -- TraceLens MoE_fused (reference tracelens_core.md §8.8), gated (SwiGLU experts): FC1 2·M·K·2N·topk,
+    -- FC2 2·M·N·K·topk, top-k weighted sum M·K·(2·topk − 1); bytes: input and output M·K, the FC1 (2N·K)
+    -- and FC2 (N·K) weights of E·(1 − ((E − topk)/E)^M) expected active experts (uniform routing)
+    select
+        moe_params.trace_id,
+        moe_params.op_id,
+        2.0 * m * k * n * topk * 2 + 2.0 * m * k * n * topk + 1.0 * m * k * (2 * topk - 1) as flops,
+        2.0 * m * k * act_bytes_per_element + expected_active_experts * 3.0 * k * n * weight_bytes_per_element as bytes,
+        'matrix' as maf_type,
+        weight_precision as precision,
+        {{ json_object_of([
+            ('num_tokens', 'm'), ('hidden_dim', 'k'), ('inter_dim', 'n'), ('num_experts', 'num_experts'),
+            ('topk', 'topk'), ('gated', 'true'), ('expected_active_experts', 'expected_active_experts'),
+            ('input_dtype', 'types[1]'), ('weight_precision', 'weight_precision'),
+            ('weight_precision_source', "case when weight_precision_from_kernels then 'kernel names' else 'input dtype (no kernel shows it)' end"),
+            ('topk_inter_dim_source', "'model_configs: ' || checkpoint"),
+            ('tensor_parallel', "'not in the trace; full expert width assumed'")
+        ]) }} as perf_params
+    from moe_params
+),
+
 all_models as (
     select * from gemm
     union all select * from sdpa
@@ -427,6 +672,12 @@ all_models as (
     union all select * from reduction
     union all select * from normalization
     union all select * from batch_norm_backward
+    union all select * from rms_norm
+    union all select * from rotary
+    union all select * from gated_activation
+    union all select * from kv_cache_write
+    union all select * from inference_attention
+    union all select * from moe_fused
 ),
 
 final as (
