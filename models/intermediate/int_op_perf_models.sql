@@ -18,6 +18,10 @@ op_categories as (
     where has_perf_model
 ),
 
+trace_files as (
+    select trace_id, world_size from {{ ref('stg_trace__files') }}
+),
+
 dtypes as (
     select * from {{ ref('dtypes') }}
 ),
@@ -618,11 +622,14 @@ moe_shapes as (
 moe_params as (
     select
         moe_shapes.*,
-        -- the expert width is padded like the hidden width (vLLM's MXFP4 MoE; TraceLens: inter_dim 3072
-        -- for gpt-oss' 2880 on the vLLM decode capture); tensor parallelism is not visible at the op, so
-        -- the full expert width is used (perf_params says so)
-        case when k = hidden_size then moe_intermediate_size
-             else ceil(moe_intermediate_size / {{ var('moe_weight_pad_multiple') }}) * {{ var('moe_weight_pad_multiple') }}
+        -- each rank holds 1/TP of every expert's width (vLLM shards fused-MoE weights by tensor
+        -- parallelism); TP is taken as the trace's world size (distributedInfo), 1 when it names none.
+        -- The per-rank width is padded like the hidden width (vLLM's MXFP4 MoE; TraceLens: inter_dim
+        -- 3072 for gpt-oss' 2880 on the single-GPU vLLM decode capture)
+        coalesce(trace_files.world_size, 1) as tensor_parallel,
+        case when k = hidden_size then moe_intermediate_size / coalesce(trace_files.world_size, 1)
+             else ceil(moe_intermediate_size / coalesce(trace_files.world_size, 1) / {{ var('moe_weight_pad_multiple') }})
+                  * {{ var('moe_weight_pad_multiple') }}
         end as n,
         num_experts * (1 - pow((num_experts - topk) * 1.0 / num_experts, m)) as expected_active_experts,
         coalesce(op_kernel_precisions.kernel_weight_precision, in_dtype.precision) as weight_precision,
@@ -633,6 +640,7 @@ moe_params as (
         end as weight_bytes_per_element,
         in_dtype.bytes_per_element as act_bytes_per_element
     from moe_shapes
+    left join trace_files on moe_shapes.trace_id = trace_files.trace_id
     left join op_kernel_precisions
         on moe_shapes.trace_id = op_kernel_precisions.trace_id and moe_shapes.op_id = op_kernel_precisions.op_id
     left join dtypes as in_dtype on lower(moe_shapes.types[1]) = in_dtype.dtype_name
@@ -656,7 +664,8 @@ moe_fused as (
             ('input_dtype', 'types[1]'), ('weight_precision', 'weight_precision'),
             ('weight_precision_source', "case when weight_precision_from_kernels then 'kernel names' else 'input dtype (no kernel shows it)' end"),
             ('topk_inter_dim_source', "'model_configs: ' || checkpoint"),
-            ('tensor_parallel', "'not in the trace; full expert width assumed'")
+            ('tensor_parallel', 'tensor_parallel'),
+            ('tensor_parallel_source', "case when tensor_parallel > 1 then 'world size (distributedInfo)' else 'single GPU (no distributedInfo world size)' end")
         ]) }} as perf_params
     from moe_params
 ),

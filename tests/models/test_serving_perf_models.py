@@ -117,9 +117,12 @@ def test_fused_moe_on_the_vllm_capture(capture_db) -> None:
 
 def test_fused_moe_on_the_b200_eager_step(db) -> None:
     # vllm::moe_forward(x [888, 3072], logits [888, 128]): gpt-oss-120b (128 experts, top-4), FP4 weights
-    # from the trtllm kernels' names (MxE2m1); all 128 experts are active for 888 tokens
+    # from the trtllm kernels' names (MxE2m1); all 128 experts are active for 888 tokens. The trace is
+    # one rank of 8 (distributedInfo world_size 8): each rank holds 2880 / 8 = 360 of every expert's
+    # width, padded to 512 like the hidden width (2880 -> 3072)
     flops, bytes_, params = _model(db, "vllm::moe_forward", "[[888,3072],[888,128],[]]", trace_id_of(db, B200))
-    m, k, n = 888, 3072, 3072
+    m, k, n = 888, 3072, 512
+    assert params["tensor_parallel"] == 8 and params["inter_dim"] == n
     assert params["weight_precision"] == "fp4" and params["weight_precision_source"] == "kernel names"
     assert flops == 2 * m * k * 2 * n * 4 + 2 * m * n * k * 4 + m * k * 7
     active = 128 * (1 - (124 / 128) ** 888)
