@@ -29,6 +29,10 @@ STATS = ("mean", "median", "std", "min", "max")
 # TraceLens writes two sheets (fwd/bwd) per family except these four (reference §9).
 SHEETS = ("GEMM", "SDPA_fwd", "SDPA_bwd", "CONV_fwd", "CONV_bwd", "UnaryElementwise",
           "BinaryElementwise", "Normalization", "Reduce_fwd", "Reduce_bwd")
+# TraceLens' inference report writes one sheet only for these; every other family, Normalization
+# and the serving families (RMSNorm, InferenceAttention, RoPE, MoE_*) included, gets `<family>_fwd`
+# (reference §13.1); a family without rows writes no file.
+INFERENCE_SINGLE_SHEETS = ("GEMM", "UnaryElementwise", "BinaryElementwise")
 
 
 def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[object]) -> pa.Table:
@@ -93,6 +97,33 @@ def ops_summary(con: duckdb.DuckDBPyConnection, trace_id: str) -> pa.Table:
     return _map_column(frame, "Categories", _list_repr)
 
 
+def ops_summary_by_category_and_module(con: duckdb.DuckDBPyConnection, trace_id: str) -> pa.Table:
+    """The inference-mode ops_summary_by_category: one row per op category and parent module."""
+    frame = _frame(con, """
+        select op_category as "op category", parent_module, op_count as "Count", call_stack_first,
+               total_direct_kernel_time_ms, percentage as "Percentage (%)",
+               cumulative_percentage as "Cumulative Percentage (%)"
+        from ops_summary_by_category_and_module where trace_id = ?
+        order by total_direct_kernel_time_ms desc, op_category, parent_module
+    """, [trace_id])
+    return _map_column(frame, "call_stack_first", _list_repr)
+
+
+def ops_summary_by_module(con: duckdb.DuckDBPyConnection, trace_id: str) -> pa.Table:
+    """The inference-mode ops_summary: one row per op name and parent module."""
+    frame = _frame(con, """
+        select name, parent_module, total_direct_kernel_time_us as total_direct_kernel_time_sum,
+               total_subtree_kernel_time_us as total_subtree_kernel_time_sum,
+               subtree_kernel_time_count as total_subtree_kernel_time_count,
+               total_direct_kernel_time_ms, op_count as "Count", op_categories as "Categories",
+               call_stack_first, percentage as "Percentage (%)",
+               cumulative_percentage as "Cumulative Percentage (%)"
+        from ops_summary_by_module where trace_id = ?
+        order by total_direct_kernel_time_us desc, name, parent_module
+    """, [trace_id])
+    return _map_column(_map_column(frame, "Categories", _list_repr), "call_stack_first", _list_repr)
+
+
 def ops_unique_args(con: duckdb.DuckDBPyConnection, trace_id: str) -> pa.Table:
     paired = ", ".join(
         f"direct_kernel_time_{s}_us as total_direct_kernel_time_{s}, subtree_kernel_time_{s}_us as total_subtree_kernel_time_{s}"
@@ -142,8 +173,17 @@ def unified_perf_summary(con: duckdb.DuckDBPyConnection, trace_id: str, platform
     return _format_arguments(frame)
 
 
-def roofline_sheets(con: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> dict[str, pa.Table]:
-    """The per-category roofline sheets (GEMM, SDPA_fwd, ...), from one query."""
+def _inference_sheet(sheet: str) -> str:
+    if sheet in INFERENCE_SINGLE_SHEETS or sheet.endswith(("_fwd", "_bwd")):
+        return sheet
+    return f"{sheet}_fwd"
+
+
+def roofline_sheets(
+    con: duckdb.DuckDBPyConnection, trace_id: str, platform: str, inference: bool = False,
+) -> dict[str, pa.Table]:
+    """The per-category roofline sheets (GEMM, SDPA_fwd, ...), from one query. `inference`: the
+    sheets of TraceLens' inference report, every family roofline_ops has, split as it splits them."""
     frame = _frame(con, f"""
         select sheet, name, perf_params, num_kernels::integer as num_kernels, {_roofline_columns(True)},
                process_name as process_name_first,
@@ -156,7 +196,11 @@ def roofline_sheets(con: duckdb.DuckDBPyConnection, trace_id: str, platform: str
     """, [trace_id, platform])
     frame = _map_column(frame, "perf_params", json_as_list_repr)
     frame = _format_arguments(frame, tuple(f"{c}_first" for c in ARGUMENT_COLUMNS), json_as_list_repr)
-    sheets = {sheet: frame.filter(pc.equal(frame.column("sheet"), sheet)).drop_columns(["sheet"]) for sheet in SHEETS}
+    names = SHEETS
+    if inference:
+        frame = _map_column(frame, "sheet", _inference_sheet)
+        names = tuple(sorted(set(frame.column("sheet").to_pylist())))
+    sheets = {sheet: frame.filter(pc.equal(frame.column("sheet"), sheet)).drop_columns(["sheet"]) for sheet in names}
     return {sheet: table for sheet, table in sheets.items() if table.num_rows > 0}
 
 
@@ -172,18 +216,23 @@ def kernel_summary(con: duckdb.DuckDBPyConnection, trace_id: str) -> pa.Table:
     """, [trace_id])
 
 
-def perf_report_tables(con: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> dict[str, pa.Table]:
-    """Every sheet of the report, named as TraceLens names its CSVs; empty sheets left out."""
+def perf_report_tables(
+    con: duckdb.DuckDBPyConnection, trace_id: str, platform: str, inference: bool = False,
+) -> dict[str, pa.Table]:
+    """Every sheet of the report, named as TraceLens names its CSVs; empty sheets left out.
+    `inference`: the layout of TraceLens' inference report (its `--group_by_parent_module` op
+    summaries and its sheet split), else the default report's."""
     builders: dict[str, Callable[[], pa.Table]] = {
         "gpu_timeline": lambda: gpu_timeline(con, trace_id),
-        "ops_summary_by_category": lambda: ops_summary_by_category(con, trace_id),
-        "ops_summary": lambda: ops_summary(con, trace_id),
+        "ops_summary_by_category": (lambda: ops_summary_by_category_and_module(con, trace_id)) if inference
+        else (lambda: ops_summary_by_category(con, trace_id)),
+        "ops_summary": (lambda: ops_summary_by_module(con, trace_id)) if inference else (lambda: ops_summary(con, trace_id)),
         "ops_unique_args": lambda: ops_unique_args(con, trace_id),
         "unified_perf_summary": lambda: unified_perf_summary(con, trace_id, platform),
         "kernel_summary": lambda: kernel_summary(con, trace_id),
     }
     tables = {name: build() for name, build in builders.items()}
-    tables.update(roofline_sheets(con, trace_id, platform))
+    tables.update(roofline_sheets(con, trace_id, platform, inference))
     return {name: frame for name, frame in tables.items() if frame.num_rows > 0}
 
 

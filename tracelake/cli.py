@@ -158,7 +158,8 @@ def analyze(
     mode: Annotated[Mode, typer.Option("--mode", help=(
         "What the run does: training | inference, with -graph for GPU graph replays (the words of runs.mode and the "
         "mode tag). auto reads runs.mode: backward-pass ops mean training; serving-engine ops, graph replays or "
-        "GPU work without a backward pass mean inference."))] = Mode.auto,
+        "GPU work without a backward pass mean inference. inference or inference-graph, given here, also writes "
+        "TraceLens' inference perf-report layout (ops summaries per parent_module, <family>_fwd sheets)."))] = Mode.auto,
     capture_folder: Annotated[Optional[Path], typer.Option("--capture-folder", help="Graph-capture traces for a graph-replay trace.")] = None,
     capture_folder2: Annotated[Optional[Path], typer.Option("--capture-folder2", help="Graph-capture traces for the --compare trace.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help=(

@@ -64,6 +64,11 @@ from tracelake.run_contracts import (
 from tracelake.warehouse import Warehouse
 
 
+# --mode values that write TraceLens' inference perf-report layout (parent_module op summaries,
+# `<family>_fwd` sheets); given on the command line, never auto-detected.
+INFERENCE_REPORT_MODES = ("inference", "inference-graph")
+
+
 @dataclass(frozen=True)
 class AnalyzeOptions:
     platform: str | None = None
@@ -410,12 +415,15 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="beside-perf-report") as background:
             system_results = background.submit(system_tier)
             with run.step("1 perf report", on_stage):
-                tables = perf_report_tables(db, trace_id, platform)
+                # TraceLens' inference layout only on request: an auto-detected inference trace
+                # keeps the default report, the one TraceLens writes without its inference script
+                inference_layout = options.mode in INFERENCE_REPORT_MODES
+                tables = perf_report_tables(db, trace_id, platform, inference_layout)
                 stem = "perf_report_trace1" if comparative else "perf_report"
                 write_perf_report(tables, run.staging / f"{stem}_csvs",
                                   run.staging / f"{stem}.xlsx" if options.xlsx else None)
                 if trace2_id is not None and platform2 is not None:
-                    write_perf_report(perf_report_tables(db, trace2_id, platform2),
+                    write_perf_report(perf_report_tables(db, trace2_id, platform2, inference_layout),
                                       run.staging / "perf_report_trace2_csvs",
                                       run.staging / "perf_report_trace2.xlsx" if options.xlsx else None)
 

@@ -5,7 +5,9 @@
     grafted event takes its ts and dur), with the capture's shapes, dtypes and module chain.
     A grafted op whose parent lies outside the capture root becomes a root. Replay-only marts
     (timeline, idle gaps, quality) read stg_trace__host_ops instead: the replay's own numbers stay
-    as measured. -#}
+    as measured. graph_capture_trace_id and source_event_idx name the event where it was recorded
+    (for a grafted op, in its capture trace), to look up what only that trace holds (its module
+    calls). -#}
 with host_ops as (
     select * from {{ ref('stg_trace__host_ops') }}
 ),
@@ -93,7 +95,8 @@ grafted as (
         captured_events.launcher_op_idx + captured_events.graft_offset as launcher_op_idx,
         captured_events.is_backward,
         captured_events.module_chain,
-        captured_events.trace_id as graph_capture_trace_id
+        captured_events.trace_id as graph_capture_trace_id,
+        captured_events.event_idx as source_event_idx
     from captured_events
     inner join graph_launches
         on captured_events.replay_trace_id = graph_launches.trace_id
@@ -107,7 +110,7 @@ grafted as (
 ),
 
 own as (
-    select *, null::varchar as graph_capture_trace_id from host_ops
+    select *, null::varchar as graph_capture_trace_id, event_idx as source_event_idx from host_ops
 ),
 
 final as (

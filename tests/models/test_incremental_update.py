@@ -18,7 +18,7 @@ from tracelake.warehouse import Warehouse
 FIRST = TRACES / "torch_compile_triton" / "trace.json.gz"
 SECOND = TRACES / "mi300" / "resnet_act_checkpoint.json.gz"
 MARTS = ("kernels", "gpu_timeline", "gpu_timeline_all_events", "trace_quality", "ops_summary",
-         "ops_summary_by_category", "ops_unique_args", "op_perf_instances", "profiler_steps", "op_perf", "runs",
+         "ops_summary_by_category", "ops_summary_by_module", "ops_summary_by_category_and_module", "ops_unique_args", "op_perf_instances", "profiler_steps", "op_perf", "runs",
          "module_calls", "module_call_events", "gpu_idle_gaps", "gpu_transfers", "gpu_event_exposure",
          "intermediate.int_cpu_op_ancestors", "intermediate.int_unified_op_rows", "intermediate.int_unified_ops", "intermediate.int_op_perf_models")
 
