@@ -1,4 +1,4 @@
-{#- The name an op is looked up under in the op_categories seed: SGLang's profiler wrappers carry
+{#- An op's name as the models know it (stg_trace__host_ops): SGLang's profiler wrappers carry
     a per-call-site suffix (`sglang_profiler::attention_paged_attention_ragged_100`), which
     TraceLens' pseudo-op registry strips too (reference tracelens_core.md §3.5). -#}
 {% macro op_registry_name(name) -%}

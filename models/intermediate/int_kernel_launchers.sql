@@ -96,7 +96,7 @@ final as (
     inner join host_ops
         on direct_time.trace_id = host_ops.trace_id
         and direct_time.launcher_event_idx = host_ops.event_idx
-    left join op_categories on {{ op_registry_name('host_ops.name') }} = op_categories.op_name
+    left join op_categories on host_ops.name = op_categories.op_name
     left join subtree_time
         on direct_time.trace_id = subtree_time.trace_id
         and direct_time.launcher_event_idx = subtree_time.op_id

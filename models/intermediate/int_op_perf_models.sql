@@ -62,7 +62,7 @@ parsed as (
         {{ json_strings('host_ops.input_type') }} as types,
         {{ json_strings('host_ops.concrete_inputs') }} as concrete
     from host_ops
-    inner join op_categories on {{ op_registry_name('host_ops.name') }} = op_categories.op_name
+    inner join op_categories on host_ops.name = op_categories.op_name
 ),
 
 gemm_shapes as (
@@ -74,6 +74,9 @@ gemm_shapes as (
             when 'aten::bmm' then dims[1]
             when 'aten::baddbmm' then dims[2]
             when 'aten::_scaled_mm' then dims[1]
+            -- serving GEMM wrappers take the weight as [N, K] (nn.Linear layout)
+            when 'aiter::gemm_a16w16' then dims[1]
+            when 'vllm::rocm_unquantized_gemm' then dims[1]
         end as a_shape,
         case name
             when 'aten::mm' then dims[2]
@@ -81,6 +84,8 @@ gemm_shapes as (
             when 'aten::bmm' then dims[2]
             when 'aten::baddbmm' then dims[3]
             when 'aten::_scaled_mm' then dims[2]
+            when 'aiter::gemm_a16w16' then [dims[2][2], dims[2][1]]
+            when 'vllm::rocm_unquantized_gemm' then [dims[2][2], dims[2][1]]
         end as b_shape,
         case name
             when 'aten::addmm' then types[2]
@@ -96,6 +101,8 @@ gemm_shapes as (
             when 'aten::addmm' then true
             when 'aten::baddbmm' then true
             when 'aten::_scaled_mm' then len(dims) >= 5 and len(dims[5]) > 0
+            when 'aiter::gemm_a16w16' then len(dims) >= 3 and len(dims[3]) > 0
+            when 'vllm::rocm_unquantized_gemm' then len(dims) >= 3 and len(dims[3]) > 0
             else false
         end as has_bias
     from parsed

@@ -36,7 +36,7 @@ modelled_candidates as (
     -- Inductor kernels (triton_poi/red/per_*), whose model TraceLens matches by name
     select cpu_ops.trace_id, cpu_ops.event_idx as op_id
     from cpu_ops
-    left join op_categories on {{ op_registry_name('cpu_ops.name') }} = op_categories.op_name
+    left join op_categories on cpu_ops.name = op_categories.op_name
     inner join subtree_time
         on cpu_ops.trace_id = subtree_time.trace_id
         and cpu_ops.event_idx = subtree_time.op_id

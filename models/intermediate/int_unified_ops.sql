@@ -99,7 +99,7 @@ ops as (
     left join first_kernels
         on op_rows.trace_id = first_kernels.trace_id
         and op_rows.op_id = first_kernels.op_id
-    left join op_categories on {{ op_registry_name('host_ops.name') }} = op_categories.op_name
+    left join op_categories on host_ops.name = op_categories.op_name
 ),
 
 synthetic as (

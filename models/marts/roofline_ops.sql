@@ -58,7 +58,7 @@ final as (
     inner join host_ops
         on perf_models.trace_id = host_ops.trace_id
         and perf_models.op_id = host_ops.event_idx
-    inner join op_categories on {{ op_registry_name('host_ops.name') }} = op_categories.op_name
+    inner join op_categories on host_ops.name = op_categories.op_name
     left join subtree_time
         on perf_models.trace_id = subtree_time.trace_id
         and perf_models.op_id = subtree_time.op_id

@@ -7,7 +7,9 @@ renamed as (
         trace_id,
         event_idx,
         cat as category,
-        name,
+        -- SGLang's profiler wrappers carry a per-call-site suffix; the op is the same at every
+        -- site, and TraceLens' pseudo-op registry drops the suffix too (reference §3.5)
+        {{ op_registry_name('name') }} as name,
         ts as ts_us,
         dur as dur_us,
         ts + dur as end_us,

@@ -99,14 +99,21 @@ def test_the_replay_timeline_stays_as_measured_and_equals_tracelens(merged: Merg
 
 @pytest.mark.parametrize("trace", [VLLM, SGLANG], ids=["vllm", "sglang"])
 def test_gemm_rows_match_tracelens_unified_perf_summary(merged: Merged, trace: Path) -> None:
-    """Each GEMM row of TraceLens' unified table has ours: the same call count and kernel time."""
-    expected = sorted((int(r["operation_count"]), round(float(r["Kernel Time (µs)_sum"]), 1))
+    """Each GEMM row of TraceLens' unified table has ours: the serving wrapper's name (aiter /
+    vLLM GEMM ops, modelled with the weight as [N, K]), its shapes, count, kernel time and FLOPs."""
+    def canonical(dims: str) -> str:
+        return dims.replace("(", "[").replace(")", "]").replace(" ", "").replace(",]", "]")
+
+    expected = sorted((r["name"], canonical(r["Input Dims"]), int(r["operation_count"]),
+                       float(r["Kernel Time (µs)_sum"]), float(r["GFLOPS"]))
                       for r in _tracelens_csv(trace, "unified_perf_summary.csv") if r["op category"] == "GEMM")
     got = merged.db.execute(
-        """select operation_count, round(kernel_time_sum_us, 1) from op_perf
-           where trace_id = ? and op_category = 'GEMM' and is_trace_platform order by 1, 2""", [merged.ids[trace]]).fetchall()
-    assert [count for count, _ in sorted(got)] == [count for count, _ in expected]
-    assert [time for _, time in sorted(got)] == pytest.approx([time for _, time in expected], rel=1e-3)
+        """select name, input_dims, operation_count, kernel_time_sum_us, gflops from op_perf
+           where trace_id = ? and op_category = 'GEMM' and is_trace_platform order by all""",
+        [merged.ids[trace]]).fetchall()
+    assert [(name, dims, count) for name, dims, count, _, _ in sorted(got)] == [e[:3] for e in expected]
+    for row, want in zip(sorted(got), expected):
+        assert row[3:] == pytest.approx(want[3:], rel=1e-3), want[:2]
 
 
 @pytest.mark.parametrize("trace", [VLLM, SGLANG], ids=["vllm", "sglang"])
