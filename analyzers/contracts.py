@@ -28,6 +28,9 @@ class WorkloadFacts(BaseModel):
     is_compiled: bool = False
     serving_engine_op_count: int = 0
     serving_engine_op_example: str | None = None
+    window_edge_gap_count: int = 0
+    window_edge_idle_us: float = 0.0
+    analysis_window_ms: float | None = None
 
 
 class ServingStep(BaseModel):

@@ -419,8 +419,12 @@ def _launch_bound(m, ctx, claims, common, evidence_sql, data_table) -> Finding |
     slow_host = (launch.median_gap_us or 0.0) > settings.LAUNCH_BOUND_MEDIAN_GAP_US
     launch_bound = many_short and slow_host
     slug = "launch-bound" if launch_bound else "host-overhead"
-    title = ("Launch-bound: the GPU waits for each kernel launch; run the step as a GPU graph" if launch_bound
-             else "Host-bound: kernels are launched after the GPU runs dry; run the step as a GPU graph")
+    if _replays_graphs(ctx):
+        title = ("Launch-bound: the eager kernels around the GPU-graph replay wait for their launches" if launch_bound
+                 else "Host-bound: the kernels launched outside the GPU-graph replay start after the GPU runs dry")
+    else:
+        title = ("Launch-bound: the GPU waits for each kernel launch; run the step as a GPU graph" if launch_bound
+                 else "Host-bound: kernels are launched after the GPU runs dry; run the step as a GPU graph")
     confidence = confidence_from_quality("high" if launch_bound else "medium", ctx.quality_verdicts,
                                          ("linked_gpu_time_share", "same_stream_overlaps", "graph_replay"))
     drained = sum(c.gap_count for c in m.drained_by_calls)
@@ -625,8 +629,9 @@ def _window_edge(m, ctx, claims, common, evidence_sql, data_table) -> Finding | 
     confidence = confidence_from_quality("medium", ctx.quality_verdicts, ("linked_gpu_time_share",))
     insight = (
         f"{edge.idle_time_ms:.2f} ms of the {m.idle_time_ms:.2f} ms idle time ({edge.idle_percent_of_e2e:.1f} % of "
-        f"E2E) is in {_plural(edge.gap_count, 'gap')} at the start or end of the profile window, outside "
-        f"the steady-state GPU work; nothing is claimed for it."
+        f"the measured {m.total_time_ms:.2f} ms timeline) is in {_plural(edge.gap_count, 'gap')} at the start or end "
+        f"of the profile window, outside the steady-state GPU work; nothing is claimed for it, and the report's "
+        f"impacts are % of the {ctx.e2e_time_ms:.2f} ms analysis window without it."
     )
     action = ("Re-capture the profile over steady-state iterations only (a profiler schedule with warm-up "
               "steps) so the idle share measures the workload, not the capture window.")
@@ -668,9 +673,20 @@ def _unattributed(m, ctx, claims, common, evidence_sql, data_table) -> Finding:
                  f"**Impact estimate:** not quantifiable from trace data."))
 
 
+def _replays_graphs(ctx: AnalysisContext) -> bool:
+    """The step already replays GPU graphs (trace_quality graph_replay: info when the capture merge
+    mapped every replayed kernel, warn otherwise)."""
+    return ctx.quality_verdicts.get("graph_replay") in ("info", "warn")
+
+
 def _graph_action(ctx: AnalysisContext) -> str:
     """GPU-graph advice in the words of what runs the step: a serving engine's graph mode, or
-    CUDA / HIP graphs (through torch.compile only where the model is not compiled already)."""
+    CUDA / HIP graphs (through torch.compile only where the model is not compiled already). A step
+    that already replays a graph is told about the kernels left outside it."""
+    if _replays_graphs(ctx):
+        return ("The step already replays a GPU graph; these gaps are between the kernels launched outside it (input "
+                "preparation before the replay, sampling after it, launched one by one): capture them in the graph too "
+                "(the engine's full-graph mode) or overlap their host work with the replay.")
     if ctx.facts.serving_engine_op_count:
         return (f"Run the step in the serving engine's GPU-graph mode (it issues `{ctx.facts.serving_engine_op_example}`; "
                 "e.g. vLLM without `enforce_eager`, SGLang without `--disable-cuda-graph`) so kernels are replayed "

@@ -44,7 +44,8 @@ with_platforms as (
         signatures.*,
         platforms.platform,
         platforms.platform = trace_platforms.platform as is_trace_platform,
-        signatures.flops / nullif(platform_peaks.peak_tflops * 1e12, 0) * 1e6 as compute_time_us,
+        signatures.flops / nullif(coalesce(platform_peaks.peak_tflops, weight_only_peaks.peak_tflops) * 1e12, 0) * 1e6
+            as compute_time_us,
         signatures.bytes / nullif(platforms.mem_bw_gbps * 1e9, 0) * 1e6 as memory_time_us
     from signatures
     inner join {{ ref('int_trace_platforms') }} as trace_platforms on signatures.trace_id = trace_platforms.trace_id
@@ -52,6 +53,13 @@ with_platforms as (
     left join {{ ref('platform_peaks') }} as platform_peaks
         on platforms.platform = platform_peaks.platform
         and signatures.compute_spec = platform_peaks.compute_spec
+    -- FP4 weights on a platform without FP4 matrix cores (MI300X) are dequantized and multiplied at
+    -- BF16, as the vLLM decode's Triton MoE kernels `..._bf16xbf16xmxfp4` do; TraceLens leaves such
+    -- ops without a roofline (docs/divergences.md)
+    left join {{ ref('platform_peaks') }} as weight_only_peaks
+        on platforms.platform = weight_only_peaks.platform
+        and signatures.compute_spec = 'matrix_fp4'
+        and weight_only_peaks.compute_spec = 'matrix_bf16'
 ),
 
 with_roofline as (

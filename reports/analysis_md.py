@@ -474,6 +474,16 @@ def _timeline_sentence(inputs: ReportInputs, gpu1: dict, linked_share: dict[str,
             f"quality {check} failed, see above); that linked part spans {fmt_ms(gpu1['total_time_ms'])} ms: {breakdown}")
 
 
+def _analysis_window_sentence(inputs: ReportInputs, gpu1: dict) -> str:
+    """When the window-edge idle is left out of E2E, what the impact percentages are of."""
+    measured, window = _finite(gpu1.get("total_time_ms")), _finite(inputs.priority.e2e_time_ms)
+    if not measured or not window or abs(measured - window) < 1e-9:
+        return ""
+    return (f"{fmt_ms(measured - window)} ms of that is idle at the profile window's edges, before the first or after "
+            f"the last step's GPU work, so every impact below is a % of the {fmt_ms(window)} ms analysis window "
+            f"without it (E2E).")
+
+
 def _summary(inputs: ReportInputs, gpu1: dict, gpu2: dict | None, cards: list[dict[str, Any]]) -> Markdown:
     parts = []
     failed = _failed_checks(inputs)
@@ -489,6 +499,7 @@ def _summary(inputs: ReportInputs, gpu1: dict, gpu2: dict | None, cards: list[di
         parts.append(f"{speed} than trace 1 ({platform}): {fmt_ms(t2)} ms vs {fmt_ms(t1)} ms of GPU time.")
     else:
         parts.append(_timeline_sentence(inputs, gpu1, _linked_share_failed(failed)))
+        parts.append(_analysis_window_sentence(inputs, gpu1))
     quantified = [c for c in cards if c["impact"]["quantified"]]
     if quantified:
         best = quantified[0]
@@ -505,11 +516,12 @@ def _summary(inputs: ReportInputs, gpu1: dict, gpu2: dict | None, cards: list[di
     else:
         parts.append("No optimization opportunity was found.")
     parts.append(f"Analysis mode: {text(inputs.mode)} ({text(inputs.mode_reason)}).")
-    return Markdown(" ".join(parts))
+    return Markdown(" ".join(part for part in parts if part))
 
 
 def _context(inputs: ReportInputs) -> dict[str, Any]:
-    e2e_ms = _finite(inputs.gpu_utilization.get("total_time_ms")) or _finite(inputs.priority.e2e_time_ms) or 0.0
+    # impacts are % of the analysis window (the timeline less the window-edge idle), as the agents scored them
+    e2e_ms = _finite(inputs.priority.e2e_time_ms) or _finite(inputs.gpu_utilization.get("total_time_ms")) or 0.0
     failed = _failed_checks(inputs)
     # no linked GPU work: there is no timeline, and its numbers print as dashes, not as 0.000 ms
     timeline_missing = _linked_share_failed(failed) is not None and not _finite(inputs.gpu_utilization.get("total_time_ms"))

@@ -32,7 +32,7 @@ from analyzers import settings, trace_overview
 from analyzers.agent_categories import load_agent_categories
 from analyzers.coverage import near_roofline_lines, unaddressed_ops
 from analyzers.comparison import category_times, compare_ops
-from analyzers.contracts import AgentResult, AnalysisContext
+from analyzers.contracts import AgentResult, AnalysisContext, WorkloadFacts
 from core.errors import BadTraceError
 from reports.comparative_report import op_comparison_table, report_fields
 from reports.csv_files import write_csv
@@ -213,6 +213,14 @@ def _quality_gate(db: duckdb.DuckDBPyConnection, trace_id: str, capture_folder: 
     )
 
 
+def _analysis_window_ms(gpu: GpuUtilization, facts: WorkloadFacts) -> float:
+    """The E2E the impacts are % of: the measured timeline, less the idle at the profile window's
+    edges (workload_facts.analysis_window_ms), which is outside every step and no change recovers."""
+    if facts.window_edge_gap_count and facts.analysis_window_ms and facts.analysis_window_ms > 0:
+        return facts.analysis_window_ms
+    return gpu.total_time_ms
+
+
 def _detect_mode(db: duckdb.DuckDBPyConnection, trace_id: str, requested: str) -> tuple[str | None, str]:
     """--mode when given, else runs.mode and its evidence (one detection, in the mart)."""
     if requested != "auto":
@@ -386,14 +394,15 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
 
         gpu = _gpu_utilization(db, trace_id)
         gpu2 = _gpu_utilization(db, trace2_id) if trace2_id is not None else None
+        facts = trace_overview.workload_facts(db, trace_id)
         platform_specs = {spec.platform: spec.model_dump() for spec in load_platforms()}
         platform_spec = platform_specs[platform]
         ctx = AnalysisContext(
             trace_id=trace_id, platform=platform, mode=mode,
             comparison_scope="comparative" if comparative else "standalone", trace2_id=trace2_id, platform2=platform2,
-            e2e_time_ms=gpu.total_time_ms, computation_time_ms=gpu.computation_time_ms,
+            e2e_time_ms=_analysis_window_ms(gpu, facts), computation_time_ms=gpu.computation_time_ms,
             quality_verdicts={c.check_name: c.verdict for c in gate.checks},
-            facts=trace_overview.workload_facts(db, trace_id), phases=trace_overview.trace_phases(db, trace_id))
+            facts=facts, phases=trace_overview.trace_phases(db, trace_id))
         runner = RunnerSettings(
             timeout_seconds=settings.AGENT_TIMEOUT_SECONDS, attempts=settings.AGENT_ATTEMPTS,
             llm=LlmCommand(options.llm_cmd, settings.AGENT_TIMEOUT_SECONDS) if options.agents == "llm" and options.llm_cmd else None)

@@ -76,6 +76,19 @@ passes as (
     select trace_id, serving_engine_op_count, serving_engine_op_example from {{ ref('int_trace_passes') }}
 ),
 
+window_edges as (
+    -- idle at the profile window's edges (gpu_idle_gaps.gap_class): before the first and after the
+    -- last GPU work of the steps, outside the workload
+    select trace_id, count(*) as gap_count, sum(duration_us) as idle_us
+    from {{ ref('gpu_idle_gaps') }}
+    where gap_class = 'window_edge'
+    group by trace_id
+),
+
+timelines as (
+    select trace_id, total_time_ms from {{ ref('gpu_timeline') }}
+),
+
 final as (
     select
         traces.trace_id,
@@ -87,13 +100,18 @@ final as (
         coalesce(compiled_time.compiled_gpu_time_share, 0) as compiled_gpu_time_share,
         coalesce(compiled_time.compiled_gpu_time_share, 0) >= {{ var('min_compiled_gpu_time_share') }} as is_compiled,
         coalesce(passes.serving_engine_op_count, 0) as serving_engine_op_count,
-        passes.serving_engine_op_example
+        passes.serving_engine_op_example,
+        coalesce(window_edges.gap_count, 0) as window_edge_gap_count,
+        coalesce(window_edges.idle_us, 0) as window_edge_idle_us,
+        timelines.total_time_ms - coalesce(window_edges.idle_us, 0) / 1000.0 as analysis_window_ms
     from traces
     left join rotary on rotary.trace_id = traces.trace_id
     left join compiled_regions on compiled_regions.trace_id = traces.trace_id
     left join compiled_kernels on compiled_kernels.trace_id = traces.trace_id
     left join compiled_time on compiled_time.trace_id = traces.trace_id
     left join passes on passes.trace_id = traces.trace_id
+    left join window_edges on window_edges.trace_id = traces.trace_id
+    left join timelines on timelines.trace_id = traces.trace_id
 )
 
 select * from final
