@@ -484,6 +484,15 @@ def _analysis_window_sentence(inputs: ReportInputs, gpu1: dict) -> str:
             f"without it (E2E).")
 
 
+def _capture_merge_sentence(inputs: ReportInputs) -> str:
+    """What the graph-capture merge did (trace_quality graph_replay, `info` once the capture traces
+    attribute every replayed GPU event)."""
+    replay = next((c for c in inputs.quality_checks if c.get("check_name") == "graph_replay"), None)
+    if replay is None or replay.get("verdict") != "info":
+        return ""
+    return f"GPU-graph replay with its capture traces: {text(one_line(replay.get('detail') or ''))}."
+
+
 def _summary(inputs: ReportInputs, gpu1: dict, gpu2: dict | None, cards: list[dict[str, Any]]) -> Markdown:
     parts = []
     failed = _failed_checks(inputs)
@@ -500,6 +509,7 @@ def _summary(inputs: ReportInputs, gpu1: dict, gpu2: dict | None, cards: list[di
     else:
         parts.append(_timeline_sentence(inputs, gpu1, _linked_share_failed(failed)))
         parts.append(_analysis_window_sentence(inputs, gpu1))
+        parts.append(_capture_merge_sentence(inputs))
     quantified = [c for c in cards if c["impact"]["quantified"]]
     if quantified:
         best = quantified[0]

@@ -29,6 +29,22 @@ thread_labels as (
     where {{ is_new_trace() }}
 ),
 
+compiled_categories as (
+    select category as kernel_category, compiled_op_category from {{ ref('agent_categories') }}
+    where category_kind = 'kernel' and coalesce(compiled_op_category, '') <> ''
+),
+
+dominant_kernel_categories as (
+    -- the kernel category holding most of each launcher's kernel time
+    select trace_id, launcher_event_idx, arg_max(kernel_category, category_time_us) as kernel_category
+    from (
+        select trace_id, launcher_event_idx, kernel_category, sum(dur_us) as category_time_us
+        from kernels
+        group by all
+    )
+    group by trace_id, launcher_event_idx
+),
+
 launcher_intervals as (
     select trace_id, launcher_event_idx, ts_us as start_us, end_us from kernels
 ),
@@ -66,7 +82,14 @@ final as (
         direct_time.launcher_event_idx,
         host_ops.name,
         host_ops.category = 'cpu_op' as is_cpu_op,
-        {{ op_category('op_categories.category', 'host_ops.name', 'kernel_lists.first_kernel_name') }} as op_category,
+        case
+            -- a compiled region that launches kernels itself (no aten op between): its kernels' category
+            when op_categories.category is null and compiled_categories.compiled_op_category is not null
+                and regexp_matches(host_ops.name, '{{ var("compiled_region_pattern") }}')
+                then case when host_ops.is_backward then replace(compiled_categories.compiled_op_category, '_fwd', '_bwd')
+                          else compiled_categories.compiled_op_category end
+            else {{ op_category('op_categories.category', 'host_ops.name', 'kernel_lists.first_kernel_name') }}
+        end as op_category,
         host_ops.ts_us,
         host_ops.dur_us,
         host_ops.pid,
@@ -97,6 +120,10 @@ final as (
         on direct_time.trace_id = host_ops.trace_id
         and direct_time.launcher_event_idx = host_ops.event_idx
     left join op_categories on host_ops.name = op_categories.op_name
+    left join dominant_kernel_categories
+        on direct_time.trace_id = dominant_kernel_categories.trace_id
+        and direct_time.launcher_event_idx = dominant_kernel_categories.launcher_event_idx
+    left join compiled_categories on dominant_kernel_categories.kernel_category = compiled_categories.kernel_category
     left join subtree_time
         on direct_time.trace_id = subtree_time.trace_id
         and direct_time.launcher_event_idx = subtree_time.op_id

@@ -37,6 +37,16 @@ op_categories as (
     select * from {{ ref('op_categories') }}
 ),
 
+launchers as (
+    select trace_id, launcher_event_idx, op_category from {{ ref('int_kernel_launchers') }}
+    where {{ is_new_trace() }}
+),
+
+compiled_categories as (
+    select category as kernel_category, compiled_op_category from {{ ref('agent_categories') }}
+    where category_kind = 'kernel' and coalesce(compiled_op_category, '') <> ''
+),
+
 ops_under_op_rows as materialized (
     -- every cpu op in an op row's subtree. Joined on its own: with op_rows read from a table that
     -- holds only a small trace's rows until this update commits, DuckDB's join order put op_rows
@@ -78,7 +88,12 @@ ops as (
         host_ops.name,
         false as is_synthetic,
         op_rows.is_modelled_op,
-        {{ op_category('op_categories.category', 'host_ops.name', 'first_kernels.first_kernel_name') }} as op_category,
+        case
+            -- a compiled region launching kernels itself: the category int_kernel_launchers gave it
+            when op_categories.category is null and regexp_matches(host_ops.name, '{{ var("compiled_region_pattern") }}')
+                and launchers.op_category is not null then launchers.op_category
+            else {{ op_category('op_categories.category', 'host_ops.name', 'first_kernels.first_kernel_name') }}
+        end as op_category,
         host_ops.pid,
         host_ops.tid,
         host_ops.dur_us as duration_us,
@@ -100,6 +115,9 @@ ops as (
         on op_rows.trace_id = first_kernels.trace_id
         and op_rows.op_id = first_kernels.op_id
     left join op_categories on host_ops.name = op_categories.op_name
+    left join launchers
+        on op_rows.trace_id = launchers.trace_id
+        and op_rows.op_id = launchers.launcher_event_idx
 ),
 
 synthetic as (
@@ -110,7 +128,14 @@ synthetic as (
         coalesce(parent_op.name, kernels.launch_name) || '->' || kernels.name || ' (Synthetic Op)' as name,
         true as is_synthetic,
         false as is_modelled_op,
-        {{ op_category('null', "coalesce(parent_op.name, kernels.launch_name) || '->' || kernels.name", 'kernels.name') }} as op_category,
+        case
+            -- a kernel a compiled region launched itself takes its own kernel category's op category
+            when regexp_matches(coalesce(parent_op.name, ''), '{{ var("compiled_region_pattern") }}')
+                and compiled_categories.compiled_op_category is not null
+                then case when parent_op.is_backward then replace(compiled_categories.compiled_op_category, '_fwd', '_bwd')
+                          else compiled_categories.compiled_op_category end
+            else {{ op_category('null', "coalesce(parent_op.name, kernels.launch_name) || '->' || kernels.name", 'kernels.name') }}
+        end as op_category,
         coalesce(parent_op.pid, launch.pid) as pid,
         coalesce(parent_op.tid, launch.tid) as tid,
         coalesce(parent_op.dur_us, launch.dur_us) as duration_us,
@@ -128,6 +153,7 @@ synthetic as (
     left join host_ops as launch
         on kernels.trace_id = launch.trace_id
         and kernels.launch_event_idx = launch.event_idx
+    left join compiled_categories on kernels.kernel_category = compiled_categories.kernel_category
     where not exists (
         select 1 from covered_kernels
         where covered_kernels.trace_id = kernels.trace_id

@@ -29,7 +29,6 @@ SMALL_FINDING_HIGH_PERCENT = 5.0
 FUSED_ATTENTION_MIN_EFFICIENCY = 0.10
 # TraceLens inference CSVs vs the report's per-category shares: points of tolerance
 CATEGORY_SHARE_TOLERANCE = 5.0
-CAPTURE_XFAIL = pytest.mark.xfail(strict=True, reason="capture-folder merge: issue 14")
 
 ROTARY = re.compile(r"rotary|\brope\b", re.I)
 CAUSAL_MASK_ADVICE = re.compile(r"causal[ -]mask", re.I)
@@ -533,8 +532,6 @@ def test_b200_moe_is_analyzed_as_moe(expert_reports) -> None:
     assert not [f for f in report.findings if f["agent"] == "generic" and re.search(r"moe", f["title"], re.I)]
 
 
-@pytest.mark.xfail(strict=True, reason="an MoE perf model for fused serving-engine MoE ops (top-k, expert sizes): "
-                                       "issue 14 (inference perf models)")
 def test_b200_moe_has_a_perf_model(expert_reports) -> None:
     moe = [f for f in expert_reports[B200].findings if f["agent"] == "moe"]
     assert moe and all(f["estimate_method"] != "heuristic" for f in moe), [_brief(f) for f in moe]
@@ -614,7 +611,6 @@ def test_sglang_never_says_every_category_is_within_target_bounds(expert_reports
     assert not re.search(r"within (?:its|their) target bounds", _prose(report), re.I)
 
 
-@CAPTURE_XFAIL
 @pytest.mark.parametrize("relative", [VLLM, SGLANG])
 def test_capture_folder_report_says_it_used_the_capture(capture_reports, relative: str) -> None:
     report = capture_reports[relative]
@@ -625,7 +621,6 @@ def test_capture_folder_report_says_it_used_the_capture(capture_reports, relativ
     assert re.search(r"\bdecode\b", head, re.I), "decode phase not stated"
 
 
-@CAPTURE_XFAIL
 @pytest.mark.parametrize("relative", [VLLM, SGLANG])
 def test_capture_folder_categories_match_the_inference_csvs(capture_reports, relative: str) -> None:
     shares = _category_shares(capture_reports[relative])
@@ -634,13 +629,11 @@ def test_capture_folder_categories_match_the_inference_csvs(capture_reports, rel
     assert shares.get("generic", 0.0) < 10.0, f"'other' still holds {shares.get('generic', 0.0):.1f} % of kernel time"
 
 
-@CAPTURE_XFAIL
 def test_vllm_capture_leads_with_moe_and_a_perf_model(capture_reports) -> None:
     top = _top(capture_reports[VLLM])
     assert top["agent"] == "moe" and top["estimate_method"] == "quantified", _brief(top)
 
 
-@CAPTURE_XFAIL
 def test_sglang_capture_leads_with_gemm_and_decode_attention_at_batch_32(capture_reports) -> None:
     report = capture_reports[SGLANG]
     top3 = _by_rank(report)[:3]
