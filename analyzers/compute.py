@@ -1063,7 +1063,10 @@ def build_finding(rank: int, group: OpGroup, agent: ComputeAgent, data: AgentDat
     ctx = data.ctx
     advice = agent.advise(group, data)
     title = group_title(group)
-    insight = " ".join(s for s in (lead_insight(group, agent.noun), relabel_sentence(group.relabelled, agent.noun, len(group.members)), advice.insight) if s)
+    # the agent that owns the rest calls a group of a named category (RoPE_fwd, MoE_aux, ...) by it
+    category = group.dominant.op_category
+    noun = category if agent.owns_the_rest and category not in ("", "other") else agent.noun
+    insight = " ".join(s for s in (lead_insight(group, noun), relabel_sentence(group.relabelled, agent.noun, len(group.members)), advice.insight) if s)
     confidence, reasons = finding_confidence(group, ctx)
     modules = next((chain for op in group.members if (chain := [m for m in op.module_chain if m != "root"])), [])
     layer = " > ".join(modules[-3:]) if modules else "outside every nn.Module (or no module information in the trace)"

@@ -80,7 +80,9 @@ class HostFrame(BaseModel):
 class CpuIdleMetrics(BaseModel):
     idle_flagged: bool
     idle_threshold_percent: float
-    total_time_ms: float
+    total_time_ms: float  # the measured timeline
+    analysis_window_ms: float  # E2E of every "% of E2E": the timeline less the window-edge idle
+    window_edge_excluded: bool
     busy_time_ms: float
     busy_time_percent: float
     gpu_share_tiny: bool  # trace_quality gpu_busy_share warns: a harness or micro-benchmark, not a workload
@@ -252,7 +254,9 @@ def _gap_table(metrics: CpuIdleMetrics) -> str:
     for name, stats in metrics.gaps_by_class.items():
         if stats.gap_count == 0:
             continue
-        lines.append(f"| {name} | {stats.gap_count} | {stats.idle_time_ms:.3f} | {stats.idle_percent_of_e2e:.1f} | "
+        # window-edge idle is outside the analysis window E2E is measured over
+        share = "outside E2E" if name == "window_edge" and metrics.window_edge_excluded else f"{stats.idle_percent_of_e2e:.1f}"
+        lines.append(f"| {name} | {stats.gap_count} | {stats.idle_time_ms:.3f} | {share} | "
                      f"{stats.recoverable_time_ms:.3f} | {stats.median_gap_us or 0:.1f} | "
                      f"{stats.median_launch_lead_us or 0:.1f} |")
     return "\n".join(lines)
@@ -301,6 +305,8 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
         idle_flagged=idle_percent > settings.IDLE_PERCENT_MAX,
         idle_threshold_percent=settings.IDLE_PERCENT_MAX,
         total_time_ms=_round(e2e_ms, 4),
+        analysis_window_ms=_round(ctx.e2e_time_ms, 4),
+        window_edge_excluded=abs(ctx.e2e_time_ms - e2e_ms) > 1e-9,
         busy_time_ms=_round(tl["busy_time_ms"], 4),
         busy_time_percent=_round(busy_percent),
         gpu_share_tiny=ctx.quality_verdicts.get("gpu_busy_share") in ("warn", "fail"),
@@ -319,7 +325,8 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
         median_gap_us=_round(summary["median_gap_us"]),
         p90_gap_us=_round(summary["p90_gap_us"]),
         max_gap_us=_round(summary["max_gap_us"]),
-        gaps_by_class={name: _class_stats(classes.get(name), e2e_ms) for name in GAP_CLASSES},
+        # % of E2E as every finding's: the analysis window (the timeline less the window-edge idle)
+        gaps_by_class={name: _class_stats(classes.get(name), ctx.e2e_time_ms) for name in GAP_CLASSES},
         gaps_by_reason=[GapReasonStats(gap_class=r["gap_class"], reason=r["reason"], gap_count=int(r["gap_count"]),
                                        idle_time_ms=_round(r["idle_time_ms"], 4),
                                        median_launch_lead_us=_round(r["median_launch_lead_us"]))
@@ -628,7 +635,7 @@ def _window_edge(m, ctx, claims, common, evidence_sql, data_table) -> Finding | 
         return None
     confidence = confidence_from_quality("medium", ctx.quality_verdicts, ("linked_gpu_time_share",))
     insight = (
-        f"{edge.idle_time_ms:.2f} ms of the {m.idle_time_ms:.2f} ms idle time ({edge.idle_percent_of_e2e:.1f} % of "
+        f"{edge.idle_time_ms:.2f} ms of the {m.idle_time_ms:.2f} ms idle time ({100.0 * edge.idle_time_ms / m.total_time_ms:.1f} % of "
         f"the measured {m.total_time_ms:.2f} ms timeline) is in {_plural(edge.gap_count, 'gap')} at the start or end "
         f"of the profile window, outside the steady-state GPU work; nothing is claimed for it, and the report's "
         f"impacts are % of the {ctx.e2e_time_ms:.2f} ms analysis window without it."

@@ -18,10 +18,10 @@ DISPLAY_NAME = "Other ops"
 # ---- names and patterns this agent matches on (thresholds are in analyzers/settings.py) ----
 KIND_RULES = (  # first match on the lower-cased op name (TraceLens generic-op spec keyword table, extended)
     ("optimizer", ("_foreach_", "multi_tensor", "fused_adam", "fused_sgd")),
+    ("rope", ("rotary", "rope")),  # before "embedding": rotary_embedding is a RoPE, not a lookup
     ("embedding", ("embedding",)),
     ("index", ("index_select", "index", "gather", "scatter", "take", "masked_select", "nonzero")),
     ("concat", ("cat", "stack", "split", "chunk", "narrow", "pad")),
-    ("rope", ("rotary", "rope")),
     ("pooling", ("max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool")),
     ("sort", ("sort", "topk", "argsort", "unique")),
     ("loss", ("cross_entropy", "nll_loss", "mse_loss")),

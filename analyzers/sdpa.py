@@ -101,6 +101,13 @@ def _kv_cache_percent(ops: list[OpRecord]) -> float | None:
     return 100.0 * cache / total if total > 0 and cache > 0 else None
 
 
+def _decode_tokens_per_sequence(phases) -> float | None:
+    """Decode query tokens per request of the decode steps (phases mart), when the op's shapes do
+    not show them (paged attention takes the queries of every request in one flat tensor)."""
+    steps = [s for s in phases.steps if s.phase == "decode" and s.decode_tokens and s.batch_size]
+    return max(s.decode_tokens / s.batch_size for s in steps) if steps else None
+
+
 def advise(group: OpGroup, data: AgentData) -> Advice:
     dominant = group.dominant
     kind = dominant.kind
@@ -160,8 +167,11 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
         tune_block = kv is not None and kv > settings.KV_CACHE_WRITE_PERCENT_MAX
         block_text = "; the KV-cache write share is high, so tune the KV block size (16/32/64)" if tune_block else ""
         if decode:
+            per_sequence = n_q if n_q is not None else _decode_tokens_per_sequence(data.ctx.phases)
+            tokens_text = (f"{per_sequence:g} query token(s) per sequence" if per_sequence is not None
+                           else "few query tokens per sequence")
             return Advice(
-                insight=f"Decode attention: {n_q} query token(s) per sequence.{kv_text}",
+                insight=f"Decode attention: {tokens_text}.{kv_text}",
                 action=("Batch more decode requests per step (larger decode batch) so each KV-cache read serves more "
                         f"queries{block_text}."),
                 reasoning=("Decode attention reads the whole KV cache for one or a few query tokens, so it is bound by "

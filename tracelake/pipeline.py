@@ -530,7 +530,7 @@ def _report_inputs(db: duckdb.DuckDBPyConnection, trace: Path, trace_id: str, pl
                    platform_spec: dict[str, Any], mode: str, mode_reason: str, gpu: GpuUtilization,
                    gate: QualityGate, priority: Any, results: list[AgentResult], model_info: Any,
                    warnings: list[str]) -> dict[str, Any]:
-    top_operations = (trace_overview.top_operations(db, trace_id, platform, gpu.total_time_ms)
+    top_operations = (trace_overview.top_operations(db, trace_id, platform, priority.e2e_time_ms)
                       if gate.gpu_events_present else trace_overview.top_cpu_operations(db, trace_id))
     ranked = [f for f in priority.findings if f.impact_score is not None]
     top_category = ranked[0].category if ranked else (top_operations[0]["category"] if top_operations else "n/a")
