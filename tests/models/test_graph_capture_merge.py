@@ -189,3 +189,17 @@ def test_an_empty_capture_folder_is_refused(tmp_path: Path) -> None:
     folder.mkdir()
     result = run_cli("analyze", str(SGLANG), "--capture-folder", str(folder), "--warehouse", str(tmp_path / "wh"))
     assert result.returncode != 0 and "holds no .json or .json.gz trace files" in result.stderr
+
+
+def test_capture_folder2_merges_the_compare_trace(tmp_path: Path) -> None:
+    """--capture-folder2 does for the --compare trace what --capture-folder does for trace 1."""
+    from tracelake.pipeline import AnalyzeOptions, run_analysis  # noqa: PLC0415 - the pipeline only here
+
+    options = AnalyzeOptions(jobs=2, compare=SGLANG, capture_folder=CAPTURE_FOLDER[VLLM],
+                             capture_folder2=CAPTURE_FOLDER[SGLANG], out_dir=tmp_path / "out")
+    outcome = run_analysis(VLLM, Warehouse(tmp_path / "wh"), options)
+    for name, trace in (("trace_quality.json", VLLM), ("trace2_quality.json", SGLANG)):
+        gate = json.loads((outcome.out_dir / "metadata" / name).read_text())
+        replay = next(c for c in gate["checks"] if c["check_name"] == "graph_replay")
+        assert replay["verdict"] == "info" and f"{REPLAYED_EVENTS[trace]} of {REPLAYED_EVENTS[trace]}" in replay["detail"]
+        assert gate["graph_replay_without_capture"] is False
