@@ -11,3 +11,15 @@
         else 'other'
     end
 {%- endmacro %}
+
+{#- The op category of a compiled region (var compiled_region_pattern) that launches kernels
+    itself: the `compiled_op_category` (agent_categories seed) of its kernels' category, `_bwd` for
+    a backward region; null for any other op, or kernels the seed gives no op category. -#}
+{% macro compiled_region_category(op_name, is_backward, compiled_op_category) -%}
+    case
+        when regexp_matches(coalesce({{ op_name }}, ''), '{{ var("compiled_region_pattern") }}')
+            and {{ compiled_op_category }} is not null
+            then case when {{ is_backward }} then replace({{ compiled_op_category }}, '_fwd', '_bwd')
+                      else {{ compiled_op_category }} end
+    end
+{%- endmacro %}

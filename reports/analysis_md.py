@@ -479,9 +479,9 @@ def _analysis_window_sentence(inputs: ReportInputs, gpu1: dict) -> str:
     measured, window = _finite(gpu1.get("total_time_ms")), _finite(inputs.priority.e2e_time_ms)
     if not measured or not window or abs(measured - window) < 1e-9:
         return ""
-    return (f"{fmt_ms(measured - window)} ms of that is idle at the profile window's edges, before the first or after "
-            f"the last step's GPU work, so every impact below is a % of the {fmt_ms(window)} ms analysis window "
-            f"without it (E2E).")
+    return (f"{fmt_ms(measured - window)} ms of that is idle at the profile window's edges (a first or last gap "
+            f"of the timeline long enough to be host set-up, not a step), so every impact below is a % of the "
+            f"{fmt_ms(window)} ms analysis window without it (E2E).")
 
 
 def _capture_merge_sentence(inputs: ReportInputs) -> str:

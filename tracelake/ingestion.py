@@ -171,9 +171,9 @@ def _capture_tags(links: dict[Path, list[CaptureFile]], ids: dict[Path, str]) ->
     """The tags that record each replay trace's capture traces, and each capture's batch size and mode."""
     path_tags: dict[Path, dict[str, str]] = {}
     for replay, captures in links.items():
-        path_tags.setdefault(replay, {})[REPLAY_TAG] = ",".join(sorted({ids[c.path] for c in captures}))
+        path_tags.setdefault(replay.resolve(), {})[REPLAY_TAG] = ",".join(sorted({ids[c.path.resolve()] for c in captures}))
         for capture in captures:
-            path_tags.setdefault(capture.path, {}).update(capture.tags())
+            path_tags.setdefault(capture.path.resolve(), {}).update(capture.tags())
     return path_tags
 
 
@@ -214,7 +214,7 @@ def ingest_paths(
             pre_read, sha256 = None, prefetched[1] if prefetched else file_sha256(candidate.path)
         del prefetched
         trace_id = trace_id_from_sha256(sha256)
-        ids[candidate.path] = trace_id
+        ids[candidate.path.resolve()] = trace_id  # resolved: a capture may be named by another spelling
         if trace_id in known or trace_id in pending:
             outcome = TraceOutcome(candidate.path, trace_id, "known", message="already ingested")
             report.outcomes.append(outcome)
@@ -223,19 +223,22 @@ def ingest_paths(
         pending[trace_id] = _Candidate(candidate.path, candidate.from_folder, sha256, pre_read)
 
     path_tags = _capture_tags(links, ids)
-    tags_of = {trace_id: {**tags, **path_tags.get(c.path, {})} for trace_id, c in pending.items()}
+    tags_of = {trace_id: {**tags, **path_tags.get(c.path.resolve(), {})} for trace_id, c in pending.items()}
     # the replays' capture traces join every model update of the replay: the update reads only its
     # traces' partitions
-    linked = {ids[replay]: {ids[c.path] for c in caps} for replay, caps in links.items()}
+    linked = {ids[replay.resolve()]: {ids[c.path.resolve()] for c in caps} for replay, caps in links.items()}
+    replays_of = {capture: {r for r, caps in linked.items() if capture in caps} for caps in linked.values() for capture in caps}
     remodel: set[str] = set()
     retagged = [o for o in report.outcomes if o.status == "known" and o.trace_id in known]
     with warehouse.write_lock() if retagged and (tags or path_tags) else ExitStack():
         for outcome in retagged:
-            wanted = {**tags, **path_tags.get(outcome.path, {})}
+            wanted = {**tags, **path_tags.get(outcome.path.resolve(), {})}
             if wanted and warehouse.retag(outcome.trace_id or "", wanted):
                 outcome.message = "already ingested; tags updated"
-                if REPLAY_TAG in path_tags.get(outcome.path, {}):
+                if REPLAY_TAG in wanted:
                     remodel.add(outcome.trace_id or "")
+                # a capture's new batch size or mode changes which capture its replays map to
+                remodel |= replays_of.get(outcome.trace_id or "", set())
     interrupted: set[str] = set()
     opener = _WarehouseOpener(warehouse)
     try:

@@ -204,7 +204,7 @@ def _quality_gate(db: duckdb.DuckDBPyConnection, trace_id: str, capture_folder: 
         skipped.append("per-op attribution inside GPU graph replays: no capture traces were given (--capture-folder), "
                        "so replayed kernels are attributed to the graph launch")
     elif graph_without_capture and replay is not None:
-        skipped.append(f"per-op attribution of part of the GPU graph replays: {replay.detail}")
+        skipped.append(f"per-op attribution of the GPU graph replays the capture traces do not match: {replay.detail}")
     return QualityGate(
         checks=checks, gpu_events_present=gpu_present, cpu_ops_present=cpu_present,
         graph_replay_without_capture=graph_without_capture, run_system_tier=gpu_present,

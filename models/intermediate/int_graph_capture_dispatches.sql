@@ -80,6 +80,8 @@ final as (
         capture_roots.root_ordinal,
         capture_roots.start_us as root_start_us,
         capture_roots.end_us as root_end_us,
+        capture_roots.pid as root_pid,
+        capture_roots.tid as root_tid,
         count(*) over (partition by capture_roots.trace_id, capture_roots.root_ordinal) as root_dispatch_count,
         row_number() over (
             partition by capture_roots.trace_id, capture_roots.root_ordinal

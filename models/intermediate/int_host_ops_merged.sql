@@ -28,7 +28,9 @@ grafted_roots as (
         kernel_map.capture_trace_id,
         kernel_map.graft_offset,
         dispatches.root_start_us,
-        dispatches.root_end_us
+        dispatches.root_end_us,
+        dispatches.root_pid,
+        dispatches.root_tid
     from kernel_map
     inner join dispatches
         on kernel_map.capture_trace_id = dispatches.capture_trace_id
@@ -41,9 +43,13 @@ graph_launches as (
     where (trace_id, event_idx) in (select (trace_id, graph_launch_event_idx) from grafted_roots)
 ),
 
+dispatch_ids as (
+    select distinct capture_trace_id, dispatch_event_idx from dispatches
+),
+
 captured_events as (
-    -- the capture root's ops and its GPU-work dispatches (python frames are not grafted: each op
-    -- already carries its module chain)
+    -- the capture root's ops and its GPU-work dispatches, on the capturing thread (python frames are
+    -- not grafted: each op already carries its module chain)
     select
         grafted_roots.trace_id as replay_trace_id,
         grafted_roots.graph_launch_event_idx,
@@ -54,10 +60,14 @@ captured_events as (
     from grafted_roots
     inner join host_ops
         on grafted_roots.capture_trace_id = host_ops.trace_id
+        and grafted_roots.root_pid = host_ops.pid
+        and grafted_roots.root_tid = host_ops.tid
         and host_ops.ts_us >= grafted_roots.root_start_us
         and host_ops.end_us <= grafted_roots.root_end_us
-    where host_ops.category = 'cpu_op'
-        or (host_ops.category in ('cuda_runtime', 'cuda_driver') and host_ops.launcher_op_idx is not null)
+    left join dispatch_ids
+        on host_ops.trace_id = dispatch_ids.capture_trace_id
+        and host_ops.event_idx = dispatch_ids.dispatch_event_idx
+    where host_ops.category = 'cpu_op' or dispatch_ids.dispatch_event_idx is not null
 ),
 
 captured_ids as (
@@ -92,7 +102,8 @@ grafted as (
              then captured_events.cpu_parent_idx + captured_events.graft_offset end as cpu_parent_idx,
         captured_events.cpu_depth,
         captured_events.is_cpu_root or cpu_parent_ids.event_idx is null as is_cpu_root,
-        captured_events.launcher_op_idx + captured_events.graft_offset as launcher_op_idx,
+        case when launcher_ids.event_idx is not null
+             then captured_events.launcher_op_idx + captured_events.graft_offset end as launcher_op_idx,
         captured_events.is_backward,
         captured_events.module_chain,
         captured_events.trace_id as graph_capture_trace_id,
@@ -107,6 +118,9 @@ grafted as (
     left join captured_ids as cpu_parent_ids
         on captured_events.trace_id = cpu_parent_ids.trace_id
         and captured_events.cpu_parent_idx = cpu_parent_ids.event_idx
+    left join captured_ids as launcher_ids
+        on captured_events.trace_id = launcher_ids.trace_id
+        and captured_events.launcher_op_idx = launcher_ids.event_idx
 ),
 
 own as (

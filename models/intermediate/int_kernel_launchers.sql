@@ -82,14 +82,13 @@ final as (
         direct_time.launcher_event_idx,
         host_ops.name,
         host_ops.category = 'cpu_op' as is_cpu_op,
-        case
-            -- a compiled region that launches kernels itself (no aten op between): its kernels' category
-            when op_categories.category is null and compiled_categories.compiled_op_category is not null
-                and regexp_matches(host_ops.name, '{{ var("compiled_region_pattern") }}')
-                then case when host_ops.is_backward then replace(compiled_categories.compiled_op_category, '_fwd', '_bwd')
-                          else compiled_categories.compiled_op_category end
-            else {{ op_category('op_categories.category', 'host_ops.name', 'kernel_lists.first_kernel_name') }}
-        end as op_category,
+        -- a compiled region that launches kernels itself (no aten op between): its kernels' category
+        coalesce(
+            case when op_categories.category is null then
+                {{ compiled_region_category('host_ops.name', 'host_ops.is_backward', 'compiled_categories.compiled_op_category') }}
+            end,
+            {{ op_category('op_categories.category', 'host_ops.name', 'kernel_lists.first_kernel_name') }}
+        ) as op_category,
         host_ops.ts_us,
         host_ops.dur_us,
         host_ops.pid,

@@ -491,7 +491,9 @@ rotary_sizes as (
     -- (vLLM _C / SGLang sgl_kernel signature): query and key are rotated in place
     select
         *,
-        {{ list_prod('dims[2]') }} + {{ list_prod('dims[3]') }} as elements
+        -- the key is optional (None: no dims), and the product over no dims would count 1 element
+        {{ list_prod('dims[2]') }} + case when len(dims) >= 3 and len(dims[3]) > 0 then {{ list_prod('dims[3]') }} else 0 end
+            as elements
     from parsed
     where perf_family = 'RoPE'
 ),

@@ -13,7 +13,10 @@ profiler_steps as (
 ),
 
 kernels as (
-    select trace_id, event_idx, ts_us, end_us, launch_event_idx, is_graph_launch
+    -- a kernel a graph replayed counts at its replay's graph launch (a captured launch the merge
+    -- mapped it to is timed at that launch too)
+    select trace_id, event_idx, ts_us, end_us,
+        coalesce(graph_launch_event_idx, launch_event_idx) as launch_event_idx, is_graph_launch
     from {{ ref('kernels') }}
     where is_linked
 ),

@@ -128,14 +128,11 @@ synthetic as (
         coalesce(parent_op.name, kernels.launch_name) || '->' || kernels.name || ' (Synthetic Op)' as name,
         true as is_synthetic,
         false as is_modelled_op,
-        case
-            -- a kernel a compiled region launched itself takes its own kernel category's op category
-            when regexp_matches(coalesce(parent_op.name, ''), '{{ var("compiled_region_pattern") }}')
-                and compiled_categories.compiled_op_category is not null
-                then case when parent_op.is_backward then replace(compiled_categories.compiled_op_category, '_fwd', '_bwd')
-                          else compiled_categories.compiled_op_category end
-            else {{ op_category('null', "coalesce(parent_op.name, kernels.launch_name) || '->' || kernels.name", 'kernels.name') }}
-        end as op_category,
+        -- a kernel a compiled region launched itself takes its own kernel category's op category
+        coalesce(
+            {{ compiled_region_category('parent_op.name', 'parent_op.is_backward', 'compiled_categories.compiled_op_category') }},
+            {{ op_category('null', "coalesce(parent_op.name, kernels.launch_name) || '->' || kernels.name", 'kernels.name') }}
+        ) as op_category,
         coalesce(parent_op.pid, launch.pid) as pid,
         coalesce(parent_op.tid, launch.tid) as tid,
         coalesce(parent_op.dur_us, launch.dur_us) as duration_us,

@@ -25,7 +25,10 @@ with recursive merged_intervals as (
 ),
 
 kernels as (
-    select trace_id, event_idx, ts_us, end_us, is_graph_launch, launch_event_idx, stream, is_comm
+    -- the replay's own launch for a kernel a graph replayed (the captured launch the merge maps it
+    -- to is not a host event of this timeline)
+    select trace_id, event_idx, ts_us, end_us, is_graph_launch,
+        coalesce(graph_launch_event_idx, launch_event_idx) as launch_event_idx, stream, is_comm
     from {{ ref('kernels') }}
     where is_linked and {{ is_new_trace() }}
 ),

@@ -4,11 +4,12 @@
 
     1. The capture traces of a replay trace are the ones its `graph_capture_trace_ids` lists.
     2. Each graph launch takes one capture root (a captured graph): a capture with one root serves
-       every launch; a capture with several roots (PIECEWISE) gives the n-th launch of the trace its
+       every launch; a capture with several roots (PIECEWISE) gives the n-th launch of a step its
        n-th root. Among the captures, a launch prefers a root with exactly as many dispatches as
        the launch ran GPU events, then the smallest captured batch size at least the step's batch
-       size (from the step annotation enclosing the launch: `execute_<bs>_...`, `bs=<bs>`), then a
-       FULL capture for a step with one launch and PIECEWISE otherwise.
+       size (from the step annotation enclosing the launch: `execute_<bs>_...`, `bs=<bs>`; when no
+       capture is that large, the largest), then a FULL capture for a step with one launch and
+       PIECEWISE otherwise.
     3. Within a launch, the n-th GPU event with a kernel name (memcpy / memset: the n-th copy of
        that kind) maps to the n-th dispatch of the root with the same name. When the counts agree
        and every name matches in order, that is a positional match (`position`); otherwise only
@@ -117,9 +118,13 @@ launch_steps as (
 ),
 
 launch_steps_counted as (
+    -- a launch outside every step annotation is a step of its own
     select
         *,
-        count(*) over (partition by trace_id, step_start_us) as launches_in_step
+        count(*) over (partition by trace_id, coalesce(step_start_us, -graph_launch_event_idx)) as launches_in_step,
+        row_number() over (
+            partition by trace_id, coalesce(step_start_us, -graph_launch_event_idx) order by ts_us, graph_launch_event_idx
+        ) as ordinal_in_step
     from launch_steps
 ),
 
@@ -174,7 +179,8 @@ candidate_roots as (
     inner join captures on launch_steps_counted.trace_id = captures.trace_id
     inner join capture_roots
         on captures.capture_trace_id = capture_roots.capture_trace_id
-        and (capture_roots.capture_root_count = 1 or capture_roots.root_ordinal = launch_steps_counted.launch_ordinal)
+        -- a PIECEWISE capture's n-th root is the step's n-th graph
+        and (capture_roots.capture_root_count = 1 or capture_roots.root_ordinal = launch_steps_counted.ordinal_in_step)
     inner join launch_kernel_counts
         on launch_steps_counted.trace_id = launch_kernel_counts.trace_id
         and launch_steps_counted.graph_launch_event_idx = launch_kernel_counts.graph_launch_event_idx
@@ -185,7 +191,9 @@ chosen_roots as (
     from candidate_roots
     qualify row_number() over (
         partition by trace_id, graph_launch_event_idx
-        order by counts_agree desc, batch_fits desc, batch_size, mode_fits desc, capture_trace_id, root_ordinal
+        -- the smallest capture at least the step's batch; when none is, the largest below it
+        order by counts_agree desc, batch_fits desc, case when batch_fits then batch_size else -batch_size end,
+            mode_fits desc, capture_trace_id, root_ordinal
     ) = 1
 ),
 
@@ -206,6 +214,7 @@ matched as (
         dispatches.dispatch_name,
         dispatches.launcher_op_idx as capture_launcher_op_idx,
         chosen_roots.counts_agree,
+        replayed_keyed.launch_kernel_count,
         dispatches.dispatch_ordinal = replayed_keyed.kernel_ordinal as same_position
     from replayed_keyed
     inner join chosen_roots
@@ -235,6 +244,7 @@ final as (
         dispatch_name,
         capture_launcher_op_idx,
         case when bool_and(counts_agree and same_position) over (partition by trace_id, graph_launch_event_idx)
+                  and count(*) over (partition by trace_id, graph_launch_event_idx) = launch_kernel_count
              then 'position' else 'name_order' end as match_method,
         launch_ordinal * {{ var('graph_capture_graft_stride') }} as graft_offset
     from matched

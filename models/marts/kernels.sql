@@ -67,9 +67,11 @@ final as (
         coalesce(launches.is_graph_launch, false) as is_graph_launch,
         case when coalesce(launches.is_graph_launch, false) then launches.launch_event_idx end as graph_launch_event_idx,
         kernel_map.capture_trace_id,
-        coalesce(captured.launcher_op_idx, launches.launcher_op_idx) as cpu_op_id,
+        case when captured.event_idx is not null then captured.launcher_op_idx
+             else launches.launcher_op_idx end as cpu_op_id,
         cpu_ops.name as cpu_op_name,
-        coalesce(captured.cpu_parent_idx, launches.enclosing_cpu_op_idx) as enclosing_cpu_op_id,
+        case when captured.event_idx is not null then captured.cpu_parent_idx
+             else launches.enclosing_cpu_op_idx end as enclosing_cpu_op_id,
         coalesce(captured.launcher_op_idx, captured.event_idx, launches.launcher_op_idx, launches.launch_event_idx)
             as launcher_event_idx
     from gpu_ops
@@ -85,7 +87,8 @@ final as (
     left join kernel_classes on gpu_ops.name = kernel_classes.name
     left join cpu_ops
         on gpu_ops.trace_id = cpu_ops.trace_id
-        and coalesce(captured.launcher_op_idx, launches.launcher_op_idx) = cpu_ops.event_idx
+        and case when captured.event_idx is not null then captured.launcher_op_idx
+                 else launches.launcher_op_idx end = cpu_ops.event_idx
 )
 
 select * from final

@@ -19,7 +19,9 @@ call_events as (
 ),
 
 kernels as (
-    select * from {{ ref('kernels') }}
+    -- a replayed kernel counts where its graph launch was issued (the module frames are the replay's)
+    select * replace (coalesce(graph_launch_event_idx, launch_event_idx) as launch_event_idx)
+    from {{ ref('kernels') }}
     where is_linked and {{ is_new_trace() }}
 ),
 

@@ -10,7 +10,8 @@ with steps as (
 ),
 
 kernels as (
-    select trace_id, event_idx, ts_us, end_us, launch_event_idx
+    -- a replayed kernel is launched by its replay's graph launch
+    select trace_id, event_idx, ts_us, end_us, coalesce(graph_launch_event_idx, launch_event_idx) as launch_event_idx
     from {{ ref('kernels') }}
     where is_linked and {{ is_new_trace() }}
 ),

@@ -13,7 +13,9 @@ with annotations as (
 ),
 
 kernels as (
-    select * from {{ ref('kernels') }}
+    -- a replayed kernel was launched by its replay's graph launch
+    select * replace (coalesce(graph_launch_event_idx, launch_event_idx) as launch_event_idx)
+    from {{ ref('kernels') }}
     where is_linked and {{ is_new_trace() }}
 ),
 

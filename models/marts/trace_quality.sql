@@ -232,11 +232,16 @@ derived_checks as (
         0.0,
         case
             when host_stats.graph_launches = 0 then 'pass'
-            when gpu_stats.graph_merged_gpu_events = gpu_stats.graph_replayed_gpu_events then 'info'
+            when gpu_stats.graph_replayed_gpu_events > 0
+                and gpu_stats.graph_merged_gpu_events = gpu_stats.graph_replayed_gpu_events then 'info'
             else 'warn'
         end,
         case
             when host_stats.graph_launches = 0 then 'no GPU graph replay'
+            when gpu_stats.graph_merged_gpu_events = 0 and replay_files.graph_capture_trace_ids is not null
+                then host_stats.graph_launches || ' GPU graph launches and ' || len(replay_files.graph_capture_trace_ids)
+                    || ' capture trace(s) given, but no captured graph matches a replay (graph_kernel_map is empty): the '
+                    || gpu_stats.graph_replayed_gpu_events || ' replayed GPU events stay attributed to the graph launch'
             when gpu_stats.graph_merged_gpu_events = 0 then host_stats.graph_launches
                 || ' GPU graph launches: their kernels are attributed to the graph launch, not to ops; give the capture traces to attribute them'
             else host_stats.graph_launches || ' GPU graph launches merged with ' || gpu_stats.graph_capture_traces
@@ -247,6 +252,7 @@ derived_checks as (
         end
     from host_stats
     inner join gpu_stats on host_stats.trace_id = gpu_stats.trace_id
+    inner join trace_files as replay_files on host_stats.trace_id = replay_files.trace_id
 
     union all
 
@@ -390,6 +396,7 @@ derived_checks as (
     from host_stats
     inner join gpu_stats on host_stats.trace_id = gpu_stats.trace_id
     inner join trace_files on host_stats.trace_id = trace_files.trace_id
+    inner join trace_files as replay_files on host_stats.trace_id = replay_files.trace_id
 
     union all
 
