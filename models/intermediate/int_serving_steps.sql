@@ -12,27 +12,8 @@ profiler_steps as (
     select * from {{ ref('profiler_steps') }}
 ),
 
-kernels as (
-    -- a kernel a graph replayed counts at its replay's graph launch (a captured launch the merge
-    -- mapped it to is timed at that launch too)
-    select trace_id, event_idx, ts_us, end_us,
-        coalesce(graph_launch_event_idx, launch_event_idx) as launch_event_idx, is_graph_launch
-    from {{ ref('kernels') }}
-    where is_linked
-),
-
-launch_calls as (
-    select trace_id, event_idx, name, ts_us, end_us from {{ ref('stg_trace__host_ops') }}
-    where category in ('cuda_runtime', 'cuda_driver')
-),
-
 launched_kernels as (
-    select kernels.*, launch_calls.ts_us as launch_ts_us, launch_calls.end_us as launch_end_us,
-        launch_calls.name as launch_name
-    from kernels
-    inner join launch_calls
-        on kernels.trace_id = launch_calls.trace_id
-        and kernels.launch_event_idx = launch_calls.event_idx
+    select * from {{ ref('int_kernel_host_launches') }}
 ),
 
 annotation_islands as (

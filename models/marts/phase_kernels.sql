@@ -9,24 +9,9 @@ with steps as (
     where {{ is_new_trace() }}
 ),
 
-kernels as (
-    -- a replayed kernel is launched by its replay's graph launch
-    select trace_id, event_idx, ts_us, end_us, coalesce(graph_launch_event_idx, launch_event_idx) as launch_event_idx
-    from {{ ref('kernels') }}
-    where is_linked and {{ is_new_trace() }}
-),
-
-launch_calls as (
-    select trace_id, event_idx, ts_us from {{ ref('stg_trace__host_ops') }}
-    where {{ is_new_trace() }} and category in ('cuda_runtime', 'cuda_driver')
-),
-
 launched_kernels as (
-    select kernels.trace_id, kernels.event_idx, kernels.ts_us, kernels.end_us, launch_calls.ts_us as launch_ts_us
-    from kernels
-    inner join launch_calls
-        on kernels.trace_id = launch_calls.trace_id
-        and kernels.launch_event_idx = launch_calls.event_idx
+    select trace_id, event_idx, ts_us, end_us, launch_ts_us from {{ ref('int_kernel_host_launches') }}
+    where {{ is_new_trace() }}
 ),
 
 step_kernels as (
