@@ -321,11 +321,13 @@ def _module_facts(db: duckdb.DuckDBPyConnection, trace_id: str, facts: _Facts, s
             if module_class:
                 facts.module_instances[module_class] = int(instances)
                 facts.module_calls[module_class] = int(calls)
-        return
+    # the ops' own module chains add the classes no module frame of this trace shows: those of the
+    # ops a GPU-graph capture merge grafted in (the replay records no module frames for them)
     rows = _rows(db, _MODULE_CHAIN_SQL, trace_id)
-    if rows:
+    added = [(c, n) for c, n in rows if c and c not in facts.module_calls]
+    if added:
         sql.append(_inline(_MODULE_CHAIN_SQL, trace_id))
-        for module_class, calls in rows:
+        for module_class, calls in added:
             facts.module_calls[module_class] = int(calls)
 
 
