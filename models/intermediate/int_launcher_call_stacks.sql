@@ -3,7 +3,8 @@
     enclosing it, innermost first, with their instance suffix (`nn.Module: RMSNorm_3`); and its
     parent module, the innermost frame's class without the suffix (`nn.Module: RMSNorm`), `NA`
     outside every module. A grafted op (graph-capture merge) is looked up in its capture trace,
-    where it was recorded with its module frames. A view: the two `_by_module` op summaries read it. -#}
+    where it was recorded with its module frames. With the launcher's name, category, start and kernel times: the two `_by_module` op summaries
+    group it as it is. A view. -#}
 {{ config(materialized='view') }}
 
 with launchers as (
@@ -87,9 +88,17 @@ final as (
     select
         call_stacks.trace_id,
         call_stacks.launcher_event_idx,
+        launchers.name,
+        launchers.op_category,
+        launchers.ts_us,
+        launchers.direct_kernel_time_us,
+        launchers.subtree_kernel_time_us,
         coalesce('nn.Module: ' || innermost_frames.module_class, 'NA') as parent_module,
         call_stacks.call_stack
     from call_stacks
+    inner join launchers
+        on call_stacks.trace_id = launchers.trace_id
+        and call_stacks.launcher_event_idx = launchers.launcher_event_idx
     left join innermost_frames
         on call_stacks.trace_id = innermost_frames.trace_id
         and call_stacks.launcher_event_idx = innermost_frames.launcher_event_idx

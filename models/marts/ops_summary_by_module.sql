@@ -3,31 +3,9 @@
     every module), with the call stack of the group's first instance. -#}
 {{ config(materialized='incremental') }}
 
-with launchers as (
-    select * from {{ ref('int_kernel_launchers') }}
-    where {{ is_new_trace() }}
-),
-
-call_stacks as (
+with launchers_in_modules as (
     select * from {{ ref('int_launcher_call_stacks') }}
     where {{ is_new_trace() }}
-),
-
-launchers_in_modules as (
-    select
-        launchers.trace_id,
-        launchers.launcher_event_idx,
-        launchers.name,
-        launchers.op_category,
-        launchers.ts_us,
-        launchers.direct_kernel_time_us,
-        launchers.subtree_kernel_time_us,
-        call_stacks.parent_module,
-        call_stacks.call_stack
-    from launchers
-    inner join call_stacks
-        on launchers.trace_id = call_stacks.trace_id
-        and launchers.launcher_event_idx = call_stacks.launcher_event_idx
 ),
 
 per_name_and_module as (
