@@ -130,7 +130,7 @@ def test_a_killed_model_update_is_finished_by_the_next_command(with_first: Path,
     _assert_repaired(folder, reference)
 
 
-@pytest.mark.parametrize("point", ["dbt-build", "before-publish", "after-publish"])
+@pytest.mark.parametrize("point", ["plan-build", "before-publish", "after-publish"])
 def test_a_killed_first_build_is_finished_by_the_next_command(reference: dict[str, object], tmp_path: Path,
                                                               point: str) -> None:
     folder = tmp_path / "wh"

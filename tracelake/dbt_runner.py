@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,28 +76,63 @@ def parse_project(db_path: Path, work_dir: Path) -> Any:
     return run_dbt(db_path, work_dir, ["parse"])
 
 
-def run_dbt(db_path: Path, work_dir: Path, args: list[str], manifest: Any = None) -> Any:
+def parse_cache_path() -> Path:
+    """dbt's partial-parse file, shared by every warehouse built from this project version (its
+    name carries the project fingerprint, so an edited project gets its own)."""
+    cache_home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache_home) / "tracelake" / "dbt" / project_fingerprint()[:16] / "partial_parse.msgpack"
+
+
+NodeProgress = Callable[[int, int, str], None]  # (nodes done, nodes in all, the node just done)
+_NODE_RESULT_EVENTS = ("LogModelResult", "LogTestResult", "LogSeedResult", "LogSnapshotResult")
+
+
+def _node_progress_callback(on_node_done: NodeProgress) -> Callable[[Any], None]:
+    """A dbt event callback that reports each finished node (model, seed or data test)."""
+
+    def callback(event: Any) -> None:
+        if event.info.name not in _NODE_RESULT_EVENTS:
+            return
+        data = event.data
+        total = getattr(data, "total", 0) or getattr(data, "num_models", 0)
+        name = getattr(data, "description", "") or getattr(data, "name", "")
+        on_node_done(int(getattr(data, "index", 0)), int(total), str(name))
+
+    return callback
+
+
+def run_dbt(db_path: Path, work_dir: Path, args: list[str], manifest: Any = None,
+            on_node_done: NodeProgress | None = None) -> Any:
     """Invoke dbt in this process (on `manifest` when given, else parsing the project); raise with
-    the failing nodes' messages if it fails, else return dbt's result object."""
+    the failing nodes' messages if it fails, else return dbt's result object. `on_node_done` hears
+    of each node dbt finishes."""
     os.environ["DO_NOT_TRACK"] = "1"
     os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
     os.environ["TRACELAKE_DUCKDB_PATH"] = str(db_path)
     from dbt.cli.main import dbtRunner  # imported here: ~1 s, only paid when dbt really runs
 
+    parse_cache = parse_cache_path()
+    # dbt reads a partial parse from this path but writes its own into the target folder: it is
+    # shared below once a parse succeeded
+    cache_args = ["--partial-parse-file-path", str(parse_cache)] if manifest is None and parse_cache.is_file() else []
+    callbacks = [_node_progress_callback(on_node_done)] if on_node_done else []
     try:
-        result = dbtRunner(manifest=manifest).invoke(
+        result = dbtRunner(manifest=manifest, callbacks=callbacks).invoke(
             [
                 *args,
                 "--project-dir", str(PROJECT_ROOT),
                 "--profiles-dir", str(PROJECT_ROOT),
                 "--target-path", str(work_dir / "target"),
                 "--log-path", str(work_dir / "logs"),
+                *cache_args,
                 "--quiet",
             ]
         )
     finally:
         _release_duckdb_handle()
     if result.success:
+        if manifest is None:
+            _share_parse(work_dir / "target" / "partial_parse.msgpack", parse_cache)
         return result.result
     messages = []
     if result.result is not None and hasattr(result.result, "results"):
@@ -106,6 +142,21 @@ def run_dbt(db_path: Path, work_dir: Path, args: list[str], manifest: Any = None
     if result.exception is not None:
         messages.append(str(result.exception))
     raise WarehouseError("dbt " + args[0] + " failed: " + ("; ".join(messages) or "see " + str(work_dir / "logs")))
+
+
+def _share_parse(written: Path, shared: Path) -> None:
+    """Copy the parse dbt just wrote to the shared cache (renamed into place: readers see a whole file)."""
+    if not written.is_file() or (shared.is_file() and shared.stat().st_mtime >= written.stat().st_mtime):
+        return
+    temporary = shared.with_name(f".{shared.name}.{os.getpid()}.tmp")
+    try:
+        shared.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(written, temporary)
+        os.replace(temporary, shared)
+    except OSError:
+        pass  # no writable cache folder: every warehouse parses on its own, as before
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def _release_duckdb_handle() -> None:

@@ -1,6 +1,9 @@
-"""The compiled incremental plan as it is stored (warehouse/dbt/plan.json)."""
+"""The compiled plans as they are stored: a warehouse's incremental plan (warehouse/dbt/plan.json)
+and the plans shipped with the package (tracelake/compiled/), all written by dbt's compile."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -12,5 +15,30 @@ class PlannedModelFile(BaseModel):
 
 
 class PlanFile(BaseModel):
+    """Incremental models in dependency order, their SQL with a placeholder for the new trace ids."""
+
     fingerprint: str
     models: list[PlannedModelFile]
+
+
+class SeedFile(BaseModel):
+    name: str
+    relation: str
+    file: str  # Parquet file beside the plan: the seed as dbt loaded it (dbt's column types)
+
+
+class BuildNodeFile(BaseModel):
+    name: str
+    relation: str
+    materialized: Literal["view", "table", "incremental"]
+    sql: str  # dbt's compiled SELECT of a full build (--full-refresh)
+
+
+class BuildPlanFile(BaseModel):
+    """What `dbt build` runs on an empty warehouse, as dbt compiled it: the schemas, the seeds,
+    then every model in dependency order."""
+
+    fingerprint: str
+    schemas: list[str]
+    seeds: list[SeedFile]
+    nodes: list[BuildNodeFile]

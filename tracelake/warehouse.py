@@ -41,12 +41,14 @@ from ingest.staged import TABLES, StagedTrace
 from tracelake.crashpoints import crash_point
 from tracelake.dbt_runner import (
     IncrementalPlan,
+    NodeProgress,
     compile_incremental_plan,
     parse_project,
     execute_plan,
     project_fingerprint,
     run_dbt,
 )
+from tracelake.shipped_plan import ShippedPlans, execute_build_plan, load_shipped_plans
 from tracelake.sql_guard import literal_glob, lock_down
 from tracelake.staging import StagingFolder, has_dead_staging, remove_dead_staging
 
@@ -459,12 +461,16 @@ class Warehouse:
             return None  # unreadable plan: rebuild it
         return plan if plan.fingerprint == project_fingerprint() else None
 
-    def build(self, *, run_tests: bool, full_refresh: bool = False) -> None:
+    def build(self, *, run_tests: bool, full_refresh: bool = False, threads: int = 1,
+              on_node_done: NodeProgress | None = None) -> None:
         """Run the dbt project over every trace on a private copy (caller holds the write lock),
-        publish it, then re-plan. A failed run (a data test too) leaves the warehouse as it was."""
+        publish it, then re-plan. A failed run (a data test too) leaves the warehouse as it was.
+        `threads` run that many dbt nodes at once (the data tests are independent queries)."""
         if not self.trace_ids():
             raise WarehouseError(f"warehouse {self.root} has no traces yet; ingest one first")
-        args = ["build"] if run_tests else ["build", "--exclude-resource-type", "test"]
+        args = ["build", "--threads", str(max(1, threads))]
+        if not run_tests:
+            args += ["--exclude-resource-type", "test"]
         if full_refresh:
             args.append("--full-refresh")
         snapshot = Snapshot(self.db_path)
@@ -473,17 +479,50 @@ class Warehouse:
                 self._refresh_raw_views(con)
             crash_point("dbt-build")
             manifest = parse_project(snapshot.path, self.dbt_dir)
-            run_dbt(snapshot.path, self.dbt_dir, args, manifest)
+            run_dbt(snapshot.path, self.dbt_dir, args, manifest, on_node_done)
             plan = compile_incremental_plan(snapshot.path, self.dbt_dir, manifest)
             snapshot.publish()
         finally:
             snapshot.discard()
+        self._write_plan(plan.to_json())
+
+    def _write_plan(self, text: str) -> None:
+        self.dbt_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.plan_path.with_name(f".{self.plan_path.name}.{uuid.uuid4().hex[:8]}.tmp")
         try:
-            tmp.write_text(plan.to_json())
+            tmp.write_text(text)
             os.replace(tmp, self.plan_path)
         finally:
             tmp.unlink(missing_ok=True)
+
+    def build_from_shipped_plan(self, plans: ShippedPlans) -> None:
+        """Every seed and model created over every trace by executing the plan dbt compiled for the
+        package, on a private copy, then published (caller holds the write lock). A new warehouse
+        is made this way; so is one whose marts an older project built."""
+        snapshot = Snapshot(self.db_path)
+        try:
+            with duckdb.connect(str(snapshot.path)) as con:
+                con.execute(f"set checkpoint_threshold = '{UPDATE_CHECKPOINT_THRESHOLD}'")
+                self._refresh_raw_views(con)
+                crash_point("plan-build")
+                execute_build_plan(con, plans.build)
+            snapshot.publish()
+        finally:
+            snapshot.discard()
+        self._write_plan(plans.incremental_json)
+
+    def _build_without_plan(self) -> str:
+        """Build every model when the warehouse has no current incremental plan: from the shipped
+        plan ("compiled"), or with dbt ("dbt") when the project on disk is not the one it was
+        compiled from."""
+        plans = load_shipped_plans(project_fingerprint())
+        if plans is not None:
+            self.build_from_shipped_plan(plans)
+            return "compiled"
+        print("tracelake: the dbt project differs from the plan compiled into TraceLake (edited models?): "
+              "building the warehouse with dbt, which takes a while", file=sys.stderr, flush=True)
+        self.build(run_tests=False, full_refresh=self.db_path.exists())
+        return "dbt"
 
     @contextmanager
     def writing(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -526,14 +565,15 @@ class Warehouse:
         committed but not modelled (caller holds the write lock); closes `prepared` (made here
         when not given).
 
-        Returns how: "fast" (compiled plan executed) or "dbt" (full dbt run, once per batch).
+        Returns how: "fast" (the incremental plan executed for these traces), "compiled" (every
+        model built from the shipped plan: a new warehouse) or "dbt" (a full dbt run: the project
+        was edited).
         """
         prepared = prepared or self.prepare_update()
         with prepared:
             con, plan = prepared.connection, prepared.plan
             if con is None or plan is None:
-                self.build(run_tests=False, full_refresh=self.db_path.exists())
-                return "dbt"
+                return self._build_without_plan()
             committed = self.trace_ids()
             trace_ids = sorted((set(new_trace_ids) | (committed - _ledger(con))) & committed)
             # Every incremental model reads only the new traces' rows, so in a larger warehouse the
