@@ -53,10 +53,11 @@ def _ranges(count: int, parts: int) -> list[tuple[int, int]]:
     return [(start, min(start + per_part, count)) for start in range(0, count, per_part)]
 
 
-def _fork_decode(ranges: list[tuple[int, int]], queue: int, events_dir: Path, worker: int, result: Path) -> int:
+def _fork_decode(ranges: list[tuple[int, int]], queue: int, report: int, events_dir: Path, worker: int,
+                 result: Path) -> int:
     """Fork a worker that decodes the ranges whose indexes it reads from the pipe `queue` (one byte
-    each) until the pipe is empty, and pickles its [(index, DecodedTrace)] (or its exception) to
-    `result`; returns the worker's pid."""
+    each) until the pipe is empty, writing each index to the pipe `report` once it is done, and
+    pickles its [(index, DecodedTrace)] (or its exception) to `result`; returns the worker's pid."""
     parent = os.getpid()
     pid = os.fork()
     if pid:
@@ -69,6 +70,7 @@ def _fork_decode(ranges: list[tuple[int, int]], queue: int, events_dir: Path, wo
             while taken := os.read(queue, 1):
                 first, stop = ranges[taken[0]]
                 done.append((taken[0], _decode_range(first, stop, events_dir, taken[0])))
+                os.write(report, taken)  # one byte per range done: the parent's progress
             outcome: object = done
             status = 0
         except Exception as error:  # noqa: BLE001 - handed to the parent, which raises it
@@ -99,10 +101,22 @@ def _collect(pid: int, result: Path, worker: int) -> list[tuple[int, DecodedTrac
     return outcome
 
 
+def _report_progress(report: int, ranges: list[tuple[int, int]], on_progress: Callable[[float], None]) -> None:
+    """Call `on_progress(share of events decoded)` as workers report ranges done, until every
+    worker has closed the pipe (ended)."""
+    total = max(1, ranges[-1][1])
+    decoded = 0
+    while done := os.read(report, len(ranges)):
+        decoded += sum(ranges[index][1] - ranges[index][0] for index in done)
+        on_progress(decoded / total)
+
+
 def decode_to_parquet(raw_events: list[msgspec.Raw], events_dir: Path, workers: int,
-                      while_workers_run: Callable[[], None] | None = None) -> DecodedTrace:
+                      while_workers_run: Callable[[], None] | None = None,
+                      on_progress: Callable[[float], None] | None = None) -> DecodedTrace:
     """Decode all events, writing the `events` table under `events_dir`. `while_workers_run` is
-    called once the workers are forked (only then, so they do not inherit what it sets up)."""
+    called once the workers are forked (only then, so they do not inherit what it sets up);
+    `on_progress` hears the share of events decoded as workers finish ranges."""
     usable_workers = min(workers, max(1, len(raw_events) // MIN_EVENTS_PER_WORKER))
     if multiprocessing.current_process().daemon:  # already a pool worker: no children allowed
         usable_workers = 1
@@ -122,12 +136,20 @@ def decode_to_parquet(raw_events: list[msgspec.Raw], events_dir: Path, workers: 
             os.write(feed, bytes(range(len(ranges))))  # a few bytes: never blocks on the pipe buffer
         finally:
             os.close(feed)  # before forking: a worker sees the end of the pipe once it is empty
+        report_read, report_write = os.pipe()
         try:
-            pids = [_fork_decode(ranges, queue, events_dir, worker, results[worker]) for worker in range(usable_workers)]
+            try:
+                pids = [_fork_decode(ranges, queue, report_write, events_dir, worker, results[worker])
+                        for worker in range(usable_workers)]
+            finally:
+                os.close(queue)
+                os.close(report_write)  # the pipe ends once every worker has ended
+            if while_workers_run is not None:
+                while_workers_run()
+            if on_progress is not None:
+                _report_progress(report_read, ranges, on_progress)
         finally:
-            os.close(queue)
-        if while_workers_run is not None:
-            while_workers_run()
+            os.close(report_read)
         parts: list[tuple[int, DecodedTrace]] = []
         errors: list[BaseException] = []
         for worker, (pid, result) in enumerate(zip(pids, results)):

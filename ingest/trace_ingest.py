@@ -27,11 +27,13 @@ def trace_id_from_sha256(sha256: str) -> str:
 def stage_trace(
     path: Path, sha256: str, staging_dir: Path, tags: dict[str, str], version: str, workers: int = 1,
     pre_read: PreRead | None = None, while_decoding: Callable[[], None] | None = None,
+    on_progress: Callable[[float], None] | None = None,
 ) -> StagedTrace:
     """Parse `path` once and write its tables under `staging_dir/<table>/part-*.parquet`;
-    `while_decoding` runs here while forked workers decode the events (not called without them)."""
+    `while_decoding` runs here while forked workers decode the events (not called without them),
+    and `on_progress` hears the share of events they decoded."""
     try:
-        return _stage(path, sha256, staging_dir, tags, version, workers, pre_read, while_decoding)
+        return _stage(path, sha256, staging_dir, tags, version, workers, pre_read, while_decoding, on_progress)
     except MemoryError:
         raise BadTraceError(
             f"{path}: not enough memory to ingest this trace; free memory or profile fewer steps"
@@ -41,13 +43,14 @@ def stage_trace(
 def _stage(
     path: Path, sha256: str, staging_dir: Path, tags: dict[str, str], version: str, workers: int,
     pre_read: PreRead | None, while_decoding: Callable[[], None] | None,
+    on_progress: Callable[[float], None] | None = None,
 ) -> StagedTrace:
     started = time.perf_counter()
     data = read_trace_bytes(path, pre_read)
     document = parse_trace_document(path, data)
     del data
     columns = metadata_columns(document.metadata)
-    decoded = decode_to_parquet(document.raw_events, staging_dir / "events", workers, while_decoding)
+    decoded = decode_to_parquet(document.raw_events, staging_dir / "events", workers, while_decoding, on_progress)
     del document.raw_events[:]
     timed = sum(c for ph, c in decoded.phase_counts.items() if ph in _TIMED_PHASES)
     if timed == 0:

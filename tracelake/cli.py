@@ -256,15 +256,19 @@ def platforms(
 def build(
     warehouse: WarehouseOption = None,
     full_refresh: Annotated[bool, typer.Option("--full-refresh", help="Rebuild every model from scratch.")] = False,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="dbt threads (models and data tests at once); default: cores.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
     """Run the dbt project (models and tests) over the warehouse."""
     wh = _warehouse(warehouse)
     if not wh.trace_ids():
         wh.require_existing()
     wh.prepare_for_writing()
-    with wh.write_lock():
+    with wh.write_lock(), ProgressBar(enabled=sys.stderr.isatty() and not quiet, counting=True) as progress:
         wh.repair()  # what a dead run left goes first: its partitions would reach the marts
-        wh.build(run_tests=True, full_refresh=full_refresh)
+        progress.stage("dbt: parsing the project")
+        wh.build(run_tests=True, full_refresh=full_refresh, threads=jobs or default_jobs(),
+                 on_node_done=progress.node_done)
     print(f"built and tested the models over {len(wh.trace_ids())} traces in {wh.db_path}")
 
 

@@ -53,6 +53,9 @@ class IngestProgress(Protocol):
 
     def stage(self, description: str) -> None: ...
 
+    def decoding(self, path: Path, share: float) -> None:
+        """`share` of the events of `path` (staged in this process) are decoded."""
+
 
 class NoProgress:
     def started(self, total_bytes: int) -> None:
@@ -62,6 +65,9 @@ class NoProgress:
         pass
 
     def stage(self, description: str) -> None:
+        pass
+
+    def decoding(self, path: Path, share: float) -> None:
         pass
 
 
@@ -105,9 +111,11 @@ def find_trace_files(paths: list[Path]) -> list[_Candidate]:
 
 
 def _stage(path: Path, sha256: str, staging_dir: Path, tags: dict[str, str], workers: int = 1,
-           pre_read: PreRead | None = None, while_decoding: Callable[[], None] | None = None) -> StagedTrace:
+           pre_read: PreRead | None = None, while_decoding: Callable[[], None] | None = None,
+           on_progress: Callable[[float], None] | None = None) -> StagedTrace:
     try:
-        return stage_trace(path, sha256, staging_dir, tags, __version__, workers, pre_read, while_decoding)
+        return stage_trace(path, sha256, staging_dir, tags, __version__, workers, pre_read, while_decoding,
+                           on_progress)
     except BaseException:
         for table in list(staging_dir.iterdir()) if staging_dir.is_dir() else []:
             shutil.rmtree(table, ignore_errors=True)  # the folder itself is its owner's to remove
@@ -246,7 +254,7 @@ def ingest_paths(
         crash_point("staged")
         release_free_memory()
         if staged or remodel:
-            progress.stage("updating the marts")
+            progress.stage("updating the warehouse tables")
             prepared = opener.prepared()  # the write lock is held from here on
             warehouse.remove_orphans()
             committed = [s for s in staged if warehouse.commit(s)]
@@ -305,7 +313,9 @@ def _stage_all(
     if jobs <= 1 or len(work) == 1:  # one file: its events are decoded on `jobs` cores
         for trace_id, (path, sha, folder) in work.items():
             try:
-                record(trace_id, _stage(path, sha, folder, tags_of[trace_id], jobs, pending[trace_id].pre_read, while_decoding), None)
+                staged_trace = _stage(path, sha, folder, tags_of[trace_id], jobs, pending[trace_id].pre_read,
+                                      while_decoding, lambda share, path=path: progress.decoding(path, share))
+                record(trace_id, staged_trace, None)
             except TraceLakeError as exc:
                 record(trace_id, None, exc)
         return staged

@@ -98,6 +98,20 @@ class AnalysisOutcome:
     report_problems: list[str]
 
 
+# What the progress display calls each step of the run (run.json keeps the step names).
+STAGE_LABELS = {
+    "1 ingest": "reading the trace",
+    "2 quality gate": "checking the trace",
+    "1 perf report": "writing the perf report",
+    "3-6 category data": "summarizing op categories",
+    "7 system agents": "analyzing idle time, transfers and fusion",
+    "8 compute agents": "analyzing kernels by category",
+    "8.5 priorities": "ranking the findings",
+    "9 validation": "checking the findings add up",
+    "11 report": "writing analysis.md",
+}
+
+
 @dataclass
 class _Run:
     metadata: RunMetadata
@@ -106,7 +120,7 @@ class _Run:
 
     @contextmanager
     def step(self, name: str, on_stage: Callable[[str], None]) -> Iterator[None]:
-        on_stage(name)
+        on_stage(STAGE_LABELS.get(name, name))
         started = datetime.now(timezone.utc)
         clock = time.perf_counter()
         try:
@@ -455,7 +469,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
                     write_csv(op_comparison_table(op_comparison),
                               run.staging / "perf_report_trace1_csvs" / "op_comparison.csv")
 
-            on_stage("7 system agents")
+            on_stage(STAGE_LABELS["7 system agents"])
             results, model_info = system_results.result(), model_result.result()
             run.write("metadata/model_info.json", model_info)
         fusion = next((r for r in results if r.agent == FUSION_AGENT and r.status == "OK"), None)
