@@ -9,8 +9,22 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 MB = 1_000_000
+# A run during which other processes kept this share of all cores busy is marked as disturbed: on
+# this 2-core machine one busy neighbour (a test run) is 0.5, background daemons stay under 0.05.
+DISTURBED_SHARE = 0.15
+
+
+def busy_seconds() -> float:
+    """CPU seconds all processes have spent busy since boot (/proc/stat), 0 where it cannot be read."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -20,6 +34,13 @@ class Child:
     returncode: int
     stdout: str
     stderr: str
+    cpu_seconds: float = 0.0  # user + system time of the command and the children it waited for
+    others_busy_share: float = 0.0  # CPU other processes used meanwhile, as a share of all cores
+
+    @property
+    def disturbed(self) -> bool:
+        """Other processes used more than DISTURBED_SHARE of the machine while this ran."""
+        return self.others_busy_share > DISTURBED_SHARE
 
     def failure(self, what: str) -> str:
         how = f"killed by signal {-self.returncode}" if self.returncode < 0 else f"exit {self.returncode}"
@@ -45,10 +66,13 @@ def copy_warehouse(tracelake: str, warm: os.PathLike[str], folder: os.PathLike[s
 def run_child(cmd: Sequence[str]) -> Child:
     """Run `cmd`, wall-clock it and read its peak RSS from the kernel's rusage."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        busy_before = busy_seconds()
         started = time.perf_counter()
         proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, env=child_env())
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - started
+        cpu = usage.ru_utime + usage.ru_stime
+        others = max(0.0, busy_seconds() - busy_before - cpu)
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
@@ -58,4 +82,6 @@ def run_child(cmd: Sequence[str]) -> Child:
             returncode=proc.returncode,
             stdout=out.read().decode("utf-8", "replace"),
             stderr=err.read().decode("utf-8", "replace"),
+            cpu_seconds=cpu,
+            others_busy_share=others / (max(seconds, 1e-9) * (os.cpu_count() or 1)),
         )
