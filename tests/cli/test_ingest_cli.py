@@ -113,10 +113,11 @@ def test_build_runs_dbt_models_and_data_tests(warehouse, tmp_path: Path) -> None
     """`tracelake build` = dbt build over every trace: all models and yml/singular tests pass."""
     folder = tmp_path / "wh"
     shutil.copytree(warehouse.root, folder)  # the session warehouse stays open read-only elsewhere
-    result = run_cli("build", "--warehouse", str(folder))
+    result = run_cli("build", "--warehouse", str(folder), "--jobs", "2")
     assert result.returncode == 0, result.stderr
     log = (folder / "dbt" / "logs" / "dbt.log").read_text()
     assert "ERROR=0" in log and "PASS=" in log
+    assert "Concurrency: 2 threads" in log  # the data tests run two at a time
     passed = int(log.rsplit("PASS=", 1)[1].split()[0])
     assert passed > 150  # 18 models + ~160 data tests
 

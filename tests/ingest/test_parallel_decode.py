@@ -34,6 +34,19 @@ def test_parallel_decode_equals_serial(tmp_path: Path, monkeypatch: pytest.Monke
     assert parallel_events.equals(serial_events)
 
 
+def test_workers_report_the_share_of_events_decoded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The progress display's bytes and ETA come from the ranges the forked workers finish."""
+    document = parse_trace_document(RESNET, read_trace_bytes(RESNET))
+    monkeypatch.setattr(parallel_decode, "MIN_EVENTS_PER_WORKER", 1000)
+    shares: list[float] = []
+    decoded = parallel_decode.decode_to_parquet(document.raw_events, tmp_path / "events", workers=2,
+                                                on_progress=shares.append)
+    assert decoded.event_count == 56451
+    assert len(shares) >= 2  # heard before the end, not only once at it
+    assert shares == sorted(shares) and len(set(shares)) == len(shares)
+    assert 0 < shares[0] < 1 and shares[-1] == 1.0
+
+
 EVENT = msgspec.Raw(b'{"ph":"X","cat":"cpu_op","name":"aten::add","ts":1.0,"dur":2.0,"pid":1,"tid":1}')
 COUNT = 2 * parallel_decode.MIN_EVENTS_PER_WORKER + 10  # enough for two workers
 
