@@ -37,6 +37,14 @@ class PlannedModel:
     relation: str
     sql: str
 
+    def select_for(self, trace_ids: list[str]) -> str:
+        """The model's SELECT of the rows of `trace_ids` (checked trace ids, placeholder filled in)."""
+        for trace_id in trace_ids:
+            if not _TRACE_ID.match(trace_id):
+                raise WarehouseError(f"refusing malformed trace id {trace_id!r}")
+        id_list = ", ".join(f"'{trace_id}'" for trace_id in trace_ids)
+        return self.sql.replace(f"'{NEW_TRACE_IDS_PLACEHOLDER}'", id_list).strip().rstrip(";")
+
 
 @dataclass(frozen=True)
 class IncrementalPlan:
@@ -214,16 +222,13 @@ def execute_plan(con: duckdb.DuckDBPyConnection, plan: IncrementalPlan, trace_id
     `scope_sources(None)` widens them again before the commit (both inside the transaction)."""
     if not trace_ids:
         return
-    for trace_id in trace_ids:
-        if not _TRACE_ID.match(trace_id):
-            raise WarehouseError(f"refusing malformed trace id {trace_id!r}")
     id_list = ", ".join(f"'{trace_id}'" for trace_id in trace_ids)
     con.begin()
     memory = MemoryReleaser()
     try:
         scope_sources(trace_ids)
         for model in plan.models:
-            sql = model.sql.replace(f"'{NEW_TRACE_IDS_PLACEHOLDER}'", id_list).strip().rstrip(";")
+            sql = model.select_for(trace_ids)
             con.execute(f"delete from {model.relation} where trace_id in ({id_list})")
             con.execute(f"insert into {model.relation} by name select * from ({sql})")
             memory.step_done()

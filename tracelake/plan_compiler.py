@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -25,11 +26,12 @@ from ingest.reader import file_sha256
 from ingest.trace_ingest import stage_trace, trace_id_from_sha256
 from tracelake import __version__
 from tracelake.config import PROJECT_ROOT
-from tracelake.dbt_runner import IncrementalPlan, run_dbt
+from tracelake.dbt_runner import NEW_TRACE_IDS_PLACEHOLDER, IncrementalPlan, run_dbt
 from tracelake.plan_file import BuildNodeFile, BuildPlanFile, SeedFile
 from tracelake.shipped_plan import BUILD_PLAN_FILE, INCREMENTAL_PLAN_FILE, SEEDS_FOLDER, SHIPPED_DIR
 from tracelake.warehouse import Warehouse
 
+_NEW_TRACE_FILTER = re.compile(r"[\w.\"]+ in \('" + re.escape(NEW_TRACE_IDS_PLACEHOLDER) + r"'\)")
 SAMPLE_TRACE = PROJECT_ROOT / "tests" / "data" / "traces" / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
 
 
@@ -50,6 +52,18 @@ def _dependency_order(nodes: dict[str, dict]) -> list[str]:
     for uid in sorted(nodes):
         visit(uid)
     return ordered
+
+
+def _check_incremental_matches_full_build(incremental: IncrementalPlan, models: list[BuildNodeFile]) -> None:
+    """A new warehouse creates each incremental model from its incremental SELECT over every trace
+    (tracelake/shipped_plan.py): that is the full build only if the two differ in the trace filter
+    alone (the `is_new_trace` macro renders `true` in a full build)."""
+    full = {model.relation: model.sql for model in models if model.materialized == "incremental"}
+    for model in incremental.models:
+        as_full_build = _NEW_TRACE_FILTER.sub("true", model.sql)
+        if as_full_build != full.get(model.relation):
+            raise SystemExit(f"model {model.name}: its incremental SQL differs from its full build beyond the "
+                             "new-trace filter; a new warehouse could not be built from it")
 
 
 def _scratch_warehouse(folder: Path) -> Warehouse:
@@ -89,6 +103,7 @@ def compile_shipped_plans(out: Path, scratch: Path) -> None:
             else:
                 models.append(BuildNodeFile(name=node["name"], relation=node["relation_name"],
                                             materialized=node["config"]["materialized"], sql=node["compiled_code"]))
+    _check_incremental_matches_full_build(incremental, models)
     schemas = sorted({node["schema"] for node in nodes.values()})
     plan = BuildPlanFile(fingerprint=incremental.fingerprint, schemas=schemas, seeds=seeds, nodes=models)
     (staged / BUILD_PLAN_FILE).write_text(plan.model_dump_json(indent=1) + "\n")

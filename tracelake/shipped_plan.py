@@ -101,9 +101,17 @@ def _replace(con: duckdb.DuckDBPyConnection, existing: dict[str, str], relation:
     con.execute(f"create or replace {kind} {relation} as ({select})")
 
 
-def execute_build_plan(con: duckdb.DuckDBPyConnection, plan: BuildPlan) -> None:
-    """Create every seed and model as `dbt build --full-refresh` would, in one transaction (the raw
-    views must exist). Tables and views of other names (findings, analyses) are left alone."""
+def execute_build_plan(con: duckdb.DuckDBPyConnection, plans: ShippedPlans, trace_ids: list[str]) -> None:
+    """Create every seed and model as `dbt build --full-refresh` would, in one transaction, over
+    the warehouse's traces `trace_ids` (the raw views read exactly those). Tables and views of
+    other names (findings, analyses) are left alone.
+
+    An incremental model is created from its incremental SELECT of `trace_ids`: the plan compiler
+    checked that it differs from the full build's only in that trace filter, which is true for
+    every row here, and DuckDB plans the filtered query far better (a constant trace id reaches
+    every join: module_calls of the resnet trace 1.1 s -> 0.05 s)."""
+    plan = plans.build
+    incremental = {model.relation: model for model in plans.incremental.models}
     existing = _existing_relations(con)
     memory = MemoryReleaser()
     con.begin()
@@ -115,7 +123,9 @@ def execute_build_plan(con: duckdb.DuckDBPyConnection, plan: BuildPlan) -> None:
             _replace(con, existing, seed.relation, "table", f"select * from read_parquet('{path}')")
         for node in plan.nodes:
             kind = "view" if node.materialized == "view" else "table"
-            _replace(con, existing, node.relation, kind, node.sql.strip().rstrip(";"))
+            select = (incremental[node.relation].select_for(trace_ids) if node.materialized == "incremental"
+                      else node.sql.strip().rstrip(";"))
+            _replace(con, existing, node.relation, kind, select)
             if kind == "table":
                 memory.step_done()
         con.commit()
