@@ -21,6 +21,8 @@ import duckdb
 import pytest
 
 from tests.conftest import TRACES, run_cli
+from ingest.decode import CHUNK_EVENTS
+from tests.reports.trace_variants import write_repeated
 from tracelake.crashpoints import CRASH_AT_ENV
 
 FIRST = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
@@ -220,7 +222,9 @@ def _wait_for_children(pid: int, count: int, seconds: float = 60.0) -> list[int]
 @pytest.mark.parametrize(("command", "children"), [("ingest", 1), ("analyze", 1)])
 def test_children_die_with_their_parent(tmp_path: Path, command: str, children: int) -> None:
     out = ["--out", str(tmp_path / "out")] if command == "analyze" else []
-    process = subprocess.Popen([sys.executable, "-m", "tracelake", command, str(BIG), "--warehouse",
+    trace = tmp_path / "resnet_x3.json.gz"  # above two decode chunks: ingest forks decode workers
+    assert write_repeated(BIG, trace, copies=3) > 2 * CHUNK_EVENTS
+    process = subprocess.Popen([sys.executable, "-m", "tracelake", command, str(trace), "--warehouse",
                                 str(tmp_path / "wh"), "--jobs", "2", "--quiet", *out],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                env={**os.environ, "DO_NOT_TRACK": "1"})

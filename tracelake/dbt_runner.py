@@ -24,7 +24,6 @@ import duckdb
 from core.errors import WarehouseError
 from tracelake import __version__
 from tracelake.config import PROJECT_ROOT
-from tracelake.memory import MemoryReleaser
 
 NEW_TRACE_IDS_PLACEHOLDER = "@@NEW_TRACE_IDS@@"
 _PROJECT_PARTS = ("dbt_project.yml", "profiles.yml", "models", "macros", "seeds", "dbt_tests")
@@ -36,6 +35,7 @@ class PlannedModel:
     name: str
     relation: str
     sql: str
+    depends_on: tuple[str, ...] = ()  # relations of the planned models it reads (through views too)
 
     def select_for(self, trace_ids: list[str]) -> str:
         """The model's SELECT of the rows of `trace_ids` (checked trace ids, placeholder filled in)."""
@@ -58,12 +58,18 @@ class IncrementalPlan:
     @classmethod
     def from_json(cls, text: str) -> IncrementalPlan:
         data = json.loads(text)
-        return cls(data["fingerprint"], [PlannedModel(m["name"], m["relation"], m["sql"]) for m in data["models"]])
+        models: list[PlannedModel] = []
+        for m in data["models"]:
+            # a plan written before dependencies were recorded: each model after all before it
+            depends_on = m.get("depends_on", [earlier.relation for earlier in models])
+            models.append(PlannedModel(m["name"], m["relation"], m["sql"], tuple(depends_on)))
+        return cls(data["fingerprint"], models)
 
     def to_json(self) -> str:
         from tracelake.plan_file import PlanFile  # the file contract; only on the (slow) build path
 
-        return PlanFile.model_validate({"fingerprint": self.fingerprint, "models": [vars(m) for m in self.models]}).model_dump_json(indent=1)
+        models = [{**vars(m), "depends_on": list(m.depends_on)} for m in self.models]
+        return PlanFile.model_validate({"fingerprint": self.fingerprint, "models": models}).model_dump_json(indent=1)
 
 
 def project_fingerprint() -> str:
@@ -205,35 +211,49 @@ def compile_incremental_plan(db_path: Path, work_dir: Path, manifest: Any = None
 
     for uid in sorted(nodes):
         visit(uid)
+    def planned_upstream(uid: str, seen: set[str]) -> set[str]:
+        """The planned models `uid` reads, directly or through views."""
+        found: set[str] = set()
+        for parent in manifest["nodes"].get(uid, {}).get("depends_on", {}).get("nodes", []):
+            if parent in seen:
+                continue
+            seen.add(parent)
+            found |= {parent} if parent in nodes else planned_upstream(parent, seen)
+        return found
+
     models = []
     for uid in ordered:
         node = nodes[uid]
         if NEW_TRACE_IDS_PLACEHOLDER not in (node.get("compiled_code") or ""):
             raise WarehouseError(f"model {node['name']} does not filter on new traces; cannot plan it")
-        models.append(PlannedModel(name=node["name"], relation=node["relation_name"], sql=node["compiled_code"]))
+        upstream = sorted(nodes[parent]["relation_name"] for parent in planned_upstream(uid, set()))
+        models.append(PlannedModel(name=node["name"], relation=node["relation_name"], sql=node["compiled_code"],
+                                   depends_on=tuple(upstream)))
     return IncrementalPlan(fingerprint=project_fingerprint(), models=models)
 
 
 def execute_plan(con: duckdb.DuckDBPyConnection, plan: IncrementalPlan, trace_ids: list[str],
-                 scope_sources: Callable[[list[str] | None], None] = lambda _: None) -> None:
-    """Append the new traces' rows to every incremental model, in one transaction.
+                 scope_sources: Callable[[list[str] | None], None] = lambda _: None, workers: int = 1) -> None:
+    """Replace the rows of `trace_ids` in every incremental model, `workers` models at a time, each
+    after the models it reads. Run on a writer's private copy of the database: a failure leaves
+    it part-updated, and the copy is discarded.
 
     `scope_sources(trace_ids)` narrows the raw sources to the new traces for the inserts and
-    `scope_sources(None)` widens them again before the commit (both inside the transaction)."""
+    `scope_sources(None)` widens them again afterwards."""
+    from tracelake.plan_executor import PlanStep, run_steps  # noqa: PLC0415 - only when models are updated
+
     if not trace_ids:
         return
     id_list = ", ".join(f"'{trace_id}'" for trace_id in trace_ids)
-    con.begin()
-    memory = MemoryReleaser()
-    try:
-        scope_sources(trace_ids)
-        for model in plan.models:
-            sql = model.select_for(trace_ids)
-            con.execute(f"delete from {model.relation} where trace_id in ({id_list})")
-            con.execute(f"insert into {model.relation} by name select * from ({sql})")
-            memory.step_done()
-        scope_sources(None)
-        con.commit()
-    except Exception:
-        con.rollback()
-        raise
+
+    def replace_rows(model: PlannedModel) -> Callable[[duckdb.DuckDBPyConnection], None]:
+        def run(cursor: duckdb.DuckDBPyConnection) -> None:
+            cursor.begin()
+            cursor.execute(f"delete from {model.relation} where trace_id in ({id_list})")
+            cursor.execute(f"insert into {model.relation} by name select * from ({model.select_for(trace_ids)})")
+            cursor.commit()
+        return run
+
+    scope_sources(trace_ids)
+    run_steps(con, [PlanStep(m.relation, m.depends_on, replace_rows(m)) for m in plan.models], workers)
+    scope_sources(None)

@@ -101,8 +101,10 @@ def compile_shipped_plans(out: Path, scratch: Path) -> None:
                 con.execute(f"copy (select * from {node['relation_name']}) to '{staged / file}' (format parquet)")
                 seeds.append(SeedFile(name=node["name"], relation=node["relation_name"], file=file))
             else:
+                parents = sorted(nodes[parent]["relation_name"] for parent in node["depends_on"]["nodes"] if parent in nodes)
                 models.append(BuildNodeFile(name=node["name"], relation=node["relation_name"],
-                                            materialized=node["config"]["materialized"], sql=node["compiled_code"]))
+                                            materialized=node["config"]["materialized"], sql=node["compiled_code"],
+                                            depends_on=parents))
     _check_incremental_matches_full_build(incremental, models)
     schemas = sorted({node["schema"] for node in nodes.values()})
     plan = BuildPlanFile(fingerprint=incremental.fingerprint, schemas=schemas, seeds=seeds, nodes=models)

@@ -12,6 +12,7 @@ class PlannedModelFile(BaseModel):
     name: str
     relation: str
     sql: str
+    depends_on: list[str] = []  # relations of the planned models it reads, directly or through views
 
 
 class PlanFile(BaseModel):
@@ -32,6 +33,7 @@ class BuildNodeFile(BaseModel):
     relation: str
     materialized: Literal["view", "table", "incremental"]
     sql: str  # dbt's compiled SELECT of a full build (--full-refresh)
+    depends_on: list[str]  # relations of the models and seeds it reads
 
 
 class BuildPlanFile(BaseModel):

@@ -11,13 +11,14 @@ on disk differ (a user edited one), they are not used and dbt runs instead.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
 from tracelake.dbt_runner import IncrementalPlan
-from tracelake.memory import MemoryReleaser
+from tracelake.plan_executor import PlanStep, run_steps
 from tracelake.sql_guard import literal_glob
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "compiled"
@@ -32,6 +33,7 @@ class BuildNode:
     relation: str
     materialized: str  # view | table | incremental
     sql: str
+    depends_on: tuple[str, ...]  # relations of the models and seeds it reads
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,8 @@ class BuildPlan:
         data = json.loads(text)
         return cls(data["fingerprint"], list(data["schemas"]),
                    [ShippedSeed(s["name"], s["relation"], folder / s["file"]) for s in data["seeds"]],
-                   [BuildNode(n["name"], n["relation"], n["materialized"], n["sql"]) for n in data["nodes"]])
+                   [BuildNode(n["name"], n["relation"], n["materialized"], n["sql"], tuple(n["depends_on"]))
+                    for n in data["nodes"]])
 
 
 @dataclass(frozen=True)
@@ -101,10 +104,12 @@ def _replace(con: duckdb.DuckDBPyConnection, existing: dict[str, str], relation:
     con.execute(f"create or replace {kind} {relation} as ({select})")
 
 
-def execute_build_plan(con: duckdb.DuckDBPyConnection, plans: ShippedPlans, trace_ids: list[str]) -> None:
-    """Create every seed and model as `dbt build --full-refresh` would, in one transaction, over
-    the warehouse's traces `trace_ids` (the raw views read exactly those). Tables and views of
-    other names (findings, analyses) are left alone.
+def execute_build_plan(con: duckdb.DuckDBPyConnection, plans: ShippedPlans, trace_ids: list[str],
+                       workers: int = 1) -> None:
+    """Create every seed and model as `dbt build --full-refresh` would, over the warehouse's traces
+    `trace_ids` (the raw views read exactly those), `workers` models at a time, each after the
+    models it reads. Run on a writer's private copy of the database (a failure discards it).
+    Tables and views of other names (findings, analyses) are left alone.
 
     An incremental model is created from its incremental SELECT of `trace_ids`: the plan compiler
     checked that it differs from the full build's only in that trace filter, which is true for
@@ -113,22 +118,18 @@ def execute_build_plan(con: duckdb.DuckDBPyConnection, plans: ShippedPlans, trac
     plan = plans.build
     incremental = {model.relation: model for model in plans.incremental.models}
     existing = _existing_relations(con)
-    memory = MemoryReleaser()
-    con.begin()
-    try:
-        for schema in plan.schemas:
-            con.execute(f'create schema if not exists "{schema}"')
-        for seed in plan.seeds:
-            path = literal_glob(seed.path.as_posix()).replace("'", "''")
-            _replace(con, existing, seed.relation, "table", f"select * from read_parquet('{path}')")
-        for node in plan.nodes:
-            kind = "view" if node.materialized == "view" else "table"
-            select = (incremental[node.relation].select_for(trace_ids) if node.materialized == "incremental"
-                      else node.sql.strip().rstrip(";"))
-            _replace(con, existing, node.relation, kind, select)
-            if kind == "table":
-                memory.step_done()
-        con.commit()
-    except Exception:
-        con.rollback()
-        raise
+    for schema in plan.schemas:
+        con.execute(f'create schema if not exists "{schema}"')
+    for seed in plan.seeds:
+        path = literal_glob(seed.path.as_posix()).replace("'", "''")
+        _replace(con, existing, seed.relation, "table", f"select * from read_parquet('{path}')")
+
+    def create(node: BuildNode) -> Callable[[duckdb.DuckDBPyConnection], None]:
+        kind = "view" if node.materialized == "view" else "table"
+        select = (incremental[node.relation].select_for(trace_ids) if node.materialized == "incremental"
+                  else node.sql.strip().rstrip(";"))
+        return lambda cursor: _replace(cursor, existing, node.relation, kind, select)
+
+    steps = [PlanStep(node.relation, node.depends_on, create(node), heavy=node.materialized != "view")
+             for node in plan.nodes]
+    run_steps(con, steps, workers)

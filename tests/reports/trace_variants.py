@@ -240,3 +240,28 @@ def write_with_device_name(source: Path, target: Path, device_name: str) -> int:
         device["name"] = device_name
     _write(trace, target)
     return len(devices)
+
+
+def write_repeated(source: Path, target: Path, copies: int) -> int:
+    """The source's timed events `copies` times, each copy after the last (shifted past its span, its
+    correlation and flow ids offset so links stay inside a copy): a bigger trace with the same event
+    mix. Returns the event count written."""
+    trace = _load(source)
+    events: list[dict[str, Any]] = trace["traceEvents"]
+    timed = [e for e in events if e.get("ph") != "M"]
+    span = max(e["ts"] + e.get("dur", 0) for e in timed) - min(e["ts"] for e in timed) + 1000
+    id_stride = 1 + max([int(e.get("id", 0)) for e in timed if isinstance(e.get("id"), int)]
+                        + [int(e.get("args", {}).get("correlation", 0)) for e in timed
+                           if isinstance(e.get("args", {}).get("correlation"), int)])
+    repeated = [e for e in events if e.get("ph") == "M"]
+    for copy in range(copies):
+        for event in timed:
+            shifted = {**event, "ts": event["ts"] + copy * span}
+            if isinstance(event.get("id"), int):
+                shifted["id"] = event["id"] + copy * id_stride
+            if isinstance(event.get("args", {}).get("correlation"), int):
+                shifted["args"] = {**event["args"], "correlation": event["args"]["correlation"] + copy * id_stride}
+            repeated.append(shifted)
+    trace["traceEvents"] = repeated
+    _write(trace, target)
+    return len(repeated)
