@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from analyzers import settings
-from analyzers.contracts import AgentResult, Finding
-from core.markdown_text import sql_literal
+from tracelake.analyzers import settings
+from tracelake.analyzers.contracts import AgentResult, Finding
+from tracelake.core.markdown_text import sql_literal
 
 US_PER_MS = 1000.0
 

@@ -9,8 +9,8 @@ import shlex
 import subprocess
 from dataclasses import dataclass
 
-from agents.registry import AgentDefinition
-from analyzers.contracts import AgentResult
+from tracelake.agents.registry import AgentDefinition
+from tracelake.analyzers.contracts import AgentResult
 
 PLACEHOLDER_MARKERS = ("{{", "{%", "TODO", "<placeholder>")
 

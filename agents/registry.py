@@ -8,10 +8,10 @@ from pathlib import Path
 
 import duckdb
 
-from analyzers import (
+from tracelake.analyzers import (
     convolution, cpu_idle, elementwise, gemm, generic, kernel_fusion, moe, multi_kernel, norm, reduce, sdpa, triton,
 )
-from analyzers.contracts import AgentResult, AnalysisContext, Tier
+from tracelake.analyzers.contracts import AgentResult, AnalysisContext, Tier
 
 Analyze = Callable[[duckdb.DuckDBPyConnection, AnalysisContext], AgentResult]
 

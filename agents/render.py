@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.registry import AgentDefinition
-from analyzers.contracts import AgentResult, AnalysisContext
-from core.kernel_names import short_kernel_name, shortens
-from core.templates import markdown_environment
-from core.markdown_text import TraceStrings, one_line
+from tracelake.agents.registry import AgentDefinition
+from tracelake.analyzers.contracts import AgentResult, AnalysisContext
+from tracelake.core.kernel_names import short_kernel_name, shortens
+from tracelake.core.templates import markdown_environment
+from tracelake.core.markdown_text import TraceStrings, one_line
 
 TEMPLATES = Path(__file__).parent / "templates"
 

@@ -12,11 +12,11 @@ from datetime import datetime, timezone
 
 import duckdb
 
-from agents.llm import LlmCommand, LlmOutputRejected, run_llm
-from agents.registry import AgentDefinition
-from agents.render import render_findings
-from analyzers.contracts import AgentResult, AnalysisContext
-from core.markdown_text import safe_markdown
+from tracelake.agents.llm import LlmCommand, LlmOutputRejected, run_llm
+from tracelake.agents.registry import AgentDefinition
+from tracelake.agents.render import render_findings
+from tracelake.analyzers.contracts import AgentResult, AnalysisContext
+from tracelake.core.markdown_text import safe_markdown
 
 # Fault injection for checking the failure path end to end: names agents that must fail.
 FORCE_FAILURE_ENV = "TRACELAKE_FORCE_AGENT_FAILURE"

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from analyzers import settings
-from analyzers.contracts import AgentResult, Finding
+from tracelake.analyzers import settings
+from tracelake.analyzers.contracts import AgentResult, Finding
 
 _EFFECT = {  # what the report says each limit does to the findings
     "gpu_busy_share": ("findings are limited to the kernels it ran (their efficiency, at low confidence); its idle "

@@ -7,10 +7,10 @@ from typing import Any
 
 import duckdb
 
-from core.markdown_text import sql_literal
+from tracelake.core.markdown_text import sql_literal
 
-from analyzers import settings
-from analyzers.contracts import AgentResult, Confidence, Tier
+from tracelake.analyzers import settings
+from tracelake.analyzers.contracts import AgentResult, Confidence, Tier
 
 CONFIDENCE_ORDER: tuple[Confidence, ...] = ("high", "medium", "low")
 

@@ -30,12 +30,12 @@ from typing import Any, Literal
 import duckdb
 from pydantic import BaseModel, Field, SerializeAsAny
 
-from analyzers import settings
-from analyzers import comparison
-from analyzers.comparison import SignatureMatch, signature_matches
-from analyzers.agent_categories import load_agent_categories
-from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
-from core.markdown_text import sql_literal
+from tracelake.analyzers import settings
+from tracelake.analyzers import comparison
+from tracelake.analyzers.comparison import SignatureMatch, signature_matches
+from tracelake.analyzers.agent_categories import load_agent_categories
+from tracelake.analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
+from tracelake.core.markdown_text import sql_literal
 
 # ---- names and patterns this module matches on (thresholds are in analyzers/settings.py) ----
 RELABEL_KERNEL_NOUNS = {"gemm": "GEMM", "sdpa": "attention", "moe": "MoE", "triton": "Triton"}  # how the notes call them

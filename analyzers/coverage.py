@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import duckdb
-from analyzers import settings
-from analyzers.compute import OpRecord, near_roofline_summary, reaches_attainable
-from analyzers.contracts import AgentResult, AnalysisContext, UnaddressedOp
+from tracelake.analyzers import settings
+from tracelake.analyzers.compute import OpRecord, near_roofline_summary, reaches_attainable
+from tracelake.analyzers.contracts import AgentResult, AnalysisContext, UnaddressedOp
 
 # The op signatures above the share, with the GPU events their instances own (op_perf_kernels).
 _BIG_OPS_SQL = """

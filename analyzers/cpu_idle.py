@@ -26,11 +26,11 @@ from __future__ import annotations
 import duckdb
 from pydantic import BaseModel
 
-from analyzers import settings
-from analyzers.common import (
+from tracelake.analyzers import settings
+from tracelake.analyzers.common import (
     NO_GPU_TIMELINE, confidence_from_quality, gpu_timeline_row, inline_trace_id, no_data_result, query_rows,
 )
-from analyzers.contracts import AgentResult, AnalysisContext, Finding
+from tracelake.analyzers.contracts import AgentResult, AnalysisContext, Finding
 
 AGENT_NAME = "cpu_idle"
 TIER = "system"

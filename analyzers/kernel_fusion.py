@@ -30,9 +30,9 @@ import duckdb
 import pyarrow as pa
 from pydantic import BaseModel
 
-from analyzers import settings
-from analyzers.common import expected_attention_band, query_rows
-from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
+from tracelake.analyzers import settings
+from tracelake.analyzers.common import expected_attention_band, query_rows
+from tracelake.analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
 
 AGENT_NAME = "kernel_fusion"
 TIER = "system"

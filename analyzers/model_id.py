@@ -37,7 +37,7 @@ from typing import Literal
 import duckdb
 from pydantic import BaseModel, Field
 
-from core.markdown_text import code, sql_literal
+from tracelake.core.markdown_text import code, sql_literal
 
 UNKNOWN = "Cannot be inferred from trace"
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import duckdb
 from pydantic import BaseModel
 
-from analyzers import compute, settings
-from core.kernel_names import short_kernel_name
-from analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
-from analyzers.contracts import AgentResult, AnalysisContext
+from tracelake.analyzers import compute, settings
+from tracelake.core.kernel_names import short_kernel_name
+from tracelake.analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
+from tracelake.analyzers.contracts import AgentResult, AnalysisContext
 
 AGENT_NAME = "moe"
 TIER = "compute"

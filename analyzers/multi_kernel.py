@@ -23,11 +23,11 @@ from typing import Literal, NamedTuple
 import duckdb
 from pydantic import BaseModel
 
-from analyzers import settings
-from analyzers.common import (
+from tracelake.analyzers import settings
+from tracelake.analyzers.common import (
     NO_GPU_TIMELINE, confidence_from_quality, gpu_timeline_row, inline_trace_id, no_data_result, query_rows,
 )
-from analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
+from tracelake.analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
 
 AGENT_NAME = "multi_kernel"
 TIER = "system"

@@ -7,9 +7,9 @@ from __future__ import annotations
 import duckdb
 from pydantic import BaseModel
 
-from analyzers import compute
-from analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
-from analyzers.contracts import AgentResult, AnalysisContext
+from tracelake.analyzers import compute
+from tracelake.analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
+from tracelake.analyzers.contracts import AgentResult, AnalysisContext
 
 AGENT_NAME = "reduce"
 TIER = "compute"

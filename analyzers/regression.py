@@ -31,10 +31,10 @@ from typing import Literal
 import duckdb
 from pydantic import BaseModel, Field
 
-from analyzers import settings
-from analyzers.common import query_rows
-from analyzers.contracts import Confidence
-from core.errors import TraceLakeError
+from tracelake.analyzers import settings
+from tracelake.analyzers.common import query_rows
+from tracelake.analyzers.contracts import Confidence
+from tracelake.core.errors import TraceLakeError
 
 MetricKind = Literal["headline", "category", "op"]
 ChangeStatus = Literal["slower", "faster", "within_noise", "unchanged", "new", "gone"]
@@ -77,6 +77,7 @@ linked_kernel_time as (
 per_trace as (
     select
         sides.side, sides.trace_id, traces.file_name,
+        coalesce(traces.device_name, 'unknown device') as device_name, traces.platform,
         gpu_timeline.total_time_ms, gpu_timeline.busy_time_ms, gpu_timeline.computation_time_ms,
         gpu_timeline.exposed_comm_time_ms, gpu_timeline.exposed_memcpy_time_ms, gpu_timeline.idle_time_ms,
         coalesce(linked_kernel_time.kernel_time_ms, 0) as kernel_time_ms,
@@ -191,6 +192,7 @@ class SideSamples(BaseModel):
 
     trace_ids: list[str]
     file_names: list[str]
+    devices: list[str] = []  # the GPUs its traces ran on (traces.device_name), each once
     sample_source: SampleSource  # profiler_steps when every trace has steps, else traces
     sample_count: int
     kernel_time_samples_ms: list[float]
@@ -263,6 +265,14 @@ class RegressionVerdict(BaseModel):
     categories: list[MetricChange]
     ops: list[OpSignatureChange]  # by absolute change, largest first
     failures: list[str]  # labels of the failing metrics
+    device_warning: str | None = None  # the sides ran on different GPUs: a change may be the hardware
+
+
+def device_warning(baseline: SideSamples, candidate: SideSamples) -> str | None:
+    if set(baseline.devices) == set(candidate.devices):
+        return None
+    return (f"the baseline ran on {', '.join(baseline.devices)} and the candidate on {', '.join(candidate.devices)}: "
+            "a change may be the hardware, not the code")
 
 
 # ---- samples and noise ------------------------------------------------------------------------
@@ -285,7 +295,8 @@ def _side_samples(trace_rows: list[dict], step_rows: list[dict]) -> SideSamples:
         values = [float(r["kernel_time_ms"]) for r in trace_rows]
     mean, std = _mean_std(values)
     return SideSamples(
-        trace_ids=trace_ids, file_names=[r["file_name"] for r in trace_rows], sample_source=source,
+        trace_ids=trace_ids, file_names=[r["file_name"] for r in trace_rows],
+        devices=list(dict.fromkeys(r["device_name"] for r in trace_rows)), sample_source=source,
         sample_count=len(values), kernel_time_samples_ms=values, kernel_time_mean_ms=mean,
         kernel_time_std_ms=std,
     )
@@ -533,4 +544,5 @@ def compare(
         verdict=verdict, regression=verdict == "regression", summary=summary, confidence=confidence,
         deciding_metric=deciding.label, settings=config, baseline=baseline, candidate=candidate,
         noise=noise, headline=headline, categories=categories, ops=ops, failures=failures,
+        device_warning=device_warning(baseline, candidate),
     )

@@ -10,11 +10,11 @@ import re
 import duckdb
 from pydantic import BaseModel
 
-from analyzers import compute
-from analyzers import settings
-from analyzers.common import expected_attention_band
-from analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
-from analyzers.contracts import AgentResult, AnalysisContext
+from tracelake.analyzers import compute
+from tracelake.analyzers import settings
+from tracelake.analyzers.common import expected_attention_band
+from tracelake.analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
+from tracelake.analyzers.contracts import AgentResult, AnalysisContext
 
 AGENT_NAME = "sdpa"
 TIER = "compute"

@@ -9,10 +9,10 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from analyzers import settings
-from analyzers.common import query_rows
-from analyzers.contracts import AgentResult, ServingStep, TracePhases, WorkloadFacts
-from core.markdown_text import sql_literal
+from tracelake.analyzers import settings
+from tracelake.analyzers.common import query_rows
+from tracelake.analyzers.contracts import AgentResult, ServingStep, TracePhases, WorkloadFacts
+from tracelake.core.markdown_text import sql_literal
 
 TOP_OPERATIONS = 10  # rows of the report's Top Operations table (TraceLens lists the top 10)
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import duckdb
 from pydantic import BaseModel
 
-from analyzers import compute, settings
-from analyzers import settings
-from analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
-from analyzers.contracts import AgentResult, AnalysisContext
+from tracelake.analyzers import compute, settings
+from tracelake.analyzers import settings
+from tracelake.analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
+from tracelake.analyzers.contracts import AgentResult, AnalysisContext
 
 AGENT_NAME = "triton"
 TIER = "compute"

@@ -43,7 +43,7 @@ from typing import Any
 
 import duckdb
 
-from ingest import fmt, git_revision, json_bytes, plan_stamp, print_table  # bench/ is sys.path[0]
+from tracelake.decoding import fmt, git_revision, json_bytes, plan_stamp, print_table  # bench/ is sys.path[0]
 from make_big_trace import SourceTrace, is_number, load_source, tile_event, write_trace
 from measure import MB, Child, run_child
 

@@ -35,7 +35,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from core import kernel_names
+from tracelake.core import kernel_names
 
 EMPTY = "—"  # what an empty value shows
 REPLACEMENT = "\ufffd"

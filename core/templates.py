@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jinja2
 
-from core.markdown_text import code, code_cell, fenced, finalize, text
+from tracelake.core.markdown_text import code, code_cell, fenced, finalize, text
 
 
 def template_environment(folder: Path) -> jinja2.Environment:

@@ -11,7 +11,7 @@ from collections import Counter
 
 import pyarrow as pa
 
-from ingest.limits import DROPPED_EVENTS_MAX
+from tracelake.decoding.limits import DROPPED_EVENTS_MAX
 
 CHECK_SCHEMA = pa.schema(
     [

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest.limits import TRACE_WINDOW_MADS, TRACE_WINDOW_MIN_HALF_WIDTH_US, TRACE_WINDOW_SAMPLE_EVENTS
+from tracelake.decoding.limits import TRACE_WINDOW_MADS, TRACE_WINDOW_MIN_HALF_WIDTH_US, TRACE_WINDOW_SAMPLE_EVENTS
 
 CHUNK_EVENTS = 50_000  # events decoded at once: 100k held ~40 MB more per process at no speed gain (bench/analyze.py)
 HOST_CATEGORIES = ("cpu_op", "cuda_runtime", "cuda_driver")

@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from ingest.limits import MAX_JSON_DEPTH
+from tracelake.decoding.limits import MAX_JSON_DEPTH
 
 MASK = "***"
 # Keys whose string values are secrets (case-insensitive, anywhere in the key): `HF_TOKEN`,

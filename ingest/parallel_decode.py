@@ -17,7 +17,7 @@ from pathlib import Path
 
 import msgspec
 
-from ingest.decode import (
+from tracelake.decoding.decode import (
     CHUNK_EVENTS,
     EVENT_SCHEMA,
     DecodedTrace,
@@ -26,8 +26,8 @@ from ingest.decode import (
     merge_decoded,
     trace_window,
 )
-from ingest.parquet_io import open_writer
-from ingest.process_lifetime import die_with_parent
+from tracelake.decoding.parquet_io import open_writer
+from tracelake.decoding.process_lifetime import die_with_parent
 
 # Below this many events a second process costs more (fork, result transfer) than it saves.
 MIN_EVENTS_PER_WORKER = CHUNK_EVENTS

@@ -21,8 +21,8 @@ from typing import Any
 
 import msgspec
 
-from core.errors import BadTraceError, NotATraceError
-from ingest.limits import MAX_JSON_DEPTH, MAX_TRACE_FILE_BYTES, MAX_TRACE_JSON_BYTES
+from tracelake.core.errors import BadTraceError, NotATraceError
+from tracelake.decoding.limits import MAX_JSON_DEPTH, MAX_TRACE_FILE_BYTES, MAX_TRACE_JSON_BYTES
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 HASH_CHUNK_BYTES = 8 << 20
@@ -202,7 +202,7 @@ def _top_level(path: Path, data: bytes) -> dict[str, msgspec.Raw]:
 def _decode_top_level(path: Path, data: bytes) -> tuple[dict[str, msgspec.Raw], bytes, Counter[str]]:
     """The top-level object with its values undecoded; JSON msgspec rejects is repaired once
     (ingest/json_repair.py) before the file is refused."""
-    from ingest.json_repair import repair_json, repair_utf8, valid_utf8  # noqa: PLC0415 - numpy stays out of the read-ahead thread
+    from tracelake.decoding.json_repair import repair_json, repair_utf8, valid_utf8  # noqa: PLC0415 - numpy stays out of the read-ahead thread
 
     repaired: Counter[str] = Counter()
     if not valid_utf8(data):  # msgspec leaves the strings inside skipped values unchecked
@@ -222,7 +222,7 @@ def _decode_top_level(path: Path, data: bytes) -> tuple[dict[str, msgspec.Raw], 
 
 def parse_trace_document(path: Path, data: bytes) -> TraceDocument:
     """Validate the JSON and return the event list as raw slices plus the other top-level keys."""
-    from ingest.metadata import decode_metadata  # noqa: PLC0415 - see _decode_top_level
+    from tracelake.decoding.metadata import decode_metadata  # noqa: PLC0415 - see _decode_top_level
 
     uncompressed_bytes = len(data)
     top, data, repaired = _decode_top_level(path, data)

@@ -8,8 +8,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from analyzers.comparison import CategoryTime, OpComparison
-from core.markdown_text import code, sql_literal
+from tracelake.analyzers.comparison import CategoryTime, OpComparison
+from tracelake.core.markdown_text import code, sql_literal
 
 TOP_OPERATIONS = 10  # rows of the report's Top Operations table
 UNMATCHED_LISTED = 5  # unmatched ops named in the report's matching note, per side

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from core.templates import template_environment
-from reports import svg_charts
-from reports.dashboard_data import REST_CATEGORY, DashboardData, RunGroup, TimeBreakdown, TraceRun
-from reports.svg_charts import BREAKDOWN_SEGMENTS, Column, Segment
+from tracelake.core.templates import template_environment
+from tracelake.reports import svg_charts
+from tracelake.reports.dashboard_data import REST_CATEGORY, DashboardData, RunGroup, TimeBreakdown, TraceRun
+from tracelake.reports.svg_charts import BREAKDOWN_SEGMENTS, Column, Segment
 
 TEMPLATES = Path(__file__).parent / "templates"
 TEMPLATE = "dashboard.html.j2"

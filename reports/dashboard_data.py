@@ -23,7 +23,7 @@ import duckdb
 import pyarrow as pa
 from pydantic import BaseModel
 
-from core.errors import WarehouseError
+from tracelake.core.errors import WarehouseError
 
 MAX_CHART_CATEGORIES = 8  # a group's run-over-run chart shows its 8 largest categories, the rest summed
 TOP_REGRESSIONS = 15  # the regression table's length

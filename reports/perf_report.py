@@ -17,8 +17,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from reports.csv_files import write_csv
-from reports.formatting import json_as_list_repr, json_as_tuple_repr
+from tracelake.reports.csv_files import write_csv
+from tracelake.reports.formatting import json_as_list_repr, json_as_tuple_repr
 
 TIMELINE_ROWS = (
     "computation_time", "exposed_comm_time", "exposed_memcpy_time", "busy_time",

@@ -18,8 +18,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from analyzers.contracts import PriorityData, RankedFinding
-from core.markdown_text import one_line
+from tracelake.analyzers.contracts import PriorityData, RankedFinding
+from tracelake.core.markdown_text import one_line
 
 MAX_BARS = 10
 LABEL_CHARS = 60  # a finding's label on the y axis

@@ -5,7 +5,7 @@ the ingest runs, then waits for the ranked findings on stdin and answers with th
 If the child fails for any reason the plot is drawn in this process instead, so the report never
 depends on the child.
 
-    python -m reports.plot_process < request.json > plot.png
+    python -m tracelake.reports.plot_process < request.json > plot.png
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from analyzers import settings
-from analyzers.contracts import PriorityData
-from ingest.process_lifetime import die_with_parent
+from tracelake.analyzers import settings
+from tracelake.analyzers.contracts import PriorityData
+from tracelake.decoding.process_lifetime import die_with_parent
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -39,7 +39,7 @@ class PlotProcess:
     def __init__(self) -> None:
         try:
             self._child: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [sys.executable, "-m", "reports.plot_process", str(os.getpid())],
+                [sys.executable, "-m", "tracelake.reports.plot_process", str(os.getpid())],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             )
         except OSError:
@@ -76,7 +76,7 @@ class PlotProcess:
             raise RuntimeError("PlotProcess.result() before submit()")
         png = self._collect()
         if png is None:
-            from reports.plot import perf_improvement_png  # noqa: PLC0415 - matplotlib only when needed
+            from tracelake.reports.plot import perf_improvement_png  # noqa: PLC0415 - matplotlib only when needed
 
             png = perf_improvement_png(self._request.priority, self._request.gpu_utilization)
         return png
@@ -107,7 +107,7 @@ class PlotProcess:
 def main() -> None:
     die_with_parent(int(sys.argv[1]) if len(sys.argv) > 1 else None)
     os.nice(settings.PLOT_CHILD_NICENESS)
-    from reports.plot import perf_improvement_png  # noqa: PLC0415 - imported before the request arrives
+    from tracelake.reports.plot import perf_improvement_png  # noqa: PLC0415 - imported before the request arrives
 
     # no warm-up drawing: it took 0.09 s of CPU from the analysis and made the real one no faster
     request = PlotRequest.model_validate_json(sys.stdin.buffer.read())

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from analyzers import settings
-from analyzers.contracts import (AgentResult, AnalysisContext, CategoryPriority, Finding, PriorityData,
+from tracelake.analyzers import settings
+from tracelake.analyzers.contracts import (AgentResult, AnalysisContext, CategoryPriority, Finding, PriorityData,
                                  RankedFinding, UnaddressedOp)
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from core.templates import markdown_environment
-from analyzers import settings
-from analyzers.regression import MetricChange, OpSignatureChange, RegressionVerdict, SideSamples
-from core.markdown_text import Markdown, code, one_line, text
+from tracelake.core.templates import markdown_environment
+from tracelake.analyzers import settings
+from tracelake.analyzers.regression import MetricChange, OpSignatureChange, RegressionVerdict, SideSamples
+from tracelake.core.markdown_text import Markdown, code, one_line, text
 
 TEMPLATES = Path(__file__).parent / "templates"
 TEMPLATE = "regression.md.j2"
@@ -90,6 +90,7 @@ def _side(side: SideSamples) -> dict[str, str]:
     return {
         "traces": traces,
         "trace_count": str(len(side.trace_ids)),
+        "devices": ", ".join(side.devices) or "unknown",
         "samples": side.sample_text,
         "kernel_time": f"{side.kernel_time_mean_ms:,.3f}{spread} ms per {unit}",
     }

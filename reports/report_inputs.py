@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from analyzers.contracts import AgentResult, PriorityData, TracePhases
-from analyzers.model_id import ModelInfo
+from tracelake.analyzers.contracts import AgentResult, PriorityData, TracePhases
+from tracelake.analyzers.model_id import ModelInfo
 
 # A report can be rendered while its plot is still being drawn: plot_png_base64 is then this
 # token, which reports.analysis_md.embed_plot() replaces with the PNG's base64 text. Its NULs make

@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from analyzers import settings
-from analyzers.contracts import AgentResult, AnalysisContext, PriorityData
-from reports.priority import rank_order
+from tracelake.analyzers import settings
+from tracelake.analyzers.contracts import AgentResult, AnalysisContext, PriorityData
+from tracelake.reports.priority import rank_order
 
 Verdict = Literal["PASS", "WARN", "FAIL"]
 

@@ -21,7 +21,7 @@ import duckdb
 import pytest
 
 from tests.conftest import TRACES, run_cli
-from ingest.decode import CHUNK_EVENTS
+from tracelake.decoding.decode import CHUNK_EVENTS
 from tests.reports.trace_variants import write_repeated
 from tracelake.crashpoints import CRASH_AT_ENV
 

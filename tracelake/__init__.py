@@ -1,3 +1,27 @@
-"""TraceLake: PyTorch profiler traces -> Parquet + DuckDB warehouse -> dbt models -> reports."""
+"""TraceLake: PyTorch profiler traces -> Parquet + DuckDB warehouse -> dbt models -> reports.
+
+From Python (tracelake/api.py):
+
+    import tracelake
+    wh = tracelake.open()              # a read-only handle: .sql(), .table(), .traces()
+    tracelake.ingest(["trace.json.gz"], tags={"run": "nightly-42"})
+    result = tracelake.analyze("trace.json.gz", out="report/")
+"""
 
 __version__ = "0.1.0"
+
+# the API is imported on first use: the command line starts without pydantic and polars
+_API = ("open", "ingest", "analyze", "WarehouseHandle", "IngestResult", "IngestedTrace", "Analysis")
+__all__ = ["__version__", *_API]
+
+
+def __getattr__(name: str) -> object:
+    if name in _API:
+        from tracelake import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'tracelake' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_API))

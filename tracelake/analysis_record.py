@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from analyzers.contracts import AgentResult, AnalysisContext, PriorityData
+from tracelake.analyzers.contracts import AgentResult, AnalysisContext, PriorityData
 from tracelake.warehouse import Warehouse
 
 _TABLES = {
@@ -27,6 +27,8 @@ _TABLES = {
         trace_id varchar, trace2_id varchar, comparison_scope varchar, platform varchar,
         out_dir varchar, analysis_md varchar, finding_count integer, analyzed_at timestamptz""",
 }
+ANALYSIS_TABLES = tuple(_TABLES)  # what `tracelake rm` cleans of a removed trace
+
 # columns added since a table was first created in a user's warehouse (created by an older version)
 _ADDED_COLUMNS = {"findings": ("claimed_ms double", "claimed_gpu_events integer", "claimed_idle_gaps integer",
                                "analysis_sql varchar")}

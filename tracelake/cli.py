@@ -21,8 +21,9 @@ try:  # typer >= 0.20 ships its own copy of click
 except ImportError:  # pragma: no cover - older typer uses click itself
     from click.exceptions import ClickException
 
-from core.errors import TraceLakeError, WarehouseError
-from ingest.prefetch import prefetch
+from tracelake.analyzers.settings import COMPARE_THRESHOLD_PERCENT
+from tracelake.core.errors import TraceLakeError, WarehouseError
+from tracelake.decoding.prefetch import prefetch
 from tracelake.config import default_jobs, default_warehouse
 from tracelake.output import render
 from tracelake.progress import ProgressBar
@@ -44,7 +45,25 @@ GC_THRESHOLDS = (100_000, 20, 20)
 TOP_FINDINGS_PRINTED = 3  # analyze prints this many findings after "wrote .../analysis.md" (issue 13: a reader's first three)
 EXIT_COMPARE_CRASHED = 3  # `compare` keeps 1 for "regression": a crash must not read as a verdict in CI
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+def _show_flags_as_flags() -> None:
+    """typer prints every option's type in --help, a flag's as `<bool>`; a flag takes no value, so
+    its type column stays empty (`--quiet`, not `--quiet <bool>`)."""
+    from typer.core import TyperOption  # noqa: PLC0415
+
+    typed = TyperOption.display_type_rich
+    if getattr(typed, "flags_as_flags", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: object) -> str | None:
+        return "" if self.is_flag else typed(self, ctx)
+
+    display_type_rich.flags_as_flags = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_show_flags_as_flags()
+app = typer.Typer(add_completion=True, no_args_is_help=True, help=__doc__,
+                  context_settings={"help_option_names": ["-h", "--help"]})
 _state: dict[str, object] = {"debug": False}
 
 
@@ -85,7 +104,7 @@ def _parse_tags(tags: list[str]) -> dict[str, str]:
         if not sep or not key.strip():
             raise typer.BadParameter(f"tag {tag!r} is not KEY=VALUE", param_hint="--tag")
         parsed[key.strip()] = value.strip()
-    from analyzers.contracts import RUN_MODES  # noqa: PLC0415 - pydantic only when tags are given
+    from tracelake.analyzers.contracts import RUN_MODES  # noqa: PLC0415 - pydantic only when tags are given
 
     mode = parsed.get("mode")
     if mode is not None and mode not in RUN_MODES:
@@ -93,13 +112,34 @@ def _parse_tags(tags: list[str]) -> dict[str, str]:
     return parsed
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from tracelake import __version__  # noqa: PLC0415
+
+        print(f"tracelake {__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
-def _root(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False) -> None:
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors (accepted anywhere on the line).")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
     """TraceLake: PyTorch profiler traces into a queryable warehouse and a performance report."""
-    _state["debug"] = debug
+    _state["debug"] = _state.get("debug") or debug
 
 
-@app.command()
+@app.command("help", epilog="Example: tracelake help analyze")
+def help_command(
+    command: Annotated[Optional[str], typer.Argument(help="The command to explain (default: all of them).")] = None,
+) -> None:
+    """Show the help of a command, or the list of commands."""
+    raise typer.Exit(app(args=[command, "--help"] if command else ["--help"], prog_name="tracelake",
+                         standalone_mode=False) or EXIT_OK)
+
+
+@app.command(epilog='Example: tracelake ingest runs/ --tag model=bert --tag run=nightly-42')
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Trace files (.json, .json.gz) or folders of them.")],
     warehouse: WarehouseOption = None,
@@ -149,7 +189,7 @@ class AgentsRunner(str, Enum):
     llm = "llm"
 
 
-@app.command()
+@app.command(epilog='Example: tracelake analyze trace.json.gz --out report/   (then open report/analysis.md)')
 def analyze(
     trace: Annotated[Path, typer.Argument(help="Trace file (.json or .json.gz); the baseline with --compare.")],
     compare: Annotated[Optional[Path], typer.Option("--compare", help="Second trace (the target): comparative analysis against TRACE.")] = None,
@@ -212,7 +252,7 @@ def analyze(
 def _top_findings(priority_json: Path) -> list[str]:
     """The first TOP_FINDINGS_PRINTED findings of priority_data.json, one line each: `P<n>  <impact
     range>  <title>` (tab-free, so the lines split on two spaces)."""
-    from analyzers.contracts import PriorityData  # noqa: PLC0415 - the CLI imports the analysis stack lazily
+    from tracelake.analyzers.contracts import PriorityData  # noqa: PLC0415 - the CLI imports the analysis stack lazily
 
     if not priority_json.is_file():
         return []
@@ -232,7 +272,7 @@ def _impact_range(finding, e2e_ms: float | None) -> str:  # noqa: ANN001 - a Ran
     return f"{span} ({low * e2e_ms / 100:.3f}-{high * e2e_ms / 100:.3f} ms)" if e2e_ms else span
 
 
-@app.command()
+@app.command(epilog='Example: tracelake platforms --format json')
 def platforms(
     format: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
 ) -> None:
@@ -252,7 +292,7 @@ def platforms(
         print(render(columns, rows, "table"))
 
 
-@app.command()
+@app.command(epilog='Example: tracelake build --jobs 4')
 def build(
     warehouse: WarehouseOption = None,
     full_refresh: Annotated[bool, typer.Option("--full-refresh", help="Rebuild every model from scratch.")] = False,
@@ -292,7 +332,7 @@ def _query(wh: Warehouse, query: str) -> tuple[list[str], list[tuple]]:
         return columns, result.fetchall() if columns else []
 
 
-@app.command()
+@app.command(epilog='Example: tracelake sql "select file_name, busy_time_ms from gpu_timeline join traces using (trace_id)" --format csv > busy.csv')
 def sql(
     query: Annotated[str, typer.Argument(help="SQL over the warehouse (DuckDB dialect).")],
     warehouse: WarehouseOption = None,
@@ -303,7 +343,7 @@ def sql(
     print(render(columns, rows, format.value))
 
 
-@app.command()
+@app.command(epilog='Example: tracelake traces --format json')
 def traces(
     warehouse: WarehouseOption = None,
     format: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
@@ -317,7 +357,7 @@ def traces(
     print(render(columns, rows, format.value))
 
 
-@app.command()
+@app.command(epilog='Example: tracelake dashboard --out site/   (then open site/index.html)')
 def dashboard(
     warehouse: WarehouseOption = None,
     out: Annotated[Optional[Path], typer.Option("--out", help=(
@@ -330,6 +370,53 @@ def dashboard(
     print(write_dashboard(_warehouse(warehouse), out))
 
 
+STORED_TRACE_HELP = ("a trace file already ingested, a trace id (or a unique prefix of >= 6 hex digits), or "
+                     "KEY=VALUE[,KEY=VALUE] over model/run/commit/mode/platform and tags")
+
+
+@app.command("rm", epilog="Example: tracelake rm model=bert,run=nightly-41   (or a trace id, or the trace file)")
+def remove(
+    selectors: Annotated[list[str], typer.Argument(help="Traces to remove: " + STORED_TRACE_HELP + ".")],
+    warehouse: WarehouseOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be removed; change nothing.")] = False,
+) -> None:
+    """Remove traces from the warehouse: their Parquet, their rows in every table and their findings."""
+    from tracelake.selectors import resolve_traces  # noqa: PLC0415
+
+    wh = _warehouse(warehouse)
+    wh.require_existing()
+    trace_ids = list(dict.fromkeys(t for selector in selectors for t in resolve_traces(wh, selector, ingest_new=False)))
+    if not dry_run:
+        wh.prepare_for_writing()
+        with wh.write_lock():
+            wh.remove_traces(trace_ids)
+    for trace_id in trace_ids:
+        print(f"{'would remove' if dry_run else 'removed'} {trace_id}")
+
+
+@app.command(epilog="Example: tracelake tag model=bert,run=nightly-42 commit=3f2a1c --remove stale_key")
+def tag(
+    selector: Annotated[str, typer.Argument(help="Traces to tag: " + STORED_TRACE_HELP + ".")],
+    tags: Annotated[Optional[list[str]], typer.Argument(help="KEY=VALUE tags to set (repeatable).")] = None,
+    remove: Annotated[list[str], typer.Option("--remove", help="A tag key to drop (repeatable).")] = [],
+    warehouse: WarehouseOption = None,
+) -> None:
+    """Set or remove tags of traces already in the warehouse (model, run, commit, mode, platform, any key)."""
+    from tracelake.selectors import resolve_traces  # noqa: PLC0415
+
+    new_tags = _parse_tags(tags or [])
+    if not new_tags and not remove:
+        raise typer.BadParameter("give KEY=VALUE tags to set or --remove KEY", param_hint="TAGS")
+    wh = _warehouse(warehouse)
+    wh.require_existing()
+    trace_ids = resolve_traces(wh, selector, ingest_new=False)
+    wh.prepare_for_writing()
+    with wh.write_lock():
+        changed = [t for t in trace_ids if wh.retag(t, new_tags, tuple(remove))]
+    for trace_id in trace_ids:
+        print(f"{trace_id}  {'tags updated' if trace_id in changed else 'unchanged'}")
+
+
 class CompareFormat(str, Enum):
     md = "md"
     json = "json"
@@ -340,12 +427,12 @@ TRACE_SELECTOR_HELP = ("trace file (.json/.json.gz, ingested if new), trace id (
                        "(several matching traces are pooled as repeated samples)")
 
 
-@app.command()
+@app.command(epilog='Example: tracelake compare model=bert,run=nightly-41 model=bert,run=nightly-42 --threshold-pct 3')
 def compare(
     baseline: Annotated[str, typer.Argument(help="Baseline: " + TRACE_SELECTOR_HELP + ".")],
     candidate: Annotated[str, typer.Argument(help="Candidate, given like the baseline.")],
     threshold_pct: Annotated[Optional[float], typer.Option(
-        "--threshold-pct", help="Percent slower that counts as a regression (default: analyzers/settings.py).")] = None,
+        "--threshold-pct", help=f"Percent slower that counts as a regression (default: {COMPARE_THRESHOLD_PERCENT:g}).")] = None,
     format: Annotated[CompareFormat, typer.Option("--format", help="Output format.")] = CompareFormat.md,
     warehouse: WarehouseOption = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Parse workers for trace files (default: cores).")] = None,
@@ -356,9 +443,9 @@ def compare(
 
     import duckdb  # noqa: PLC0415 - see the note on the imports
 
-    from analyzers.regression import CompareSettings
-    from analyzers.regression import compare as compare_traces
-    from reports.regression_md import render_regression_md
+    from tracelake.analyzers.regression import CompareSettings
+    from tracelake.analyzers.regression import compare as compare_traces
+    from tracelake.reports.regression_md import render_regression_md
     from tracelake.selectors import resolve_traces
 
     if threshold_pct is not None and not (math.isfinite(threshold_pct) and threshold_pct >= 0):
@@ -379,6 +466,8 @@ def compare(
         print(verdict.model_dump_json(indent=1))
     else:
         print(render_regression_md(verdict), end="")
+    if verdict.device_warning:
+        print(f"warning: {verdict.device_warning}", file=sys.stderr)
     if verdict.regression:
         raise typer.Exit(EXIT_FAILED)
 
@@ -467,8 +556,10 @@ def _run(argv: list[str] | None) -> None:
 
 
 def _dispatch(args: list[str]) -> None:
+    _state["debug"] = "--debug" in args  # anywhere on the line, also after the command
+    args = [arg for arg in args if arg != "--debug"]
     try:
-        code = app(args=args, standalone_mode=False)
+        code = app(args=args, prog_name="tracelake", standalone_mode=False)
         sys.exit(code if isinstance(code, int) else EXIT_OK)
     except Stopped as stop:
         _stopped(stop.signum)
@@ -483,14 +574,14 @@ def _dispatch(args: list[str]) -> None:
         sys.exit(EXIT_BAD_INPUT)
     except TraceLakeError as exc:
         _exit_if_stopped()  # dbt and `sql` report a signal as their own failure
-        if "--debug" in args:
+        if _state["debug"]:
             raise
         _exit_if_disk_full(exc)
         print(f"tracelake: error: {exc}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
     except Exception as exc:  # noqa: BLE001 - the one place that turns crashes into a line
         _exit_if_stopped()  # DuckDB turns a signal during a query into its own error
-        if "--debug" in args:
+        if _state["debug"]:
             raise
         _exit_if_disk_full(exc)
         summary = (str(exc).strip().splitlines() or [""])[0]  # DuckDB appends the query context on more lines

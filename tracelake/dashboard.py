@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from core.errors import TraceLakeError, WarehouseError
+from tracelake.core.errors import TraceLakeError, WarehouseError
 from tracelake import __version__
 from tracelake.folders import FolderKind, OutputStaging, claim_output_folder
 from tracelake.warehouse import Warehouse
@@ -24,15 +24,15 @@ def default_dashboard_dir(warehouse: Warehouse) -> Path:
 
 
 def _dashboard_folder() -> FolderKind:
-    from reports.dashboard import DATA_JSON, INDEX  # noqa: PLC0415 - keeps `tracelake --help` light
+    from tracelake.reports.dashboard import DATA_JSON, INDEX  # noqa: PLC0415 - keeps `tracelake --help` light
 
     return FolderKind(name="dashboard", sign=DATA_JSON, entries=frozenset({INDEX, DATA_JSON}))
 
 
 def write_dashboard(warehouse: Warehouse, out_dir: Path | None = None) -> Path:
     """Gather the dashboard's data, write the page, and return the path of its index.html."""
-    from reports.dashboard import INDEX, write_dashboard as write_page  # noqa: PLC0415
-    from reports.dashboard_data import DashboardRequest, gather_dashboard  # noqa: PLC0415
+    from tracelake.reports.dashboard import INDEX, write_dashboard as write_page  # noqa: PLC0415
+    from tracelake.reports.dashboard_data import DashboardRequest, gather_dashboard  # noqa: PLC0415
 
     warehouse.require_existing()
     if not warehouse.trace_ids():

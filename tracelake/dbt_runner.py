@@ -21,7 +21,7 @@ from typing import Any
 
 import duckdb
 
-from core.errors import WarehouseError
+from tracelake.core.errors import WarehouseError
 from tracelake import __version__
 from tracelake.config import PROJECT_ROOT
 

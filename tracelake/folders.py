@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from core.errors import TraceLakeError
+from tracelake.core.errors import TraceLakeError
 from tracelake import __version__
 from tracelake.staging import StagingFolder
 

@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import BadTraceError
-from ingest.reader import is_trace_file
+from tracelake.core.errors import BadTraceError
+from tracelake.decoding.reader import is_trace_file
 
 EXECUTION_DETAILS = "execution_details.json"
 # TraceLens' folder name for capture traces (dbt var capture_trace_folder says the same)

@@ -17,12 +17,12 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from core.errors import BadTraceError, NotATraceError, TraceLakeError
-from ingest.prefetch import take_prefetched
-from ingest.process_lifetime import die_with_parent
-from ingest.reader import PreRead, file_sha256, is_trace_file, read_and_hash
-from ingest.staged import StagedTrace
-from ingest.trace_ingest import stage_trace, trace_id_from_sha256
+from tracelake.core.errors import BadTraceError, NotATraceError, TraceLakeError
+from tracelake.decoding.prefetch import take_prefetched
+from tracelake.decoding.process_lifetime import die_with_parent
+from tracelake.decoding.reader import PreRead, file_sha256, is_trace_file, read_and_hash
+from tracelake.decoding.staged import StagedTrace
+from tracelake.decoding.trace_ingest import stage_trace, trace_id_from_sha256
 from tracelake import __version__
 from tracelake.crashpoints import crash_point
 from tracelake.graph_captures import REPLAY_TAG, CaptureFile, folder_capture_links

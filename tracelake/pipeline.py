@@ -23,25 +23,26 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel
 
-from agents.claims import assign_claims, with_ledger_sql
-from agents.llm import LlmCommand
-from agents.registry import COMPUTE_AGENTS, FUSION_AGENT, SYSTEM_AGENTS, by_name
-from agents.runner import RunnerSettings, render, run_tier
-from agents.trace_scope import limit_findings, opening_sentences
-from analyzers import settings, trace_overview
-from analyzers.agent_categories import load_agent_categories
-from analyzers.coverage import near_roofline_lines, unaddressed_ops
-from analyzers.comparison import category_times, compare_ops
-from analyzers.contracts import AgentResult, AnalysisContext, WorkloadFacts
-from core.errors import BadTraceError
-from reports.comparative_report import op_comparison_table, report_fields
-from reports.csv_files import write_csv
-from analyzers.model_id import ModelInfo, identify_model
-from reports.perf_report import perf_report_tables, write_perf_report
-from reports.plot_process import PlotProcess
-from reports.priority import build_priority_data
-from reports.report_inputs import PLOT_PENDING, ReportInputs
-from reports.validation import validate
+from tracelake.agents.claims import assign_claims, with_ledger_sql
+from tracelake.agents.llm import LlmCommand
+from tracelake.agents.registry import COMPUTE_AGENTS, FUSION_AGENT, SYSTEM_AGENTS, by_name
+from tracelake.agents.runner import RunnerSettings, render, run_tier
+from tracelake.agents.trace_scope import limit_findings, opening_sentences
+from tracelake.analyzers import settings, trace_overview
+from tracelake.analyzers.agent_categories import load_agent_categories
+from tracelake.analyzers.coverage import near_roofline_lines, unaddressed_ops
+from tracelake.analyzers.comparison import category_times, compare_ops
+from tracelake.analyzers.contracts import AgentResult, AnalysisContext, WorkloadFacts
+from tracelake.core.errors import BadTraceError
+from tracelake.decoding.reader import is_trace_file
+from tracelake.reports.comparative_report import op_comparison_table, report_fields
+from tracelake.reports.csv_files import write_csv
+from tracelake.analyzers.model_id import ModelInfo, identify_model
+from tracelake.reports.perf_report import perf_report_tables, write_perf_report
+from tracelake.reports.plot_process import PlotProcess
+from tracelake.reports.priority import build_priority_data
+from tracelake.reports.report_inputs import PLOT_PENDING, ReportInputs
+from tracelake.reports.validation import validate
 from tracelake import __version__
 from tracelake.analysis_record import record_analysis
 from tracelake.crashpoints import crash_point
@@ -300,6 +301,17 @@ def _write_agent_outputs(run: _Run, results: list[AgentResult]) -> None:
         run.write(f"{folder}/{result.agent}_findings.md", markdown)
 
 
+def _folder_given(folder: Path) -> str:
+    """What to do when `analyze` is given a folder: it reports on one trace (one rank, one run)."""
+    found = sorted(p for p in folder.rglob("*") if is_trace_file(p))
+    if not found:
+        return f"{folder} is a folder with no .json or .json.gz trace files; analyze takes one trace file"
+    example = found[0]
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return (f"{folder} is a folder; analyze writes the report of one trace file, e.g. `tracelake analyze {example}`"
+            f"{more}; to load them all, `tracelake ingest {folder}`, then `tracelake compare` or `tracelake sql`")
+
+
 def run_analysis(
     trace: Path,
     warehouse: Warehouse,
@@ -309,6 +321,8 @@ def run_analysis(
 ) -> AnalysisOutcome:
     chosen_platform = resolve_platform(options.platform) if options.platform else None
     chosen_platform2 = resolve_platform(options.platform2) if options.platform2 else None
+    if trace.is_dir():
+        raise BadTraceError(_folder_given(trace))
     if not trace.is_file():
         raise BadTraceError(f"{trace}: no such trace file; check the path")
     if options.compare is not None and not options.compare.is_file():
@@ -366,7 +380,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
              chosen_platforms: tuple[str | None, str | None], out_dir: Path, run: _Run, plot: PlotProcess,
              progress: IngestProgress | None, on_stage: Callable[[str], None],
              after_swap: list[Callable[[], None]], captures: dict[Path, list[CaptureFile]]) -> AnalysisOutcome:
-    from reports.analysis_md import embed_plot, render_analysis, validate_analysis  # noqa: PLC0415
+    from tracelake.reports.analysis_md import embed_plot, render_analysis, validate_analysis  # noqa: PLC0415
 
     comparative = options.compare is not None
     with run.step("1 ingest", on_stage):

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import duckdb
 
-from ingest.reader import file_sha256
-from ingest.trace_ingest import stage_trace, trace_id_from_sha256
+from tracelake.decoding.reader import file_sha256
+from tracelake.decoding.trace_ingest import stage_trace, trace_id_from_sha256
 from tracelake import __version__
 from tracelake.config import PROJECT_ROOT
 from tracelake.dbt_runner import NEW_TRACE_IDS_PLACEHOLDER, IncrementalPlan, run_dbt

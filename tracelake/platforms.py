@@ -6,7 +6,7 @@ import csv
 
 from pydantic import BaseModel
 
-from core.errors import TraceLakeError
+from tracelake.core.errors import TraceLakeError
 from tracelake.config import PROJECT_ROOT
 
 SEEDS = PROJECT_ROOT / "seeds"

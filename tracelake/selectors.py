@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from core.errors import BadTraceError, TraceLakeError
+from tracelake.core.errors import BadTraceError, TraceLakeError
 from tracelake.ingestion import ingest_paths
 from tracelake.warehouse import Warehouse
 
@@ -27,14 +27,15 @@ class SelectorError(TraceLakeError):
     """A trace selector matches no trace, several when one is needed, or is malformed."""
 
 
-def resolve_traces(warehouse: Warehouse, selector: str, jobs: int = 1) -> list[str]:
-    """The trace ids a selector names, in a stable order; raises a one-line TraceLakeError."""
+def resolve_traces(warehouse: Warehouse, selector: str, jobs: int = 1, ingest_new: bool = True) -> list[str]:
+    """The trace ids a selector names, in a stable order; raises a one-line TraceLakeError. With
+    `ingest_new` off, a trace file must be in the warehouse already (`rm`: nothing is added)."""
     text = selector.strip()
     if not text:
         raise SelectorError("empty trace selector; give a trace file, a trace id or KEY=VALUE")
     path = Path(text).expanduser()
     if path.is_file():
-        return [_ingest_file(warehouse, path, jobs)]
+        return [_ingest_file(warehouse, path, jobs) if ingest_new else _stored_file(warehouse, path)]
     if path.is_dir():
         raise SelectorError(f"{text} is a folder; give one trace file, a trace id or a KEY=VALUE selector")
     if text.lower().endswith(TRACE_SUFFIXES):
@@ -58,6 +59,16 @@ def _ingest_file(warehouse: Warehouse, path: Path, jobs: int) -> str:
         if outcome.trace_id:
             return outcome.trace_id
     raise BadTraceError(f"{path}: not a profiler trace")
+
+
+def _stored_file(warehouse: Warehouse, path: Path) -> str:
+    from tracelake.decoding.reader import file_sha256  # noqa: PLC0415
+    from tracelake.decoding.trace_ingest import trace_id_from_sha256  # noqa: PLC0415
+
+    trace_id = trace_id_from_sha256(file_sha256(path))
+    if trace_id not in warehouse.modelled_trace_ids():
+        raise SelectorError(f"{path} (trace {trace_id}) is not in {warehouse.root}; `tracelake traces` lists them")
+    return trace_id
 
 
 def parse_tag_selector(text: str) -> dict[str, str]:

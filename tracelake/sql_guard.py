@@ -28,7 +28,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.errors import TraceLakeError
+from tracelake.core.errors import TraceLakeError
 
 if TYPE_CHECKING:
     import duckdb

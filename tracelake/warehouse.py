@@ -36,8 +36,8 @@ from pathlib import Path
 
 import duckdb
 
-from core.errors import WarehouseError
-from ingest.staged import TABLES, StagedTrace
+from tracelake.core.errors import WarehouseError
+from tracelake.decoding.staged import TABLES, StagedTrace
 from tracelake.config import default_jobs
 from tracelake.crashpoints import crash_point
 from tracelake.dbt_runner import (
@@ -400,20 +400,21 @@ class Warehouse:
         self.release_staging_dir(staging)
         return True
 
-    def retag(self, trace_id: str, tags: dict[str, str]) -> bool:
-        """Merge `tags` into a committed trace's tags, new values winning (caller holds the write
-        lock). Tags live only in the trace's `trace_files` row, which every view reads, so the
-        one-row file is rewritten beside itself and renamed over. True when a tag changed."""
+    def retag(self, trace_id: str, tags: dict[str, str], remove: tuple[str, ...] = ()) -> bool:
+        """Merge `tags` into a committed trace's tags, new values winning, and drop the keys in
+        `remove` (caller holds the write lock). Tags live only in the trace's `trace_files` row,
+        which every view reads, so the one-row file is rewritten beside itself and renamed over.
+        True when a tag changed."""
         import pyarrow as pa  # noqa: PLC0415 - here only: `tracelake sql` starts without pyarrow
         import pyarrow.parquet as pq  # noqa: PLC0415
 
-        from ingest.parquet_io import write_file  # noqa: PLC0415 - the settings every trace table has
+        from tracelake.decoding.parquet_io import write_file  # noqa: PLC0415 - the settings every trace table has
 
         partition = self._partition(COMMIT_TABLE, trace_id)
         files = sorted(partition.glob("*.parquet"))
         table = pq.read_table(files[0])
         current = dict(table.column("tags")[0].as_py() or [])
-        merged = {**current, **tags}
+        merged = {key: value for key, value in {**current, **tags}.items() if key not in remove}
         if merged == current:
             return False
         index = table.schema.get_field_index("tags")
@@ -425,6 +426,34 @@ class Warehouse:
         finally:
             temporary.unlink(missing_ok=True)
         return True
+
+    def remove_traces(self, trace_ids: list[str]) -> None:
+        """Take traces out (caller holds the write lock): their rows leave every model table and
+        every analysis that names them (as trace 1 or 2), in one published snapshot; then their
+        Parquet goes, the commit partition first. A kill in between leaves the trace committed and
+        unmodelled, which the next command models again: `rm` is then run once more."""
+        from tracelake.analysis_record import ANALYSIS_TABLES  # noqa: PLC0415 - it imports this module
+
+        remaining = self.trace_ids() - set(trace_ids)
+        if not remaining:
+            raise WarehouseError(f"that would remove every trace of {self.root}; delete the folder instead")
+        plan = self._load_plan() or (self._shipped_incremental_plan())
+        relations = [model.relation for model in plan.models] if plan is not None else []
+        with self.writing() as con:
+            tables = {row[0] for row in con.execute("select table_name from duckdb_tables() where schema_name = 'main'").fetchall()}
+            for relation in relations:
+                con.execute(f"delete from {relation} where trace_id in (select unnest($ids))", {"ids": trace_ids})
+            for table in ANALYSIS_TABLES:
+                if table in tables:
+                    con.execute(f"delete from {table} where trace_id in (select unnest($ids)) "
+                                "or trace2_id in (select unnest($ids))", {"ids": trace_ids})
+        for trace_id in trace_ids:
+            for table in [COMMIT_TABLE] + [t for t in TABLES if t != COMMIT_TABLE]:
+                shutil.rmtree(self._partition(table, trace_id), ignore_errors=True)
+
+    def _shipped_incremental_plan(self) -> IncrementalPlan | None:
+        plans = load_shipped_plans(project_fingerprint())
+        return plans.incremental if plans is not None else None
 
     def remove_orphans(self) -> None:
         """Drop partitions of traces that never committed and the staging folders of dead runs

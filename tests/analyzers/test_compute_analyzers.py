@@ -10,12 +10,12 @@ import duckdb
 import jinja2
 import pytest
 
-from agents.registry import COMPUTE_AGENTS, by_name
-from agents.render import TEMPLATES, render_findings
-from analyzers import compute, settings
-from analyzers.agent_categories import load_agent_categories
-from analyzers.compute import OpRecord
-from analyzers.contracts import AgentResult, AnalysisContext
+from tracelake.agents.registry import COMPUTE_AGENTS, by_name
+from tracelake.agents.render import TEMPLATES, render_findings
+from tracelake.analyzers import compute, settings
+from tracelake.analyzers.agent_categories import load_agent_categories
+from tracelake.analyzers.compute import OpRecord
+from tracelake.analyzers.contracts import AgentResult, AnalysisContext
 from tests.conftest import EXPECTED_TRACES, trace_id_of
 
 AGENTS = ("gemm", "sdpa", "elementwise", "reduce", "norm", "convolution", "moe", "triton", "generic")
@@ -29,7 +29,7 @@ PLATFORM = "MI300X"
 
 
 def agent(name: str) -> ModuleType:
-    return importlib.import_module(f"analyzers.{name}")
+    return importlib.import_module(f"tracelake.analyzers.{name}")
 
 
 def context_for(db: duckdb.DuckDBPyConnection, trace: str, platform: str = PLATFORM, **extra) -> AnalysisContext:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyzers.model_id import UNKNOWN, ModelInfo, identify_model
+from tracelake.analyzers.model_id import UNKNOWN, ModelInfo, identify_model
 from tests.conftest import trace_id_of
 
 BERT = ("h100/gaunernst_bert-small-uncased__1016001.json.gz", "mi300/gaunernst_bert-small-uncased__1016001.json.gz")

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from analyzers.regression import CompareSettings, NoiseEstimate, SideSamples, estimate_noise, metric_change
+from tracelake.analyzers.regression import CompareSettings, NoiseEstimate, SideSamples, estimate_noise, metric_change
 
 
 def side(values: list[float], source: str = "profiler_steps") -> SideSamples:

@@ -11,9 +11,9 @@ import duckdb
 import jinja2
 import pytest
 
-from agents.render import TEMPLATES
-from analyzers import cpu_idle, kernel_fusion, multi_kernel, settings, trace_overview
-from analyzers.contracts import AgentResult, AnalysisContext
+from tracelake.agents.render import TEMPLATES
+from tracelake.analyzers import cpu_idle, kernel_fusion, multi_kernel, settings, trace_overview
+from tracelake.analyzers.contracts import AgentResult, AnalysisContext
 from tests.conftest import TRACES as DATA_TRACES
 from tests.conftest import trace_id_of
 
@@ -168,7 +168,7 @@ def test_bert_launch_bound_outranks_every_other_finding_of_the_trace(db, results
               for f in results[(BERT_H100, name)][1].findings if f.impact_score is not None]
     for name in COMPUTE_AGENTS:  # the compute tier, where it is available
         try:
-            result = importlib.import_module(f"analyzers.{name}").analyze(db, ctx)
+            result = importlib.import_module(f"tracelake.analyzers.{name}").analyze(db, ctx)
         except Exception:  # noqa: BLE001 - another team's agent; judged by its own tests
             continue
         others += [f.impact_score for f in result.findings if f.impact_score is not None]

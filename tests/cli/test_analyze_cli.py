@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from analyzers.contracts import PriorityData
+from tracelake.analyzers.contracts import PriorityData
 from tests.conftest import TRACES, run_cli
 from tracelake.cli import TOP_FINDINGS_PRINTED
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.limits import MAX_TRACE_FILE_BYTES
+from tracelake.decoding.limits import MAX_TRACE_FILE_BYTES
 from tests.cli.conftest import SMALL_TRACE, snapshot
 from tests.conftest import TRACES, run_cli
 
@@ -436,7 +436,7 @@ def test_file_above_the_size_limit_is_refused_unread(small_warehouse: Path, tmp_
 
 def test_gzip_that_expands_above_the_limit_is_refused(small_warehouse: Path, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from ingest import reader
+    from tracelake.decoding import reader
     from tracelake.cli import main
 
     limit = 1 << 20

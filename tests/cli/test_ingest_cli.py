@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ingest.parquet_io import PARQUET_COMPRESSION
+from tracelake.decoding.parquet_io import PARQUET_COMPRESSION
 from tests.cli.conftest import SMALL_TRACE, snapshot
 from tests.conftest import TRACES, run_cli
 

@@ -12,7 +12,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from core.errors import TraceLakeError
+from tracelake.core.errors import TraceLakeError
 from tests.cli.conftest import snapshot
 from tests.conftest import run_cli
 from tracelake.sql_guard import ReadOnlyQueryError, check_query, lock_down

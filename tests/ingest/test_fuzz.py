@@ -32,8 +32,8 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from core.errors import TraceLakeError
-from ingest.trace_ingest import stage_trace
+from tracelake.core.errors import TraceLakeError
+from tracelake.decoding.trace_ingest import stage_trace
 from tests.conftest import TRACES
 from tracelake.cli import main
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from ingest import reader
-from ingest.decode import trace_window
-from core.errors import BadTraceError, NotATraceError
-from ingest.json_repair import repair_json, repair_utf8, valid_utf8
-from ingest.limits import TRACE_WINDOW_MIN_HALF_WIDTH_US
-from ingest.metadata import decode_metadata
-from ingest.reader import parse_trace_document, read_trace_bytes
+from tracelake.decoding import reader
+from tracelake.decoding.decode import trace_window
+from tracelake.core.errors import BadTraceError, NotATraceError
+from tracelake.decoding.json_repair import repair_json, repair_utf8, valid_utf8
+from tracelake.decoding.limits import TRACE_WINDOW_MIN_HALF_WIDTH_US
+from tracelake.decoding.metadata import decode_metadata
+from tracelake.decoding.reader import parse_trace_document, read_trace_bytes
 from tests.conftest import TRACES
 
 

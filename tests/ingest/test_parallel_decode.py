@@ -9,8 +9,8 @@ import msgspec
 import pyarrow.parquet as pq
 import pytest
 
-from ingest import parallel_decode
-from ingest.reader import parse_trace_document, read_trace_bytes
+from tracelake.decoding import parallel_decode
+from tracelake.decoding.reader import parse_trace_document, read_trace_bytes
 from tests.conftest import TRACES
 
 RESNET = TRACES / "mi300" / "resnet_act_checkpoint.json.gz"

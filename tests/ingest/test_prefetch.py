@@ -7,8 +7,8 @@ import os
 import shutil
 from pathlib import Path
 
-from ingest.limits import MAX_TRACE_FILE_BYTES
-from ingest.prefetch import prefetch, take_prefetched
+from tracelake.decoding.limits import MAX_TRACE_FILE_BYTES
+from tracelake.decoding.prefetch import prefetch, take_prefetched
 from tests.conftest import TRACES
 
 TRACE = TRACES / "torch_compile_triton" / "trace.json.gz"

@@ -208,7 +208,7 @@ def test_capture_folder2_merges_the_compare_trace(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("trace", "family"), [(VLLM, "GPT-OSS"), (SGLANG, "Qwen3")], ids=["vllm", "sglang"])
 def test_the_model_is_named_from_the_captured_modules(merged: Merged, trace: Path, family: str) -> None:
     """The replay records module frames only around the sampler; the captured ops carry the model's."""
-    from analyzers.model_id import identify_model  # noqa: PLC0415
+    from tracelake.analyzers.model_id import identify_model  # noqa: PLC0415
 
     info = identify_model(merged.db, merged.ids[trace])
     assert info.model_family == family, info.evidence

@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from ingest import parallel_decode
+from tracelake.decoding import parallel_decode
 from tests.conftest import TRACES
 from tracelake import warehouse as warehouse_module
 from tracelake.ingestion import ingest_paths

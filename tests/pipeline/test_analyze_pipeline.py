@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from analyzers import settings
-from analyzers.contracts import PriorityData
-from reports.analysis_md import validate_analysis
-from core.kernel_names import KERNEL_NAME_MAX_CHARS
-from reports.analysis_md import NAME_MAX_CHARS
+from tracelake.analyzers import settings
+from tracelake.analyzers.contracts import PriorityData
+from tracelake.reports.analysis_md import validate_analysis
+from tracelake.core.kernel_names import KERNEL_NAME_MAX_CHARS
+from tracelake.reports.analysis_md import NAME_MAX_CHARS
 from tests.conftest import EXPECTED, TRACES, run_cli
 from tests.reports.markdown_checks import card_ranks, leaks, long_names
 from tests.pipeline.conftest import copy_of

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.contracts import AgentResult, PriorityData
-from reports.analysis_md import validate_analysis
+from tracelake.analyzers.contracts import AgentResult, PriorityData
+from tracelake.reports.analysis_md import validate_analysis
 from tests.conftest import EXPECTED, TRACES, run_cli
 from tests.pipeline.conftest import copy_of
 from tracelake.pipeline import AnalyzeOptions, run_analysis

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.contracts import PriorityData
-from reports.analysis_md import validate_analysis
+from tracelake.analyzers.contracts import PriorityData
+from tracelake.reports.analysis_md import validate_analysis
 from tests.pipeline.conftest import copy_of
 from tracelake.pipeline import AnalyzeOptions, run_analysis
 

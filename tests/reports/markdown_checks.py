@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from markdown_it import MarkdownIt
 
-from core.kernel_names import is_kernel_name
+from tracelake.core.kernel_names import is_kernel_name
 from markdown_it.token import Token
 
 RENDERER = MarkdownIt("commonmark").enable(["table", "strikethrough"])

@@ -7,13 +7,13 @@ import re
 
 import pytest
 
-from core.kernel_names import KERNEL_NAME_MAX_CHARS, short_kernel_name
-from analyzers.contracts import AgentResult, CategoryPriority, Finding, PriorityData, RankedFinding
-from reports.analysis_md import SECTIONS, render_analysis, validate_analysis
-from analyzers.model_id import ModelInfo, identify_model
-from reports.plot import perf_improvement_png
-from reports.plot_process import PNG_SIGNATURE, PlotProcess
-from reports.report_inputs import ReportInputs
+from tracelake.core.kernel_names import KERNEL_NAME_MAX_CHARS, short_kernel_name
+from tracelake.analyzers.contracts import AgentResult, CategoryPriority, Finding, PriorityData, RankedFinding
+from tracelake.reports.analysis_md import SECTIONS, render_analysis, validate_analysis
+from tracelake.analyzers.model_id import ModelInfo, identify_model
+from tracelake.reports.plot import perf_improvement_png
+from tracelake.reports.plot_process import PNG_SIGNATURE, PlotProcess
+from tracelake.reports.report_inputs import ReportInputs
 from tests.conftest import trace_id_of
 
 GPU = {

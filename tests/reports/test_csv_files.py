@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from reports.csv_files import write_csv
+from tracelake.reports.csv_files import write_csv
 
 
 def test_values_are_quoted_only_when_needed_and_read_back_unchanged(tmp_path: Path) -> None:

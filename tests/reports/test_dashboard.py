@@ -15,9 +15,9 @@ import duckdb
 import pytest
 from PIL import Image
 
-from reports import svg_charts
-from reports.dashboard import DATA_JSON, INDEX, render_dashboard
-from reports.dashboard_data import DashboardData, report_href
+from tracelake.reports import svg_charts
+from tracelake.reports.dashboard import DATA_JSON, INDEX, render_dashboard
+from tracelake.reports.dashboard_data import DashboardData, report_href
 from tests.cli.conftest import snapshot
 from tests.conftest import TRACES, run_cli
 from tests.reports.headless import browser, console_messages, open_page
@@ -272,7 +272,7 @@ def test_nice_ticks(maximum: float, ticks: list[float]) -> None:
 
 
 def test_breakdown_colours_match_the_report_plot() -> None:
-    from reports.plot import _BREAKDOWN
+    from tracelake.reports.plot import _BREAKDOWN
 
     assert [(label, colour) for label, _, _, colour in _BREAKDOWN] == list(svg_charts.BREAKDOWN_SEGMENTS)
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.contracts import PriorityData
-from reports.analysis_md import shown_name, validate_analysis
-from core.markdown_text import one_line
-from reports.plot_process import PNG_SIGNATURE
+from tracelake.analyzers.contracts import PriorityData
+from tracelake.reports.analysis_md import shown_name, validate_analysis
+from tracelake.core.markdown_text import one_line
+from tracelake.reports.plot_process import PNG_SIGNATURE
 from tests.conftest import TRACES, run_cli
 from tests.reports.markdown_checks import RENDERER, markup_problems, tables, visible_text
 from tests.reports.trace_variants import HOSTILE_KERNELS, HOSTILE_MODULE, HOSTILE_OPS, write_hostile_names

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.perf_report import perf_report_tables
+from tracelake.reports.perf_report import perf_report_tables
 from tests.conftest import EXPECTED, EXPECTED_TRACES, trace_id_of
 
 DEFAULT_MODE = sorted(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.perf_report import perf_report_tables
+from tracelake.reports.perf_report import perf_report_tables
 from tests.conftest import EXPECTED, EXPECTED_TRACES, TRACES
 from tests.expert.conftest import CAPTURES
 from tracelake.pipeline import AnalyzeOptions, run_analysis

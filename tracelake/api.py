@@ -1,0 +1,231 @@
+"""TraceLake from Python (a notebook, a script): open a warehouse, query it into polars, ingest and
+analyze traces. The same warehouse the `tracelake` command writes, with the same rules: a reader
+keeps the snapshot it opened and never blocks a writer; `ingest` and `analyze` take the writers'
+lock like the command does.
+
+    import tracelake
+    wh = tracelake.open()                                  # $TRACELAKE_WAREHOUSE or the default
+    wh.traces()                                            # polars DataFrame
+    wh.sql("select * from gpu_timeline where idle_time_percent > $p", {"p": 20}).pl()
+    wh.table("kernels", trace="model=bert,run=nightly-42")
+    result = tracelake.analyze("trace.json.gz", out="report/")
+    result.findings[0].title
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import weakref
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from tracelake.analyzers.contracts import RankedFinding
+from tracelake.core.errors import TraceLakeError, WarehouseError
+from tracelake.config import default_jobs, default_warehouse
+
+if TYPE_CHECKING:
+    import duckdb
+    import polars
+
+PathLike = str | os.PathLike[str]
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+TRACES_COLUMNS = ("trace_id, file_name, source_path, device_name, platform, runtime, event_count, gpu_event_count, "
+                  "cpu_op_count, quality_verdict, tags, ingested_at")
+
+
+class IngestedTrace(BaseModel):
+    """One file of an `ingest` call: new, already in the warehouse, skipped (not a trace) or failed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: Path
+    trace_id: str | None
+    status: str  # new | known | skipped | failed
+    event_count: int
+    message: str
+
+
+class IngestResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    traces: list[IngestedTrace]
+    model_update: str  # fast | compiled | dbt | none: how the warehouse tables were brought up to date
+    seconds: float
+
+    @property
+    def trace_ids(self) -> list[str]:
+        """The ids of the files that are in the warehouse now (new or already there)."""
+        return [t.trace_id for t in self.traces if t.trace_id and t.status in ("new", "known")]
+
+    @property
+    def failed(self) -> list[IngestedTrace]:
+        return [t for t in self.traces if t.status == "failed"]
+
+
+class Analysis(BaseModel):
+    """What `analyze` wrote: the report folder and its ranked findings (priority_data.json)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    trace_id: str
+    platform: str
+    platform_source: str  # given | detected | default
+    trace2_id: str | None
+    platform2: str | None
+    out_dir: Path
+    analysis_md: Path
+    e2e_time_ms: float
+    findings: list[RankedFinding]  # ranked: findings[0] is P1
+    warnings: list[str]
+
+    def markdown(self) -> str:
+        return self.analysis_md.read_text()
+
+
+class WarehouseHandle:
+    """A read-only view of a warehouse. Each query reads the newest published snapshot: when a
+    writer (the CLI, `ingest`, `analyze`) published a new one since the last query, the handle
+    reconnects. Within one process DuckDB hands every connection to a file path the database it
+    has open, so reconnecting closes the handle's earlier connections first: relations made before
+    a newer snapshot are closed with them (query again). `tracelake.ingest` and `tracelake.analyze`
+    release every open handle's connection before they write, for the same reason."""
+
+    def __init__(self, root: Path) -> None:
+        from tracelake.warehouse import Warehouse  # noqa: PLC0415
+
+        self.warehouse = Warehouse(root)
+        self.warehouse.require_existing()
+        self._connections: list[duckdb.DuckDBPyConnection] = []
+        self._cursors: list[duckdb.DuckDBPyConnection] = []
+        self._snapshot: tuple[int, int] | None = None
+        _open_handles.add(self)
+
+    @property
+    def path(self) -> Path:
+        return self.warehouse.root
+
+    def __repr__(self) -> str:
+        return f"tracelake.open({str(self.path)!r})"
+
+    def __enter__(self) -> WarehouseHandle:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for con in self._cursors + self._connections:
+            con.close()
+        self._cursors.clear()
+        self._connections.clear()
+        self._snapshot = None
+
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """The read-only DuckDB connection to the current snapshot (locked down like `tracelake sql`)."""
+        status = self.warehouse.db_path.stat()
+        snapshot = (status.st_ino, status.st_mtime_ns)
+        if not self._connections or snapshot != self._snapshot:
+            self.close()
+            self._connections.append(self.warehouse.connect_read_only())
+            self._snapshot = snapshot
+        return self._connections[-1]
+
+    def sql(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None) -> duckdb.DuckDBPyRelation:
+        """A DuckDB relation over the warehouse: `.pl()`, `.df()`, `.arrow()`, `.fetchall()`.
+        Only reading statements run (the rules of `tracelake sql`)."""
+        from tracelake.sql_guard import check_query  # noqa: PLC0415
+
+        con = self.connection()
+        check_query(con.cursor(), query)
+        cursor = con.cursor()  # its own result: relations of earlier calls stay readable
+        self._cursors.append(cursor)
+        return cursor.sql(query, params=params)
+
+    def table(self, name: str, trace: str | Iterable[str] | None = None) -> polars.DataFrame:
+        """A public table or view as a polars DataFrame, all of it or the rows of `trace`: a trace
+        id (or a prefix of >= 6 hex digits), a trace file already ingested, a KEY=VALUE[,KEY=VALUE]
+        tag selector, or several of those."""
+        if not _NAME.match(name) or name not in self.tables():
+            raise WarehouseError(f"no public table {name!r}; wh.tables() lists them")
+        if trace is None:
+            return self.sql(f'select * from "{name}"').pl()
+        trace_ids = self.trace_ids(trace)
+        return self.sql(f'select * from "{name}" where trace_id in (select unnest($ids))', {"ids": trace_ids}).pl()
+
+    def tables(self) -> list[str]:
+        """The public tables and views (the main schema)."""
+        rows = self.connection().cursor().execute(
+            "select table_name from duckdb_tables() where schema_name = 'main' union "
+            "select view_name from duckdb_views() where schema_name = 'main' and not internal order by 1").fetchall()
+        return [row[0] for row in rows]
+
+    def traces(self) -> polars.DataFrame:
+        """One row per trace whose tables are up to date, oldest first."""
+        return self.sql(f"select {TRACES_COLUMNS} from traces order by ingested_at, trace_id").pl()
+
+    def trace_ids(self, trace: str | Iterable[str]) -> list[str]:
+        """The trace ids a selector (or several) names; nothing is ingested."""
+        from tracelake.selectors import resolve_traces  # noqa: PLC0415
+
+        selectors = [trace] if isinstance(trace, str) else list(trace)
+        return list(dict.fromkeys(t for s in selectors for t in resolve_traces(self.warehouse, s, ingest_new=False)))
+
+
+_open_handles: weakref.WeakSet[WarehouseHandle] = weakref.WeakSet()
+
+
+def _release_readers() -> None:
+    """Close the connections of this process's open handles (they reconnect on their next query):
+    otherwise the writer's own reads after it published would get DuckDB's cached, older database."""
+    for handle in list(_open_handles):
+        handle.close()
+
+
+def open(warehouse: PathLike | None = None) -> WarehouseHandle:  # noqa: A001 - tracelake.open reads as intended
+    """A read-only handle on a warehouse (default: $TRACELAKE_WAREHOUSE, else the per-user one)."""
+    return WarehouseHandle(Path(warehouse) if warehouse is not None else default_warehouse())
+
+
+def ingest(paths: PathLike | Iterable[PathLike], warehouse: PathLike | None = None,
+           tags: dict[str, str] | None = None, jobs: int | None = None) -> IngestResult:
+    """Ingest trace files or folders (as `tracelake ingest`); the tables are up to date on return."""
+    from tracelake.ingestion import ingest_paths  # noqa: PLC0415
+    from tracelake.warehouse import Warehouse  # noqa: PLC0415
+
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    _release_readers()
+    report = ingest_paths([Path(p) for p in items], Warehouse(Path(warehouse) if warehouse else default_warehouse()),
+                          dict(tags or {}), jobs or default_jobs())
+    return IngestResult(
+        traces=[IngestedTrace(path=o.path, trace_id=o.trace_id, status=o.status, event_count=o.event_count,
+                              message=o.message) for o in report.outcomes],
+        model_update=report.model_update, seconds=report.seconds)
+
+
+def analyze(trace: PathLike, out: PathLike | None = None, platform: str | None = None, *,
+            warehouse: PathLike | None = None, compare: PathLike | None = None, platform2: str | None = None,
+            mode: str = "auto", capture_folder: PathLike | None = None, jobs: int | None = None,
+            xlsx: bool = False, force: bool = False) -> Analysis:
+    """Analyze one trace (as `tracelake analyze`): the report folder and the ranked findings."""
+    from tracelake.analyzers.contracts import PriorityData  # noqa: PLC0415
+    from tracelake.pipeline import AnalyzeOptions, run_analysis  # noqa: PLC0415
+    from tracelake.warehouse import Warehouse  # noqa: PLC0415
+
+    _release_readers()
+    options = AnalyzeOptions(
+        platform=platform, mode=mode, out_dir=Path(out) if out is not None else None, jobs=jobs or default_jobs(),
+        xlsx=xlsx, capture_folder=Path(capture_folder) if capture_folder else None,
+        compare=Path(compare) if compare is not None else None, platform2=platform2, force=force)
+    outcome = run_analysis(Path(trace), Warehouse(Path(warehouse) if warehouse else default_warehouse()), options)
+    if outcome.report_problems:
+        raise TraceLakeError("the report failed its checks: " + "; ".join(outcome.report_problems))
+    priority = PriorityData.model_validate_json((outcome.out_dir / "priority_data.json").read_text())
+    return Analysis(
+        trace_id=outcome.trace_id, platform=outcome.platform, platform_source=outcome.platform_source,
+        trace2_id=outcome.trace2_id, platform2=outcome.platform2, out_dir=outcome.out_dir,
+        analysis_md=outcome.analysis_md, e2e_time_ms=priority.e2e_time_ms,
+        findings=sorted(priority.findings, key=lambda f: f.global_rank), warnings=outcome.warnings)
