@@ -95,6 +95,15 @@ class AnalysisContext(BaseModel):
         return (self.mode or "").startswith("inference")
 
 
+class HostActivity(BaseModel):
+    """Host work that started and ended inside a finding's idle gaps (analyzers/finding_windows.py)."""
+
+    kind: Literal["python", "host_op"]  # a python frame, or a CPU op / annotation
+    name: str
+    time_ms: float  # summed over its calls inside the gaps (nested frames each count)
+    calls: int
+
+
 class Finding(BaseModel):
     """One recommendation: what is slow, why, what to do, and how much it would save."""
 
@@ -130,6 +139,13 @@ class Finding(BaseModel):
     claimed_kernel_count: int = 0
     claimed_gap_count: int = 0
     ceded_to: dict[str, float] = Field(default_factory=dict)  # finding_id -> ms of this finding's candidates it owns
+    # Where its claims lie on the trace's timeline (trace timestamps, us): from the first claimed
+    # GPU event or idle gap to the end of the last, the ProfilerStep#N numbers they overlap, and the
+    # host work inside its claimed idle gaps. None / empty when it claims nothing.
+    ts_start_us: float | None = None
+    ts_end_us: float | None = None
+    steps: list[int] = Field(default_factory=list)
+    host_activity: list[HostActivity] = Field(default_factory=list)
 
 
 class AgentResult(BaseModel):

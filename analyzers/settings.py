@@ -222,3 +222,8 @@ NOT_THE_WORKLOAD_CHECKS: dict[str, tuple[str, ...]] = {
     "gpu_busy_share": ("system",),
     "graph_capture": ("system", "compute"),
 }
+
+# ---- finding windows (analyzers/finding_windows.py) ----
+# Python frames and host ops listed per finding as the host work inside its idle gaps: the few
+# largest say what the host did (a data loader, a copy) without a wall of frames.
+FINDING_HOST_ACTIVITY_TOP = 5

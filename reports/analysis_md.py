@@ -266,8 +266,36 @@ def _phase_rows(phases: TracePhases) -> list[dict[str, str]]:
     return rows
 
 
+def _window_text(finding: RankedFinding, trace_id: str) -> Markdown | None:
+    """Where the finding's claims lie on the timeline, and the command that cuts that window out."""
+    if finding.ts_start_us is None or finding.ts_end_us is None:
+        return None
+    steps = finding.steps
+    step_text = ""
+    if steps:
+        step_text = (f"; ProfilerStep#{steps[0]}" if len(steps) == 1
+                     else f"; ProfilerStep#{steps[0]}-#{steps[-1]} ({len(steps)} steps)")
+    span_ms = (finding.ts_end_us - finding.ts_start_us) / 1000.0
+    command = f"tracelake export {trace_id} --finding P{finding.global_rank} --out p{finding.global_rank}.json"
+    return Markdown(f"trace time {finding.ts_start_us:.1f}-{finding.ts_end_us:.1f} us ({fmt_ms(span_ms)} ms)"
+                    f"{step_text}; open it in Perfetto: {code(command)}")
+
+
+def _host_activity_text(finding: RankedFinding) -> Markdown | None:
+    """The python frames and host ops that ran inside the finding's idle gaps, largest first."""
+    if not finding.host_activity:
+        return None
+    parts = []
+    for kind, label in (("python", "python frames"), ("host_op", "host ops")):
+        items = [a for a in finding.host_activity if a.kind == kind]
+        if items:
+            listed = ", ".join(f"{code(one_line(a.name))} {fmt_ms(a.time_ms)} ms ({a.calls}x)" for a in items)
+            parts.append(f"{label}: {listed}")
+    return Markdown("; ".join(parts))
+
+
 def _card(finding: RankedFinding, e2e_ms: float, trace_strings: dict[str, TraceStrings],
-          phases: TracePhases | None = None) -> dict[str, Any]:
+          phases: TracePhases | None = None, trace_id: str = "") -> dict[str, Any]:
     kind = finding_kind(finding)
     names = trace_strings.get(finding.agent) or TraceStrings.of(finding.evidence, finding.operations)
     details, structured = _details(names.escape_in(finding.details))
@@ -294,6 +322,8 @@ def _card(finding: RankedFinding, e2e_ms: float, trace_strings: dict[str, TraceS
         "analysis_sql": finding.analysis_sql.strip(),
         "claim": _claim_text(finding),
         "phase": _phase_text(finding.phase, phases or TracePhases()),
+        "window": _window_text(finding, trace_id),
+        "host_activity": _host_activity_text(finding),
         "anchor": f"detail-p{finding.global_rank}",
         "sql_anchor": f"sql-p{finding.global_rank}",
     }
@@ -539,7 +569,7 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
     gpu2 = _gpu(inputs.gpu_utilization2) if inputs.comparison_scope == "comparative" and inputs.gpu_utilization2 else None
     ranked = sorted(inputs.priority.findings, key=lambda f: f.global_rank)
     trace_strings = _trace_strings(inputs.agent_results)
-    cards = [_card(f, e2e_ms, trace_strings, inputs.phases) for f in ranked]  # rank order, whatever the tier
+    cards = [_card(f, e2e_ms, trace_strings, inputs.phases, inputs.trace_id) for f in ranked]  # rank order, whatever the tier
     by_kind = {kind: [c for c in cards if c["kind"] == kind] for kind in ("compute", "fusion", "system")}
     ranked_ids = {f.finding_id for f in ranked}
     unranked = [f for r in inputs.agent_results for f in r.findings if f.finding_id not in ranked_ids]

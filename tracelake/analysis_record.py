@@ -20,18 +20,19 @@ _TABLES = {
         impact_mid_percent double, impact_high_percent double, recoverable_ms double,
         claimed_ms double, claimed_gpu_events integer, claimed_idle_gaps integer,
         estimate_method varchar, confidence varchar, evidence_sql varchar, analysis_sql varchar,
-        recorded_at timestamptz""",
+        recorded_at timestamptz, ts_start_us double, ts_end_us double, steps bigint[]""",
     "finding_kernels": "trace_id varchar, trace2_id varchar, finding_id varchar, event_idx bigint, claimed_us double",
     "finding_gaps": "trace_id varchar, trace2_id varchar, finding_id varchar, gap_id bigint, claimed_us double",
     "analyses": """
         trace_id varchar, trace2_id varchar, comparison_scope varchar, platform varchar,
         out_dir varchar, analysis_md varchar, finding_count integer, analyzed_at timestamptz""",
 }
-ANALYSIS_TABLES = tuple(_TABLES)  # what `tracelake rm` cleans of a removed trace
+ANALYSIS_TABLES = tuple(_TABLES)
+FINDINGS_COLUMNS = ", ".join(column.split()[0] for column in _TABLES["findings"].split(","))  # what `tracelake rm` cleans of a removed trace
 
 # columns added since a table was first created in a user's warehouse (created by an older version)
 _ADDED_COLUMNS = {"findings": ("claimed_ms double", "claimed_gpu_events integer", "claimed_idle_gaps integer",
-                               "analysis_sql varchar")}
+                               "analysis_sql varchar", "ts_start_us double", "ts_end_us double", "steps bigint[]")}
 
 
 def _claims(results: list[AgentResult], ctx: AnalysisContext, ranked: set[str]) -> tuple[pa.Table, pa.Table]:
@@ -58,7 +59,7 @@ def record_analysis(warehouse: Warehouse, ctx: AnalysisContext, priority: Priori
     rows = [(ctx.trace_id, ctx.trace2_id, f.global_rank, f.tier, f.category, f.agent, f.finding_id, f.title,
              f.impact_low, f.impact_score, f.impact_high, f.recoverable_ms, f.claimed_time_ms,
              f.claimed_kernel_count, f.claimed_gap_count, f.estimate_method, f.confidence, f.evidence_sql,
-             f.analysis_sql, now) for f in priority.findings]
+             f.analysis_sql, now, f.ts_start_us, f.ts_end_us, f.steps) for f in priority.findings]
     kernel_claims, gap_claims = _claims(results, ctx, {f.finding_id for f in priority.findings})
     scope = [ctx.trace_id, ctx.trace2_id]
     with warehouse.write_lock(), warehouse.writing() as con:
@@ -71,8 +72,8 @@ def record_analysis(warehouse: Warehouse, ctx: AnalysisContext, priority: Priori
             con.execute(f"delete from {name} where trace_id = ? and trace2_id is not distinct from ?", scope)
         con.execute("delete from analyses where (trace_id = ? and trace2_id is not distinct from ?) or analysis_md = ?",
                     [*scope, str(out_dir / "analysis.md")])
-        if rows:
-            con.executemany(f"insert into findings values ({', '.join('?' * len(rows[0]))})", rows)
+        if rows:  # by name: a findings table an older version created has its columns in another order
+            con.executemany(f"insert into findings ({FINDINGS_COLUMNS}) values ({', '.join('?' * len(rows[0]))})", rows)
         con.register("kernel_claims", kernel_claims)
         con.register("gap_claims", gap_claims)
         con.execute("insert into finding_kernels select * from kernel_claims")

@@ -7,6 +7,7 @@ import errno
 import gc
 import json
 import os
+import re
 import signal
 import sys
 from enum import Enum
@@ -368,6 +369,72 @@ def dashboard(
     from tracelake.dashboard import write_dashboard
 
     print(write_dashboard(_warehouse(warehouse), out))
+
+
+@app.command(epilog="Example: tracelake export 309220b5 --finding P1 --out p1.json   (then open p1.json in ui.perfetto.dev)")
+def export(
+    trace: Annotated[str, typer.Argument(help="The trace: " + "a trace file already ingested, a trace id or prefix, or KEY=VALUE naming one trace" + ".")],
+    out: Annotated[Path, typer.Option("--out", help="Chrome-trace JSON to write (.json, or .json.gz to compress).")],
+    finding: Annotated[Optional[str], typer.Option("--finding", help="P<n>: the window of that finding of the trace's latest report.")] = None,
+    window: Annotated[Optional[str], typer.Option("--window", help="START:END in trace microseconds.")] = None,
+    step: Annotated[Optional[int], typer.Option("--step", help="ProfilerStep#N's host and GPU span.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace --out if it exists.")] = False,
+    warehouse: WarehouseOption = None,
+) -> None:
+    """Write a window of a trace (a finding's, a step's or START:END; default the whole trace) as a
+    Chrome trace for Perfetto or chrome://tracing, with the findings on a track of their own."""
+    from tracelake.reports.trace_export import finding_window, parse_window, step_window, trimmed_trace, whole_trace  # noqa: PLC0415
+    from tracelake.selectors import resolve_traces  # noqa: PLC0415
+
+    chosen = [name for name, value in (("--finding", finding), ("--window", window), ("--step", step)) if value is not None]
+    if len(chosen) > 1:
+        raise typer.BadParameter(f"give one of --finding, --window and --step, not {' and '.join(chosen)}")
+    rank = None
+    if finding is not None:
+        match = re.fullmatch(r"[Pp]?(\d+)", finding.strip())
+        if match is None:
+            raise typer.BadParameter(f"{finding!r} is not P<n> (e.g. P1)", param_hint="--finding")
+        rank = int(match.group(1))
+    if not out.name.endswith((".json", ".json.gz")):
+        raise typer.BadParameter(f"{out} does not end in .json or .json.gz", param_hint="--out")
+    if out.exists() and not force:
+        raise TraceLakeError(f"{out} exists; pass --force to replace it, or choose another --out")
+    wh = _warehouse(warehouse)
+    trace_ids = resolve_traces(wh, trace, ingest_new=False)
+    if len(trace_ids) != 1:
+        raise TraceLakeError(f"{trace!r} names {len(trace_ids)} traces; export takes one (give its trace id)")
+    trace_id = trace_ids[0]
+    with wh.connect_read_only() as con:
+        if rank is not None:
+            chosen_window = finding_window(con, trace_id, rank)
+        elif step is not None:
+            chosen_window = step_window(con, trace_id, step)
+        elif window is not None:
+            chosen_window = parse_window(window)
+        else:
+            chosen_window = whole_trace(con, trace_id)
+        document = trimmed_trace(con, trace_id, chosen_window)
+    _write_json_atomically(out, document)
+    events = sum(1 for e in document["traceEvents"] if e.get("pid") != "TraceLake findings" and e["ph"] != "M")
+    print(f"wrote {out}: {chosen_window.label}, {events} events in {chosen_window.start_us:.1f}-{chosen_window.end_us:.1f} us "
+          f"({(chosen_window.end_us - chosen_window.start_us) / 1000:.3f} ms); open it in https://ui.perfetto.dev or chrome://tracing")
+
+
+def _write_json_atomically(path: Path, document: dict) -> None:
+    """Written beside the target and renamed over it: no half-written file stays."""
+    import gzip  # noqa: PLC0415
+    import uuid  # noqa: PLC0415
+
+    data = json.dumps(document, separators=(",", ":"), allow_nan=False).encode()
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_bytes(gzip.compress(data) if path.name.endswith(".gz") else data)
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise TraceLakeError(f"cannot write {path} ({exc.strerror}); choose a writable --out") from None
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 STORED_TRACE_HELP = ("a trace file already ingested, a trace id (or a unique prefix of >= 6 hex digits), or "

@@ -33,6 +33,7 @@ from tracelake.analyzers.agent_categories import load_agent_categories
 from tracelake.analyzers.coverage import near_roofline_lines, unaddressed_ops
 from tracelake.analyzers.comparison import category_times, compare_ops
 from tracelake.analyzers.contracts import AgentResult, AnalysisContext, WorkloadFacts
+from tracelake.analyzers.finding_windows import with_finding_windows
 from tracelake.core.errors import BadTraceError
 from tracelake.decoding.reader import is_trace_file
 from tracelake.reports.comparative_report import op_comparison_table, report_fields
@@ -506,6 +507,8 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
             results = with_ledger_sql(assign_claims(results, ctx.e2e_time_ms), trace_id, trace2_id)
             # each finding says the serving phase it applies to (the steps that launched its GPU events)
             results = trace_overview.with_finding_phases(db, trace_id, ctx.phases, results)
+            # each finding's window on the timeline, its steps and the host work inside its gaps
+            results = with_finding_windows(db, trace_id, results)
             # a trace that is not the workload (harness, capture): low confidence, no wins claimed
             results = limit_findings(results, ctx.quality_verdicts)
             results = [r if r.status == "ERROR" else render(by_name(r.agent), r, ctx, runner, run.warnings)

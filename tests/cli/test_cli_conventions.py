@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import TRACES, run_cli
 from tracelake import __version__
 
-COMMANDS = ("ingest", "analyze", "platforms", "build", "sql", "traces", "dashboard", "compare", "rm", "tag", "help")
+COMMANDS = ("ingest", "analyze", "platforms", "build", "sql", "traces", "dashboard", "compare", "rm", "tag", "export", "help")
 H100_BERT = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
 MI300_BERT = TRACES / "mi300" / "gaunernst_bert-small-uncased__1016001.json.gz"
 

@@ -1,0 +1,146 @@
+"""A window of a stored trace as Chrome-trace JSON that Perfetto and chrome://tracing open, with the
+trace's findings overlaid on a track of their own (`tracelake export`).
+
+The events come from the `events` mart (every event of the trace: its phase, category, name, times,
+pid / tid, flow id and args); the windows from `findings` (ts_start_us / ts_end_us) and
+`profiler_steps`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from tracelake.core.errors import TraceLakeError
+
+FINDINGS_PID = "TraceLake findings"  # the annotation track's process name (a string pid: no clash with the trace's)
+WINDOW_TID = "exported window"
+
+EVENTS_SQL = """
+select phase, category, name, ts_us, dur_us, pid, tid, flow_id, args
+from events
+where trace_id = $trace_id
+  and (phase = 'M' or (ts_us <= $end_us and coalesce(end_us, ts_us) >= $start_us))
+order by event_idx
+"""
+
+FINDINGS_SQL = """
+select global_rank, finding_id, title, impact_mid_percent, recoverable_ms, confidence, ts_start_us, ts_end_us, steps
+from findings
+where trace_id = $trace_id and trace2_id is null and ts_start_us is not null
+  and ts_start_us <= $end_us and ts_end_us >= $start_us
+order by global_rank
+"""
+
+
+@dataclass(frozen=True)
+class Window:
+    start_us: float
+    end_us: float
+    label: str  # what was asked for: "P2", "ProfilerStep#3", "window", "whole trace"
+
+
+def finding_window(con: duckdb.DuckDBPyConnection, trace_id: str, rank: int) -> Window:
+    row = con.execute("select ts_start_us, ts_end_us, title from findings where trace_id = ? and trace2_id is null "
+                      "and global_rank = ?", [trace_id, rank]).fetchone()
+    if row is None:
+        raise TraceLakeError(f"trace {trace_id} has no finding P{rank}: run `tracelake analyze` on it first, or see "
+                             "its analysis.md for the P numbers")
+    if row[0] is None:
+        raise TraceLakeError(f"P{rank} ({row[2]}) claims no GPU event or idle gap, so it has no window; use --window "
+                             "START:END or --step N")
+    return Window(row[0], row[1], f"P{rank}")
+
+
+def step_window(con: duckdb.DuckDBPyConnection, trace_id: str, step: int) -> Window:
+    row = con.execute(
+        "select least(host_start_us, coalesce(gpu_start_us, host_start_us)), "
+        "greatest(host_start_us + host_time_ms * 1000.0, coalesce(gpu_start_us + gpu_time_ms * 1000.0, host_start_us)) "
+        "from profiler_steps where trace_id = ? and step_number = ?", [trace_id, step]).fetchone()
+    if row is None:
+        steps = [r[0] for r in con.execute("select step_number from profiler_steps where trace_id = ? order by 1",
+                                           [trace_id]).fetchall()]
+        listed = f"its steps are {steps[0]}-{steps[-1]}" if steps else "it has no ProfilerStep#N annotations"
+        raise TraceLakeError(f"trace {trace_id} has no ProfilerStep#{step}; {listed}")
+    return Window(row[0], row[1], f"ProfilerStep#{step}")
+
+
+def whole_trace(con: duckdb.DuckDBPyConnection, trace_id: str) -> Window:
+    row = con.execute("select min(ts_us), max(coalesce(end_us, ts_us)) from events where trace_id = ? and phase <> 'M'",
+                      [trace_id]).fetchone()
+    return Window(row[0], row[1], "whole trace")
+
+
+def parse_window(text: str) -> Window:
+    start, sep, end = text.partition(":")
+    try:
+        window = Window(float(start), float(end), "window")
+    except ValueError:
+        raise TraceLakeError(f"--window {text!r} is not START:END in trace microseconds (e.g. 1419120000000:1419120050000)") from None
+    if not sep or window.end_us <= window.start_us:
+        raise TraceLakeError(f"--window {text!r}: END must be after START (START:END, trace microseconds)")
+    return window
+
+
+def _id(value: str | None) -> int | str | None:
+    """A pid / tid as the trace had it: numbers as numbers."""
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return value
+
+
+def _event(phase: str, category: str | None, name: str | None, ts_us: float | None, dur_us: float | None,
+           pid: str | None, tid: str | None, flow_id: int | None, args: str | None) -> dict[str, Any]:
+    event: dict[str, Any] = {"ph": phase, "name": name, "pid": _id(pid), "tid": _id(tid)}
+    if category is not None:
+        event["cat"] = category
+    if ts_us is not None:
+        event["ts"] = ts_us
+    if phase == "X":
+        event["dur"] = dur_us or 0.0
+    if flow_id is not None:
+        event["id"] = flow_id
+        if phase == "f":
+            event["bp"] = "e"
+    if args:
+        event["args"] = json.loads(args)
+    return event
+
+
+def _annotations(con: duckdb.DuckDBPyConnection, trace_id: str, window: Window) -> list[dict[str, Any]]:
+    rows = con.execute(FINDINGS_SQL, {"trace_id": trace_id, "start_us": window.start_us, "end_us": window.end_us}).fetchall()
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": FINDINGS_PID, "tid": 0, "args": {"name": FINDINGS_PID}},
+        {"ph": "M", "name": "thread_name", "pid": FINDINGS_PID, "tid": WINDOW_TID, "args": {"name": WINDOW_TID}},
+        {"ph": "X", "cat": "tracelake", "name": f"exported: {window.label}", "pid": FINDINGS_PID, "tid": WINDOW_TID,
+         "ts": window.start_us, "dur": window.end_us - window.start_us,
+         "args": {"trace_id": trace_id, "start_us": window.start_us, "end_us": window.end_us}},
+    ]
+    for rank, finding_id, title, impact, recoverable_ms, confidence, start_us, end_us, steps in rows:
+        track = f"P{rank}"
+        start, end = max(start_us, window.start_us), min(end_us, window.end_us)
+        events.append({"ph": "M", "name": "thread_name", "pid": FINDINGS_PID, "tid": track,
+                       "args": {"name": f"P{rank}: {title}"}})
+        events.append({"ph": "X", "cat": "tracelake.finding", "name": f"P{rank}: {title}", "pid": FINDINGS_PID,
+                       "tid": track, "ts": start, "dur": max(0.0, end - start),
+                       "args": {"finding_id": finding_id, "title": title, "impact_percent_of_e2e": impact,
+                                "recoverable_ms": recoverable_ms, "confidence": confidence,
+                                "window_us": [start_us, end_us], "steps": list(steps or [])}})
+    return events
+
+
+def trimmed_trace(con: duckdb.DuckDBPyConnection, trace_id: str, window: Window) -> dict[str, Any]:
+    """The trace's events that overlap `window` (its metadata events too) and the findings track."""
+    rows = con.execute(EVENTS_SQL, {"trace_id": trace_id, "start_us": window.start_us, "end_us": window.end_us}).fetchall()
+    if not any(row[0] != "M" for row in rows):
+        raise TraceLakeError(f"no event of trace {trace_id} lies in {window.start_us:.1f}-{window.end_us:.1f} us; "
+                             "the trace's time range is in `select min(ts_us), max(end_us) from events`")
+    events = [_event(*row) for row in rows] + _annotations(con, trace_id, window)
+    return {"traceEvents": events, "displayTimeUnit": "ms",
+            "tracelake_export": {"trace_id": trace_id, "window": window.label,
+                                 "start_us": window.start_us, "end_us": window.end_us}}
