@@ -65,7 +65,12 @@ def run_chart(group: RunGroup, width: float = 620, height: float = 250) -> Marku
             Segment(c.op_category, c.kernel_time_ms, category_colour(c.op_category),
                     f"{run.run_label} \u00b7 {c.op_category}: {fmt_ms(c.kernel_time_ms)} ms ({fmt_percent(c.percent)})")
             for c in run.categories)
-        tooltip = f"{run.run_label} ({run.file_name}): {fmt_ms(run.kernel_time_ms)} ms kernel time"
+        if len(run.trace_ids) > 1:
+            who = f"{len(run.ranks)} ranks" if len(run.ranks) == len(run.trace_ids) else f"{len(run.trace_ids)} traces"
+            tooltip = (f"{run.run_label} ({who}): {fmt_ms(run.kernel_time_ms)} ms kernel time per trace (mean), "
+                       f"{fmt_ms(run.kernel_time_min_ms)}-{fmt_ms(run.kernel_time_max_ms)} ms across them")
+        else:
+            tooltip = f"{run.run_label} ({run.file_name}): {fmt_ms(run.kernel_time_ms)} ms kernel time"
         columns.append(Column(run.run_label, tooltip, segments))
     return Markup(svg_charts.column_chart(columns, unit="kernel time (ms)", width=width, height=height,
                                           label=f"kernel time per category and run, {group.key}"))

@@ -85,15 +85,19 @@ class TraceRun(BaseModel):
     mode: str | None
     mode_source: str | None
     platform: str | None
+    phase: str | None  # the serving phases its steps ran (decode, prefill+decode, ...); None outside serving
     device_name: str | None
+    rank: int | None  # distributed rank (the trace's distributedInfo), None for a single process
+    world_size: int | None
     tags: dict[str, str]
     quality_verdict: str | None
     breakdown: TimeBreakdown
     profiler_step_count: int
     median_step_kernel_time_ms: float | None
     group_key: str
-    run_index: int  # 1-based position in its group
-    run_label: str  # the run tag, else the ingest time; unique inside the group
+    run_index: int  # 1-based position of its run in its group (the ranks of one job share it)
+    run_label: str  # the run tag, else the job's folder (ranks), else the ingest time
+    run_trace_count: int  # traces of its run: the ranks of one job, or traces sharing a run tag
     reports: list[ReportLink]
 
 
@@ -104,10 +108,16 @@ class CategoryTime(BaseModel):
 
 
 class RunCategories(BaseModel):
-    trace_id: str
+    """One run of a group: one trace, or the ranks of one job (means over them, with their spread)."""
+
+    trace_id: str  # its first trace
     file_name: str
     run_label: str
-    kernel_time_ms: float  # over every category
+    trace_ids: list[str]
+    ranks: list[int]  # the ranks of its traces that have one
+    kernel_time_ms: float  # over every category; the mean per trace of a multi-trace run
+    kernel_time_min_ms: float  # the spread over its traces (equal to the mean for one trace)
+    kernel_time_max_ms: float
     categories: list[CategoryTime]  # the group's chart categories (largest first), then the rest
 
 
@@ -116,6 +126,7 @@ class RunGroup(BaseModel):
     model: str
     mode: str | None
     platform: str | None
+    phase: str | None
     categories: list[str]  # chart order; REST_CATEGORY last when the group has more categories
     runs: list[RunCategories]
 
@@ -172,27 +183,43 @@ class DashboardData(BaseModel):
     reports: list[ReportLink]  # newest first
     analyses_recorded: bool  # false when nothing was ever analyzed into this warehouse
     limits: DashboardLimits
+    notes: list[str] = []  # what the page chose not to compare, and why (traces sharing a run tag)
 
 
 # ---- SQL ------------------------------------------------------------------------------------------
 
 _RUNS_SQL = r"""
+with serving_phases as (
+    -- a serving trace's phases: a decode run is never compared with a prefill + decode run
+    select trace_id, string_agg(distinct phase, '+' order by phase) as phase
+    from phases
+    where phase in ('prefill', 'decode', 'mixed', 'denoise')
+    group by trace_id
+)
+
 select
-    trace_id, file_name, ingested_at,
-    coalesce(model, regexp_replace(file_name, '(\.json)?(\.gz)?$', '')) as model,
-    case when model is null then 'file name' else 'tag' end as model_source,
-    run, commit, mode, mode_source, platform, device_name, tags, quality_verdict,
-    total_time_ms, computation_time_ms, exposed_comm_time_ms, exposed_memcpy_time_ms, idle_time_ms,
-    computation_time_percent, exposed_comm_time_percent, exposed_memcpy_time_percent, idle_time_percent,
-    profiler_step_count, median_step_kernel_time_ms
+    runs.trace_id, runs.file_name, runs.ingested_at,
+    -- untagged: the file name, less a rank number (rank0 / rank_1 / rank-2 are one model)
+    coalesce(runs.model, regexp_replace(regexp_replace(runs.file_name, '(\.json)?(\.gz)?$', ''),
+                                        '[_.-]?rank[_-]?\d+', '')) as model,
+    case when runs.model is null then 'file name' else 'tag' end as model_source,
+    runs.run, runs.commit, runs.mode, runs.mode_source, runs.platform, serving_phases.phase, runs.device_name,
+    traces.rank, traces.world_size, traces.source_path, runs.tags, runs.quality_verdict,
+    runs.total_time_ms, runs.computation_time_ms, runs.exposed_comm_time_ms, runs.exposed_memcpy_time_ms,
+    runs.idle_time_ms, runs.computation_time_percent, runs.exposed_comm_time_percent,
+    runs.exposed_memcpy_time_percent, runs.idle_time_percent, runs.profiler_step_count, runs.median_step_kernel_time_ms
 from runs
+inner join traces on traces.trace_id = runs.trace_id
+left join serving_phases on serving_phases.trace_id = runs.trace_id
 """
 
 _CATEGORY_SQL = f"""
 with per_run as (
-    select o.group_key, o.run_index, o.trace_id, c.op_category, c.total_direct_kernel_time_ms as ms
+    -- a run's category time is the mean over its traces (the ranks of one job)
+    select o.group_key, o.run_index, c.op_category, sum(c.total_direct_kernel_time_ms) / any_value(o.run_traces) as ms
     from {_RUN_ORDER} o
     join ops_summary_by_category c on c.trace_id = o.trace_id
+    group by all
 ),
 
 category_ranks as (
@@ -205,7 +232,7 @@ category_ranks as (
 
 charted as (
     select
-        p.group_key, p.run_index, p.trace_id,
+        p.group_key, p.run_index,
         case when r.category_rank <= $max_categories then p.op_category else $rest end as op_category,
         min(r.category_rank) as category_rank,
         sum(p.ms) as kernel_time_ms
@@ -215,46 +242,62 @@ charted as (
 )
 
 select
-    group_key, trace_id, op_category, category_rank, kernel_time_ms,
-    100 * kernel_time_ms / nullif(sum(kernel_time_ms) over (partition by trace_id), 0) as percent
+    group_key, run_index, op_category, category_rank, kernel_time_ms,
+    100 * kernel_time_ms / nullif(sum(kernel_time_ms) over (partition by group_key, run_index), 0) as percent
 from charted
 order by group_key, run_index, category_rank
 """
 
 _REGRESSION_SQL = f"""
-with pairs as (
-    select
-        group_key,
-        lag(trace_id) over (partition by group_key order by run_index) as before_trace_id,
-        trace_id as after_trace_id
-    from {_RUN_ORDER}
+with run_categories as (
+    -- a run's category time is the mean over its traces (the ranks of one job)
+    select o.group_key, o.run_index, c.op_category, sum(c.total_direct_kernel_time_ms) / any_value(o.run_traces) as ms
+    from {_RUN_ORDER} o
+    join ops_summary_by_category c on c.trace_id = o.trace_id
+    group by all
+),
+
+runs as (
+    select distinct group_key, run_index from {_RUN_ORDER}
+),
+
+pairs as (
+    select group_key, lag(run_index) over (partition by group_key order by run_index) as before_run, run_index as after_run
+    from runs
 ),
 
 pair_categories as (
-    select distinct p.group_key, p.before_trace_id, p.after_trace_id, c.op_category
+    select distinct p.group_key, p.before_run, p.after_run, c.op_category
     from pairs p
-    join ops_summary_by_category c on c.trace_id in (p.before_trace_id, p.after_trace_id)
-    where p.before_trace_id is not null
+    join run_categories c on c.group_key = p.group_key and c.run_index in (p.before_run, p.after_run)
+    where p.before_run is not null
 ),
 
 changes as (
     select
-        pc.group_key, pc.before_trace_id, pc.after_trace_id, pc.op_category,
-        coalesce(b.total_direct_kernel_time_ms, 0) as before_ms,
-        coalesce(a.total_direct_kernel_time_ms, 0) as after_ms
+        pc.group_key, pc.before_run, pc.after_run, pc.op_category,
+        coalesce(b.ms, 0) as before_ms,
+        coalesce(a.ms, 0) as after_ms
     from pair_categories pc
-    left join ops_summary_by_category b on b.trace_id = pc.before_trace_id and b.op_category = pc.op_category
-    left join ops_summary_by_category a on a.trace_id = pc.after_trace_id and a.op_category = pc.op_category
+    left join run_categories b on b.group_key = pc.group_key and b.run_index = pc.before_run and b.op_category = pc.op_category
+    left join run_categories a on a.group_key = pc.group_key and a.run_index = pc.after_run and a.op_category = pc.op_category
 )
 
 select
-    group_key, op_category, before_trace_id, after_trace_id, before_ms, after_ms,
+    group_key, op_category, before_run, after_run, before_ms, after_ms,
     after_ms - before_ms as change_ms,
     case when before_ms > 0 then 100 * (after_ms - before_ms) / before_ms end as change_percent
 from changes
 where after_ms > before_ms
 order by change_ms desc, group_key, op_category
 limit $limit
+"""
+
+_TRACE_KERNEL_TIME_SQL = f"""
+select o.trace_id, sum(c.total_direct_kernel_time_ms) as kernel_time_ms
+from {_RUN_ORDER} o
+join ops_summary_by_category c on c.trace_id = o.trace_id
+group by o.trace_id
 """
 
 _MODE_BREAKDOWN_SQL = f"""
@@ -352,8 +395,9 @@ def _natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
     return tuple((0, int(part)) if part.isdigit() else (1, part.lower()) for part in _DIGITS.split(text) if part)
 
 
-def group_key(model: str, mode: str | None, platform: str | None) -> str:
-    return f"{model} | {mode or UNKNOWN} | {platform or UNKNOWN}"
+def group_key(model: str, mode: str | None, platform: str | None, phase: str | None = None) -> str:
+    key = f"{model} | {mode or UNKNOWN} | {platform or UNKNOWN}"
+    return f"{key} | {phase}" if phase else key
 
 
 def report_href(analysis_md: Path, page_dir: Path) -> str | None:
@@ -366,6 +410,12 @@ def report_href(analysis_md: Path, page_dir: Path) -> str | None:
     if Path(os.path.commonpath([target, here])) != Path(target.anchor):
         return Path(os.path.relpath(target, here)).as_posix()
     return target.as_uri()
+
+
+def _rendered(analysis_md: Path) -> Path:
+    """The report as a page: analysis.html beside analysis.md when analyze wrote it, else the markdown."""
+    page = analysis_md.with_name("analysis.html")
+    return page if page.is_file() else analysis_md
 
 
 def _breakdown(row: dict[str, Any]) -> TimeBreakdown:
@@ -384,42 +434,73 @@ def _with_percents(row: dict[str, Any]) -> TimeBreakdown:
 
 # ---- the gathering --------------------------------------------------------------------------------
 
-def _ordered_runs(rows: list[dict[str, Any]], reports: dict[str, list[ReportLink]]) -> list[TraceRun]:
-    """Every trace with its group, position and label (one loop over one row per trace)."""
-    def sort_key(row: dict[str, Any]) -> tuple:
-        key = group_key(row["model"], row["mode"], row["platform"])
-        run = row["run"]
-        return (key, run is None, _natural_key(run) if run is not None else (), row["ingested_at"], row["trace_id"])
+def _run_identity(row: dict[str, Any]) -> str:
+    """What makes traces one run of their group: the run tag; untagged, the folder a distributed
+    job's rank traces were written to; else the trace alone."""
+    if row["run"] is not None:
+        return f"run {row['run']}"
+    if row["rank"] is not None and row["source_path"]:
+        return f"job {Path(row['source_path']).parent}"
+    return f"trace {row['trace_id']}"
 
-    traces: list[TraceRun] = []
-    position: dict[str, int] = {}
-    labels: dict[str, set[str]] = {}
+
+def _run_label(row: dict[str, Any]) -> str:
+    if row["run"] is not None:
+        return row["run"]
+    if row["rank"] is not None and row["source_path"]:
+        return Path(row["source_path"]).parent.name or "job"
+    return row["ingested_at"].strftime("%m-%d %H:%M:%S")
+
+
+def _ordered_runs(rows: list[dict[str, Any]], reports: dict[str, list[ReportLink]]) -> tuple[list[TraceRun], list[str]]:
+    """Every trace with its group, its run's position and label; and a note for each run tag that
+    several traces share without being the ranks of one job (shown as one run, never compared)."""
+    def sort_key(row: dict[str, Any]) -> tuple:
+        run = row["run"]
+        return (row["group"], run is None, _natural_key(run) if run is not None else (), row["ingested_at"],
+                row["rank"] if row["rank"] is not None else -1, row["trace_id"])
+
+    for row in rows:
+        row["group"] = group_key(row["model"], row["mode"], row["platform"], row["phase"])
+    members: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in sorted(rows, key=sort_key):
-        key = group_key(row["model"], row["mode"], row["platform"])
+        members.setdefault((row["group"], _run_identity(row)), []).append(row)
+    traces: list[TraceRun] = []
+    notes: list[str] = []
+    position: dict[str, int] = {}
+    for (key, _), run_rows in members.items():  # in run order: dicts keep insertion order
         position[key] = position.get(key, 0) + 1
-        base = row["run"] if row["run"] is not None else row["ingested_at"].strftime("%m-%d %H:%M:%S")
-        label, repeat = base, 1
-        while label in labels.setdefault(key, set()):
-            repeat += 1
-            label = f"{base} ({repeat})"
-        labels[key].add(label)
-        traces.append(TraceRun(
-            trace_id=row["trace_id"], file_name=row["file_name"], ingested_at=row["ingested_at"],
-            model=row["model"], model_source=row["model_source"], run=row["run"], commit=row["commit"],
-            mode=row["mode"], mode_source=row["mode_source"], platform=row["platform"],
-            device_name=row["device_name"], tags=dict(row["tags"] or {}), quality_verdict=row["quality_verdict"],
-            breakdown=_breakdown(row), profiler_step_count=row["profiler_step_count"] or 0,
-            median_step_kernel_time_ms=row["median_step_kernel_time_ms"], group_key=key,
-            run_index=position[key], run_label=label, reports=reports.get(row["trace_id"], []),
-        ))
-    return traces
+        label = _run_label(run_rows[0])
+        ranks = [r["rank"] for r in run_rows]
+        if len(run_rows) > 1 and (None in ranks or len(set(ranks)) < len(ranks)):
+            files = ", ".join(r["file_name"] for r in run_rows)
+            notes.append(f"{len(run_rows)} traces of {key} share the run tag {label!r} without being the ranks of one "
+                         f"job ({files}): they are shown as one run with their spread and not compared with each "
+                         "other; give each its own --tag run=... to compare them")
+        for row in run_rows:
+            traces.append(TraceRun(
+                trace_id=row["trace_id"], file_name=row["file_name"], ingested_at=row["ingested_at"],
+                model=row["model"], model_source=row["model_source"], run=row["run"], commit=row["commit"],
+                mode=row["mode"], mode_source=row["mode_source"], platform=row["platform"], phase=row["phase"],
+                device_name=row["device_name"], rank=row["rank"], world_size=row["world_size"],
+                tags=dict(row["tags"] or {}), quality_verdict=row["quality_verdict"],
+                breakdown=_breakdown(row), profiler_step_count=row["profiler_step_count"] or 0,
+                median_step_kernel_time_ms=row["median_step_kernel_time_ms"], group_key=key,
+                run_index=position[key], run_label=label, run_trace_count=len(run_rows),
+                reports=reports.get(row["trace_id"], []),
+            ))
+    return traces, notes
 
 
 def _run_order_table(traces: list[TraceRun]) -> pa.Table:
+    counts: dict[tuple[str, int], int] = {}
+    for t in traces:
+        counts[(t.group_key, t.run_index)] = counts.get((t.group_key, t.run_index), 0) + 1
     return pa.table({
         "trace_id": [t.trace_id for t in traces],
         "group_key": [t.group_key for t in traces],
         "run_index": pa.array([t.run_index for t in traces], pa.int32()),
+        "run_traces": pa.array([counts[(t.group_key, t.run_index)] for t in traces], pa.int32()),
         "model": [t.model for t in traces],
         "mode": pa.array([t.mode for t in traces], pa.string()),
         "group_platform": [t.platform or UNKNOWN for t in traces],
@@ -428,31 +509,41 @@ def _run_order_table(traces: list[TraceRun]) -> pa.Table:
 
 def _groups(db: duckdb.DuckDBPyConnection, traces: list[TraceRun]) -> list[RunGroup]:
     rows = _rows(db, _CATEGORY_SQL, {"max_categories": MAX_CHART_CATEGORIES, "rest": REST_CATEGORY})
-    by_trace: dict[str, list[CategoryTime]] = {}
+    by_run: dict[tuple[str, int], list[CategoryTime]] = {}
     ranks: dict[str, dict[str, int]] = {}  # group -> chart category -> rank (the rest ranks last)
     for row in rows:
-        by_trace.setdefault(row["trace_id"], []).append(CategoryTime(
+        by_run.setdefault((row["group_key"], row["run_index"]), []).append(CategoryTime(
             op_category=row["op_category"], kernel_time_ms=row["kernel_time_ms"], percent=row["percent"]))
         ranks.setdefault(row["group_key"], {})[row["op_category"]] = row["category_rank"]
-    groups: dict[str, RunGroup] = {}
+    trace_totals = dict(db.execute(_TRACE_KERNEL_TIME_SQL).fetchall())
+    runs: dict[tuple[str, int], list[TraceRun]] = {}
     for trace in traces:
-        if trace.group_key not in groups:
-            group_ranks = ranks.get(trace.group_key, {})
-            groups[trace.group_key] = RunGroup(
-                key=trace.group_key, model=trace.model, mode=trace.mode, platform=trace.platform,
-                categories=sorted(group_ranks, key=group_ranks.__getitem__), runs=[])
-        categories = by_trace.get(trace.trace_id, [])
-        groups[trace.group_key].runs.append(RunCategories(
-            trace_id=trace.trace_id, file_name=trace.file_name, run_label=trace.run_label,
-            kernel_time_ms=sum(c.kernel_time_ms for c in categories), categories=categories))
+        runs.setdefault((trace.group_key, trace.run_index), []).append(trace)
+    groups: dict[str, RunGroup] = {}
+    for (key, index), members in runs.items():
+        first = members[0]
+        if key not in groups:
+            group_ranks = ranks.get(key, {})
+            groups[key] = RunGroup(key=key, model=first.model, mode=first.mode, platform=first.platform,
+                                   phase=first.phase, categories=sorted(group_ranks, key=group_ranks.__getitem__),
+                                   runs=[])
+        categories = by_run.get((key, index), [])
+        spread = [trace_totals.get(t.trace_id, 0.0) for t in members]
+        groups[key].runs.append(RunCategories(
+            trace_id=first.trace_id, file_name=first.file_name, run_label=first.run_label,
+            trace_ids=[t.trace_id for t in members], ranks=[t.rank for t in members if t.rank is not None],
+            kernel_time_ms=sum(c.kernel_time_ms for c in categories), kernel_time_min_ms=min(spread),
+            kernel_time_max_ms=max(spread), categories=categories))
     return list(groups.values())
 
 
 def _regressions(db: duckdb.DuckDBPyConnection, traces: list[TraceRun]) -> list[CategoryChange]:
-    by_id = {t.trace_id: t for t in traces}
+    first_of = {}
+    for t in traces:
+        first_of.setdefault((t.group_key, t.run_index), t)
     changes = []
     for row in _rows(db, _REGRESSION_SQL, {"limit": TOP_REGRESSIONS}):
-        before, after = by_id[row["before_trace_id"]], by_id[row["after_trace_id"]]
+        before, after = first_of[(row["group_key"], row["before_run"])], first_of[(row["group_key"], row["after_run"])]
         changes.append(CategoryChange(
             group_key=row["group_key"], model=after.model, mode=after.mode, platform=after.platform,
             op_category=row["op_category"], before_trace_id=before.trace_id, before_file_name=before.file_name,
@@ -500,7 +591,7 @@ def _reports(db: duckdb.DuckDBPyConnection, tables: set[str], page_dir: Path) ->
             **{k: row[k] for k in ("trace_id", "trace2_id", "trace2_file_name", "comparison_scope", "platform",
                                    "finding_count", "top_finding_title", "top_finding_impact_percent",
                                    "analyzed_at")},
-            analysis_md=str(row["analysis_md"]), href=report_href(Path(row["analysis_md"]), page_dir)))
+            analysis_md=str(row["analysis_md"]), href=report_href(_rendered(Path(row["analysis_md"])), page_dir)))
     return links
 
 
@@ -515,7 +606,7 @@ def gather_dashboard(db: duckdb.DuckDBPyConnection, request: DashboardRequest) -
     reports_by_trace: dict[str, list[ReportLink]] = {}
     for link in sorted(reports, key=lambda r: r.trace2_id is not None):  # standalone report first
         reports_by_trace.setdefault(link.trace_id, []).append(link)
-    traces = _ordered_runs(_rows(db, _RUNS_SQL), reports_by_trace)
+    traces, notes = _ordered_runs(_rows(db, _RUNS_SQL), reports_by_trace)
     # a trace without GPU work is listed in its group but has no kernel time to compare: it is not a
     # run of the regression pairs or of the training / inference means
     gpu_traces = [t for t in traces if t.breakdown.total_time_ms is not None]
@@ -530,4 +621,5 @@ def gather_dashboard(db: duckdb.DuckDBPyConnection, request: DashboardRequest) -
         warehouse=request.warehouse, generated_at=request.generated_at, tracelake_version=request.tracelake_version,
         trace_count=len(traces), traces=traces, groups=groups, mode_comparisons=comparisons,
         regressions=regressions, reports=reports, analyses_recorded="analyses" in tables, limits=DashboardLimits(),
+        notes=notes,
     )

@@ -381,6 +381,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
              chosen_platforms: tuple[str | None, str | None], out_dir: Path, run: _Run, plot: PlotProcess,
              progress: IngestProgress | None, on_stage: Callable[[str], None],
              after_swap: list[Callable[[], None]], captures: dict[Path, list[CaptureFile]]) -> AnalysisOutcome:
+    from tracelake.reports.analysis_html import render_analysis_html  # noqa: PLC0415
     from tracelake.reports.analysis_md import embed_plot, render_analysis, validate_analysis  # noqa: PLC0415
 
     comparative = options.compare is not None
@@ -541,6 +542,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
                 fields.update(extra, reproduce_sql=fields["reproduce_sql"] + extra["reproduce_sql"])
             fields.update(platform_title=platform_title, platform2_title=platform2_title)
             markdown = render_analysis(ReportInputs(**fields))
+            run.write("analysis.html", render_analysis_html(markdown, f"{trace.name}: TraceLake analysis"))
             png = plot.result()
             run.write("perf_improvement.png", png)
             markdown = embed_plot(markdown, png)

@@ -19,7 +19,7 @@ from tracelake.reports import svg_charts
 from tracelake.reports.dashboard import DATA_JSON, INDEX, render_dashboard
 from tracelake.reports.dashboard_data import DashboardData, report_href
 from tests.cli.conftest import snapshot
-from tests.conftest import TRACES, run_cli
+from tests.conftest import HTA_TRACES, TRACES, run_cli
 from tests.reports.headless import browser, console_messages, open_page
 from tests.reports.trace_variants import write_slower_run
 from tracelake.folders import MARKER_NAME
@@ -27,6 +27,7 @@ from tracelake.folders import MARKER_NAME
 BERT = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
 CPU_ONLY = TRACES / "cpu_only" / "cpu_mlp_training.json.gz"
 GPU_ONLY = TRACES / "mi210" / "gpu_only_trace" / "gpu_only_trace.json.gz"
+HTA_RANKS = HTA_TRACES  # sampled_rank-0 and sampled_rank-1 of one job
 GEMM_KERNELS = "gemm|cutlass"
 GEMM_FACTOR = 1.5
 SECTION_HEADINGS = ("GPU time breakdown per trace", "Kernel time by category, run over run", "Training vs inference",
@@ -57,6 +58,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     _ok("ingest", str(CPU_ONLY), str(GPU_ONLY), "--warehouse", str(warehouse), "--quiet")
     # the CPU-only trace tagged into the bert training runs: no GPU time, so it must not join them
     _ok("ingest", str(CPU_ONLY), "--warehouse", str(warehouse), "--quiet", *_tags(model="bert", mode="training", run="r0"))
+    # a second trace under the training run tag r1, not a rank of one job: a tag collision
+    write_slower_run(BERT, runs / "bert_train_again.json.gz", "elementwise", 1.3)
+    _ok("ingest", str(runs / "bert_train_again.json.gz"), "--warehouse", str(warehouse), "--quiet",
+        *_tags(model="bert", mode="training", run="r1"))
+    # two ranks of one distributed job, one run
+    _ok("ingest", str(HTA_RANKS), "--warehouse", str(warehouse), "--quiet", *_tags(model="hta", mode="training", run="j1"))
     _ok("analyze", str(BERT), "--warehouse", str(warehouse), "--out", str(root / "analysis_bert"), "--quiet")
     printed = _ok("dashboard", "--warehouse", str(warehouse))
     return {"root": root, "warehouse": warehouse, "printed": Path(printed.strip()),
@@ -86,7 +93,7 @@ def test_prints_the_page_path_and_writes_page_and_data(built: dict[str, Path]) -
 
 
 def test_runs_are_grouped_and_ordered(data: DashboardData) -> None:
-    assert data.trace_count == 5
+    assert data.trace_count == 8
     group = next(g for g in data.groups if g.key == "bert | inference | H100")
     assert [r.run_label for r in group.runs] == ["r1", "r2"]
     assert group.categories[0] == "GEMM"
@@ -103,7 +110,7 @@ def test_traces_without_gpu_work_stay_out_of_groups_and_comparisons(data: Dashbo
     assert group.key == "bert | training | unknown"  # no GPU platform: not one of the H100 bert groups
     assert all(cpu_only.trace_id not in (c.before_trace_id, c.after_trace_id) for c in data.regressions)
     training = next(p for p in data.mode_comparisons if (p.model, p.platform) == ("bert", "H100")).training
-    assert cpu_only.trace_id not in training.trace_ids and len(training.trace_ids) == 1
+    assert cpu_only.trace_id not in training.trace_ids and len(training.trace_ids) == 2  # bert_train and its tag twin
 
 
 def test_gemm_slowdown_is_the_top_regression(data: DashboardData) -> None:
@@ -118,7 +125,7 @@ def test_gemm_slowdown_is_the_top_regression(data: DashboardData) -> None:
 def test_training_and_inference_side_by_side(data: DashboardData) -> None:
     pair = data.mode_comparisons[0]  # models run both ways come first
     assert (pair.model, pair.platform) == ("bert", "H100")
-    assert len(pair.training.trace_ids) == 1 and len(pair.inference.trace_ids) == 2
+    assert len(pair.training.trace_ids) == 2 and len(pair.inference.trace_ids) == 2
     assert pair.inference.top_categories[0].op_category == "GEMM"
     mean = pair.inference.mean_breakdown
     parts = [mean.computation_time_ms, mean.exposed_comm_time_ms, mean.exposed_memcpy_time_ms, mean.idle_time_ms]
@@ -132,7 +139,51 @@ def test_analysis_report_is_linked(built: dict[str, Path], data: DashboardData) 
     assert link.trace_id == r1.trace_id and r1.reports == [link]
     assert link.finding_count is not None and link.finding_count >= 1 and link.top_finding_title
     assert not link.href.startswith(("/", "file:"))  # relative: both live under the same temp folder
-    assert (built["index"].parent / link.href).resolve() == built["analysis_md"].resolve()
+    page = (built["index"].parent / link.href).resolve()
+    assert page == built["analysis_md"].with_name("analysis.html").resolve()  # the report rendered as HTML
+    html = page.read_text()
+    assert html.startswith("<!DOCTYPE html>") and "<h1>" in html and "<table>" in html
+    assert '<img src="perf_improvement.png"' in html and "base64" not in html  # the plot is the file beside it
+    assert (page.parent / "perf_improvement.png").is_file()
+
+
+def test_ranks_of_one_job_are_one_run_with_their_spread(data: DashboardData) -> None:
+    ranks = [t for t in data.traces if t.model == "hta"]
+    assert sorted(t.rank for t in ranks) == [0, 1] and {t.run_index for t in ranks} == {1}
+    assert all(t.run_trace_count == 2 and t.run_label == "j1" for t in ranks)
+    group = next(g for g in data.groups if g.model == "hta")
+    assert len(group.runs) == 1
+    run = group.runs[0]
+    assert sorted(run.ranks) == [0, 1] and len(run.trace_ids) == 2
+    assert run.kernel_time_min_ms <= run.kernel_time_ms <= run.kernel_time_max_ms
+    assert run.kernel_time_min_ms < run.kernel_time_max_ms  # the two ranks differ: the spread shows it
+    assert not [c for c in data.regressions if c.model == "hta"]  # no rank-to-rank "regression"
+
+
+def test_traces_sharing_a_run_tag_get_a_note_not_a_renamed_run(data: DashboardData) -> None:
+    training = [t for t in data.traces if t.group_key == "bert | training | H100"]
+    assert {t.run_label for t in training} == {"r1"} and all("(2)" not in t.run_label for t in data.traces)
+    assert [len(g.runs) for g in data.groups if g.key == "bert | training | H100"] == [1]
+    assert any("share the run tag 'r1'" in note and "bert | training | H100" in note for note in data.notes)
+    assert all(c.group_key != "bert | training | H100" for c in data.regressions)
+
+
+def test_serving_phases_split_groups() -> None:
+    from datetime import datetime, timezone
+
+    from tracelake.reports.dashboard_data import _ordered_runs
+
+    def row(trace_id: str, phase: str | None) -> dict:
+        return {"trace_id": trace_id, "file_name": f"{trace_id}.json", "ingested_at": datetime.now(timezone.utc),
+                "model": "qwen", "model_source": "tag", "run": trace_id, "commit": None, "mode": "inference-graph",
+                "mode_source": "tag", "platform": "MI300X", "phase": phase, "device_name": None, "rank": None,
+                "world_size": None, "source_path": None, "tags": {}, "quality_verdict": "pass",
+                "profiler_step_count": 0, "median_step_kernel_time_ms": None}
+
+    traces, notes = _ordered_runs([row("a", "decode"), row("b", "decode+prefill"), row("c", "decode")], {})
+    groups = {t.trace_id: t.group_key for t in traces}
+    assert groups["a"] == groups["c"] != groups["b"]  # decode is never compared with prefill + decode
+    assert groups["b"].endswith("| decode+prefill") and notes == []
 
 
 def test_report_href_is_file_url_without_a_shared_folder(tmp_path: Path) -> None:
@@ -192,9 +243,64 @@ def test_dom_after_scripts_has_every_trace_section_and_link(built: dict[str, Pat
     for heading in SECTION_HEADINGS:
         assert f">{heading}</h2>" in dom
     assert re.search(r'<div id="filters" class="filters">', dom), "the filter script did not run"
-    assert "5 of 5 traces shown" in dom
-    hrefs = re.findall(r'href="([^"#][^"]*analysis\.md)"', dom)
-    assert hrefs and all((built["index"].parent / h).resolve() == built["analysis_md"].resolve() for h in hrefs)
+    assert "8 of 8 traces shown" in dom
+    hrefs = re.findall(r'href="([^"#][^"]*analysis\.html)"', dom)
+    assert hrefs and all((built["index"].parent / h).resolve() == built["analysis_md"].with_name("analysis.html").resolve()
+                         for h in hrefs)
+    assert "Not compared:" in dom
+
+
+INTERACTIONS = """<script>
+(function () {
+  var out = {};
+  var search = document.getElementById("filters-search");
+  search.value = "GEMM"; search.dispatchEvent(new Event("input"));
+  var rows = document.querySelectorAll("#regressions-table tbody tr");
+  out.regressions = rows.length;
+  out.regressionsShown = Array.prototype.filter.call(rows, function (r) { return !r.hidden; }).length;
+  out.breakdownShown = document.getElementById("filters-count").textContent;
+  search.value = "zzz-no-such-thing"; search.dispatchEvent(new Event("input"));
+  out.nothingShown = document.getElementById("filters-count").textContent;
+  search.value = ""; search.dispatchEvent(new Event("input"));
+  var table = document.getElementById("regressions-table");
+  var heads = table.querySelectorAll("thead th");
+  var change = Array.prototype.findIndex.call(heads, function (h) { return h.textContent.trim() === "Change (ms)"; });
+  heads[change].click();
+  out.ascending = Array.prototype.map.call(table.tBodies[0].rows, function (r) { return parseFloat(r.cells[change].textContent.replace(/[,+]/g, "")); });
+  out.sortState = heads[change].getAttribute("aria-sort");
+  heads[change].click();
+  out.descending = Array.prototype.map.call(table.tBodies[0].rows, function (r) { return parseFloat(r.cells[change].textContent.replace(/[,+]/g, "")); });
+  var zoom = document.querySelector("button.zoom");
+  var before = zoom.closest(".chart-card").querySelector("svg").getBoundingClientRect().width;
+  zoom.click();
+  out.zoomed = zoom.closest(".chart-card").classList.contains("zoomed");
+  out.widthRatio = zoom.closest(".chart-card").querySelector("svg").getBoundingClientRect().width / before;
+  out.tooltips = document.querySelectorAll(".chart-card svg title").length;
+  document.title = "RESULT" + JSON.stringify(out);
+})();
+</script>"""
+
+
+def test_search_sort_zoom_and_tooltips_work_in_chromium(built: dict[str, Path], chromium: str) -> None:
+    probe = built["index"].with_name("interactions.html")
+    probe.write_text(built["index"].read_text().replace("</body>", INTERACTIONS + "</body>"))
+    try:
+        run = open_page(probe)
+    finally:
+        probe.unlink()
+    assert run.console_messages == [], run.console_messages
+    found = re.search(r"<title>RESULT(.*?)</title>", run.stdout)
+    assert found, run.stdout[-2000:]
+    import html as html_module
+    import json
+
+    out = json.loads(html_module.unescape(found.group(1)))
+    assert out["regressions"] >= 2 and 1 <= out["regressionsShown"] < out["regressions"]  # only GEMM rows
+    assert out["nothingShown"].startswith("0 of")
+    assert out["ascending"] == sorted(out["ascending"]) and out["sortState"] == "ascending"
+    assert out["descending"] == sorted(out["descending"], reverse=True)
+    assert out["zoomed"] and out["widthRatio"] > 1.5
+    assert out["tooltips"] > 4
 
 
 def test_console_check_catches_page_errors(built: dict[str, Path], chromium: str, tmp_path: Path) -> None:
