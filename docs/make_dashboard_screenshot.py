@@ -13,6 +13,12 @@ consecutive runs:
 - resnet50, training, MI300X: r1 = the real trace; r2 = convolution kernels (igemm, transposes)
   10 % faster; r3 = also batch-norm kernels 1.4x slower.
 
+- hta-ranks, training: two ranks of one distributed job (tests/data/hta, a real 2-rank HTA sample) as
+  run j1, and the same two ranks with GEMM and NCCL kernels 1.25x slower as run j2: each run is one
+  column (the mean over its ranks, their spread in the tooltip), never a rank-to-rank comparison.
+- two bert-small training traces share the run tag r1 without being ranks of one job: the page
+  shows them as one run and says so in a note.
+
 Runs r1 and r3 of bert-small are analyzed (`tracelake analyze`), so their rows link to analysis.md.
 The screenshot is Chromium at 1400 px wide, the page's full height (or --height), saved as an
 adaptive-palette PNG (< 1 MB). Needs the `chromium` package (apt-get install chromium).
@@ -37,6 +43,7 @@ from tests.reports.headless import open_page, page_height  # noqa: E402
 from tests.reports.trace_variants import write_slower_run  # noqa: E402
 
 TRACES = ROOT / "tests" / "data" / "traces"
+HTA = ROOT / "tests" / "data" / "hta"
 BERT = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
 RESNET = TRACES / "mi300" / "resnet_act_checkpoint.json.gz"
 WIDTH = 1400
@@ -60,7 +67,12 @@ OTHERS = [
     (TRACES / "inference" / "sglang_decode" / "sglang_Qwen3-8B_decode.json.gz", "model=qwen3-8b mode=inference run=sglang"),
     (TRACES / "b200" / "eager_trace.json.gz", ""),
     (TRACES / "torch_compile_triton" / "trace.json.gz", ""),
+    (HTA, "model=hta-ranks mode=training run=j1"),
 ]
+# ranks of a second run of the distributed job: (source rank, folder of the job, kernel regex, factor)
+RANK_RUNS = [(HTA / name, "hta_j2", "gemm|cutlass|nccl", 1.25) for name in ("sampled_rank-0.json.gz", "sampled_rank-1.json.gz")]
+# two traces under one run tag that are not ranks of one job: a tag collision the page notes
+COLLISION = [(BERT, "bert_train_a.json.gz", "elementwise", 1.0), (BERT, "bert_train_b.json.gz", "elementwise", 1.2)]
 
 
 def tracelake(*args: str) -> str:
@@ -93,6 +105,14 @@ def build(workdir: Path) -> Path:
         tracelake("ingest", str(path), "--warehouse", str(warehouse), "--quiet", *tag_args(tags))
     for path, tags in OTHERS:
         tracelake("ingest", str(path), "--warehouse", str(warehouse), "--quiet", *tag_args(tags))
+    for source, folder, pattern, factor in RANK_RUNS:
+        write_slower_run(source, runs / folder / source.name, pattern, factor)
+    tracelake("ingest", str(runs / "hta_j2"), "--warehouse", str(warehouse), "--quiet",
+              *tag_args("model=hta-ranks mode=training run=j2"))
+    for source, name, pattern, factor in COLLISION:
+        write_slower_run(source, runs / name, pattern, factor)
+        tracelake("ingest", str(runs / name), "--warehouse", str(warehouse), "--quiet",
+                  *tag_args("model=bert-small mode=training run=r1"))
     for name in ("bert_r1.json.gz", "bert_r3.json.gz"):
         tracelake("analyze", str(runs / name), "--warehouse", str(warehouse), "--out",
                   str(workdir / "reports" / name.split(".")[0]), "--quiet")
