@@ -23,7 +23,7 @@ import duckdb
 
 from tracelake.core.errors import WarehouseError
 from tracelake import __version__
-from tracelake.config import PROJECT_ROOT
+from tracelake.config import PROJECT_ROOT, SHIPPED_DIR
 
 NEW_TRACE_IDS_PLACEHOLDER = "@@NEW_TRACE_IDS@@"
 _PROJECT_PARTS = ("dbt_project.yml", "profiles.yml", "models", "macros", "seeds", "dbt_tests")
@@ -73,6 +73,14 @@ class IncrementalPlan:
 
 
 def project_fingerprint() -> str:
+    """A hash of the dbt project's files; without the project (an installed wheel), the fingerprint
+    of the plans shipped with the package, which are then the project."""
+    if not (PROJECT_ROOT / "dbt_project.yml").is_file():
+        try:
+            return json.loads((SHIPPED_DIR / "build_plan.json").read_text())["fingerprint"]
+        except (OSError, ValueError, KeyError):
+            raise WarehouseError("this TraceLake installation has neither its dbt project nor the plans compiled "
+                                 "from it; reinstall it") from None
     digest = hashlib.sha256(__version__.encode())
     for part in _PROJECT_PARTS:
         base = PROJECT_ROOT / part
@@ -120,6 +128,9 @@ def run_dbt(db_path: Path, work_dir: Path, args: list[str], manifest: Any = None
     """Invoke dbt in this process (on `manifest` when given, else parsing the project); raise with
     the failing nodes' messages if it fails, else return dbt's result object. `on_node_done` hears
     of each node dbt finishes."""
+    if not (PROJECT_ROOT / "dbt_project.yml").is_file():
+        raise WarehouseError("running dbt needs the dbt project (models/, seeds/, ...), which this installation "
+                             "does not include: install TraceLake from a source checkout (pip install -e .)")
     os.environ["DO_NOT_TRACK"] = "1"
     os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
     os.environ["TRACELAKE_DUCKDB_PATH"] = str(db_path)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 from pydantic import BaseModel
 
+from tracelake.config import PROJECT_ROOT, SHIPPED_DIR
 from tracelake.core.errors import TraceLakeError
-from tracelake.config import PROJECT_ROOT
 
 SEEDS = PROJECT_ROOT / "seeds"
 
@@ -28,8 +29,16 @@ class UnknownPlatformError(TraceLakeError):
 
 
 def _seed_rows(name: str) -> list[dict[str, str]]:
-    with (SEEDS / name).open(newline="") as handle:
-        return list(csv.DictReader(handle))
+    """A seed's rows as text: from seeds/ in a source checkout, else from the seed tables shipped with
+    the package (an installed wheel)."""
+    path = SEEDS / name
+    if path.is_file():
+        with path.open(newline="") as handle:
+            return list(csv.DictReader(handle))
+    import pyarrow.parquet as pq  # noqa: PLC0415 - only without the project's seeds
+
+    table = pq.read_table(SHIPPED_DIR / "seeds" / f"{Path(name).stem}.parquet")
+    return [{key: "" if value is None else str(value) for key, value in row.items()} for row in table.to_pylist()]
 
 
 def load_platforms() -> list[PlatformSpec]:

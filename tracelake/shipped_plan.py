@@ -17,11 +17,11 @@ from pathlib import Path
 
 import duckdb
 
+from tracelake.config import SHIPPED_DIR
 from tracelake.dbt_runner import IncrementalPlan
 from tracelake.plan_executor import PlanStep, run_steps
 from tracelake.sql_guard import literal_glob
 
-SHIPPED_DIR = Path(__file__).resolve().parent / "compiled"
 BUILD_PLAN_FILE = "build_plan.json"
 INCREMENTAL_PLAN_FILE = "incremental_plan.json"
 SEEDS_FOLDER = "seeds"
