@@ -38,7 +38,7 @@ test: setup browser
 	$(BIN)/python -m pytest
 
 bench: setup
-	$(BIN)/python bench/ingest.py --big-mb 55
+	$(BIN)/python bench/analyze.py --scale 55
 
 clean:
 	rm -rf demo_output .pytest_cache

@@ -213,20 +213,22 @@ inner join traces on traces.trace_id = runs.trace_id
 left join serving_phases on serving_phases.trace_id = runs.trace_id
 """
 
-_CATEGORY_SQL = f"""
-with per_run as (
-    -- a run's category time is the mean over its traces (the ranks of one job)
+# a run's category time: the mean over its traces (the ranks of one job)
+_RUN_CATEGORIES_CTE = f"""run_categories as (
     select o.group_key, o.run_index, c.op_category, sum(c.total_direct_kernel_time_ms) / any_value(o.run_traces) as ms
     from {_RUN_ORDER} o
     join ops_summary_by_category c on c.trace_id = o.trace_id
     group by all
-),
+)"""
+
+_CATEGORY_SQL = f"""
+with {_RUN_CATEGORIES_CTE},
 
 category_ranks as (
     select
         group_key, op_category,
         row_number() over (partition by group_key order by sum(ms) desc, op_category) as category_rank
-    from per_run
+    from run_categories
     group by group_key, op_category
 ),
 
@@ -236,7 +238,7 @@ charted as (
         case when r.category_rank <= $max_categories then p.op_category else $rest end as op_category,
         min(r.category_rank) as category_rank,
         sum(p.ms) as kernel_time_ms
-    from per_run p
+    from run_categories p
     join category_ranks r on r.group_key = p.group_key and r.op_category = p.op_category
     group by all
 )
@@ -249,13 +251,7 @@ order by group_key, run_index, category_rank
 """
 
 _REGRESSION_SQL = f"""
-with run_categories as (
-    -- a run's category time is the mean over its traces (the ranks of one job)
-    select o.group_key, o.run_index, c.op_category, sum(c.total_direct_kernel_time_ms) / any_value(o.run_traces) as ms
-    from {_RUN_ORDER} o
-    join ops_summary_by_category c on c.trace_id = o.trace_id
-    group by all
-),
+with {_RUN_CATEGORIES_CTE},
 
 runs as (
     select distinct group_key, run_index from {_RUN_ORDER}
