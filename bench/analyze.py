@@ -17,7 +17,7 @@ no measurement: the reference is a least-squares line through those figures agai
 JSON size, printed with the table; ratios against it are marked "(fit)".
 
 Each figure is the median of --repeats runs, with the min-max spread. A run during which other
-processes kept more than 15 % of the machine busy is counted as disturbed (bench/measure.py) and
+processes kept more than 15 % of the machine busy, or the disk kept the CPUs waiting for a quarter of its time, is counted as disturbed (bench/measure.py) and
 the row says how many were.
 """
 

@@ -17,14 +17,20 @@ MB = 1_000_000
 DISTURBED_SHARE = 0.15
 
 
-def busy_seconds() -> float:
-    """CPU seconds all processes have spent busy since boot (/proc/stat), 0 where it cannot be read."""
+# A run during which the CPUs sat this share of its wall time waiting for the disk (iowait, all cores)
+# is marked as disturbed too: a flush of other writes stalled a 55 MB analyze from ~4 s to 11 s.
+DISTURBED_IOWAIT_SHARE = 0.25
+
+
+def cpu_seconds() -> tuple[float, float]:
+    """(busy, iowait) CPU seconds of all processes since boot (/proc/stat); zeros where unreadable."""
     try:
         fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
     except OSError:
-        return 0.0
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[:8])
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+        return 0.0, 0.0
+    user, nice, system, _idle, iowait, irq, softirq, steal = (int(v) for v in fields[:8])
+    tick = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq + steal) / tick, iowait / tick
 
 
 @dataclass(frozen=True)
@@ -36,11 +42,13 @@ class Child:
     stderr: str
     cpu_seconds: float = 0.0  # user + system time of the command and the children it waited for
     others_busy_share: float = 0.0  # CPU other processes used meanwhile, as a share of all cores
+    iowait_share: float = 0.0  # CPU time spent waiting for the disk, as a share of the wall time
 
     @property
     def disturbed(self) -> bool:
-        """Other processes used more than DISTURBED_SHARE of the machine while this ran."""
-        return self.others_busy_share > DISTURBED_SHARE
+        """Other processes used more than DISTURBED_SHARE of the machine while this ran, or the disk
+        kept it waiting (DISTURBED_IOWAIT_SHARE)."""
+        return self.others_busy_share > DISTURBED_SHARE or self.iowait_share > DISTURBED_IOWAIT_SHARE
 
     def failure(self, what: str) -> str:
         how = f"killed by signal {-self.returncode}" if self.returncode < 0 else f"exit {self.returncode}"
@@ -66,13 +74,14 @@ def copy_warehouse(tracelake: str, warm: os.PathLike[str], folder: os.PathLike[s
 def run_child(cmd: Sequence[str]) -> Child:
     """Run `cmd`, wall-clock it and read its peak RSS from the kernel's rusage."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        busy_before = busy_seconds()
+        busy_before, iowait_before = cpu_seconds()
         started = time.perf_counter()
         proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, env=child_env())
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - started
         cpu = usage.ru_utime + usage.ru_stime
-        others = max(0.0, busy_seconds() - busy_before - cpu)
+        busy_after, iowait_after = cpu_seconds()
+        others = max(0.0, busy_after - busy_before - cpu)
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
@@ -84,4 +93,5 @@ def run_child(cmd: Sequence[str]) -> Child:
             stderr=err.read().decode("utf-8", "replace"),
             cpu_seconds=cpu,
             others_busy_share=others / (max(seconds, 1e-9) * (os.cpu_count() or 1)),
+            iowait_share=(iowait_after - iowait_before) / max(seconds, 1e-9),
         )
