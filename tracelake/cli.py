@@ -350,8 +350,13 @@ def traces(
     format: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
 ) -> None:
     """List the traces in the warehouse."""
+    wh = _warehouse(warehouse)
+    wh.require_existing()
+    if not wh.trace_ids():
+        raise WarehouseError(f"warehouse {wh.root} holds no traces yet; run `tracelake ingest TRACE --warehouse "
+                             f"{wh.root}` first")
     columns, rows = _query(
-        _warehouse(warehouse),
+        wh,
         "select trace_id, file_name, device_name, runtime, event_count, gpu_event_count, cpu_op_count, "
         "quality_verdict, tags, ingested_at from traces order by ingested_at, trace_id",
     )

@@ -10,6 +10,7 @@ import json
 import shutil
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from tests.conftest import TRACES, run_cli
@@ -52,6 +53,16 @@ def test_debug_is_accepted_after_the_command(tmp_path: Path) -> None:
     loud = run_cli("traces", "--warehouse", str(tmp_path / "none"), "--debug")
     assert loud.returncode != 0
     assert "Traceback" in loud.stderr and "WarehouseError" in loud.stderr
+
+
+def test_traces_of_an_empty_warehouse_says_so(tmp_path: Path) -> None:
+    folder = tmp_path / "wh"
+    folder.mkdir()
+    duckdb.connect(str(folder / "warehouse.duckdb")).close()  # a database file, no traces
+    result = run_cli("traces", "--warehouse", str(folder))
+    assert result.returncode == 2
+    assert result.stderr.strip() == (f"tracelake: error: warehouse {folder.resolve()} holds no traces yet; run "
+                                     f"`tracelake ingest TRACE --warehouse {folder.resolve()}` first")
 
 
 def test_shell_completion_completes_commands() -> None:
