@@ -351,8 +351,8 @@ def traces(
 ) -> None:
     """List the traces in the warehouse."""
     wh = _warehouse(warehouse)
-    wh.require_existing()
-    if not wh.trace_ids():
+    # (no database but committed traces is a first build that was killed: the read finishes it)
+    if wh.db_path.exists() and not wh.trace_ids():
         raise WarehouseError(f"warehouse {wh.root} holds no traces yet; run `tracelake ingest TRACE --warehouse "
                              f"{wh.root}` first")
     columns, rows = _query(
