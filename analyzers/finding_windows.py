@@ -24,11 +24,7 @@ with items as (
     where claims.kind = 'idle_gap'
 ),
 steps as (
-    select
-        step_number,
-        least(host_start_us, coalesce(gpu_start_us, host_start_us)) as start_us,
-        greatest(host_start_us + host_time_ms * 1000.0,
-                 coalesce(gpu_start_us + gpu_time_ms * 1000.0, host_start_us)) as end_us
+    select step_number, span_start_us as start_us, span_end_us as end_us
     from profiler_steps
     where trace_id = $trace_id
 )

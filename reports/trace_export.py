@@ -55,10 +55,8 @@ def finding_window(con: duckdb.DuckDBPyConnection, trace_id: str, rank: int) -> 
 
 
 def step_window(con: duckdb.DuckDBPyConnection, trace_id: str, step: int) -> Window:
-    row = con.execute(
-        "select least(host_start_us, coalesce(gpu_start_us, host_start_us)), "
-        "greatest(host_start_us + host_time_ms * 1000.0, coalesce(gpu_start_us + gpu_time_ms * 1000.0, host_start_us)) "
-        "from profiler_steps where trace_id = ? and step_number = ?", [trace_id, step]).fetchone()
+    row = con.execute("select span_start_us, span_end_us from profiler_steps where trace_id = ? and step_number = ?",
+                      [trace_id, step]).fetchone()
     if row is None:
         steps = [r[0] for r in con.execute("select step_number from profiler_steps where trace_id = ? order by 1",
                                            [trace_id]).fetchall()]

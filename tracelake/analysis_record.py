@@ -27,8 +27,8 @@ _TABLES = {
         trace_id varchar, trace2_id varchar, comparison_scope varchar, platform varchar,
         out_dir varchar, analysis_md varchar, finding_count integer, analyzed_at timestamptz""",
 }
-ANALYSIS_TABLES = tuple(_TABLES)
-FINDINGS_COLUMNS = ", ".join(column.split()[0] for column in _TABLES["findings"].split(","))  # what `tracelake rm` cleans of a removed trace
+ANALYSIS_TABLES = tuple(_TABLES)  # what `tracelake rm` cleans of a removed trace
+FINDINGS_COLUMNS = ", ".join(column.split()[0] for column in _TABLES["findings"].split(","))  # inserted by name
 
 # columns added since a table was first created in a user's warehouse (created by an older version)
 _ADDED_COLUMNS = {"findings": ("claimed_ms double", "claimed_gpu_events integer", "claimed_idle_gaps integer",

@@ -376,9 +376,13 @@ def dashboard(
     print(write_dashboard(_warehouse(warehouse), out))
 
 
+STORED_TRACE_HELP = ("a trace file already ingested, a trace id (or a unique prefix of >= 6 hex digits), or "
+                     "KEY=VALUE[,KEY=VALUE] over model/run/commit/mode/platform and tags")
+
+
 @app.command(epilog="Example: tracelake export 309220b5 --finding P1 --out p1.json   (then open p1.json in ui.perfetto.dev)")
 def export(
-    trace: Annotated[str, typer.Argument(help="The trace: " + "a trace file already ingested, a trace id or prefix, or KEY=VALUE naming one trace" + ".")],
+    trace: Annotated[str, typer.Argument(help="The trace (one): " + STORED_TRACE_HELP + ".")],
     out: Annotated[Path, typer.Option("--out", help="Chrome-trace JSON to write (.json, or .json.gz to compress).")],
     finding: Annotated[Optional[str], typer.Option("--finding", help="P<n>: the window of that finding of the trace's latest report.")] = None,
     window: Annotated[Optional[str], typer.Option("--window", help="START:END in trace microseconds.")] = None,
@@ -388,7 +392,8 @@ def export(
 ) -> None:
     """Write a window of a trace (a finding's, a step's or START:END; default the whole trace) as a
     Chrome trace for Perfetto or chrome://tracing, with the findings on a track of their own."""
-    from tracelake.reports.trace_export import finding_window, parse_window, step_window, trimmed_trace, whole_trace  # noqa: PLC0415
+    from tracelake.reports.trace_export import (FINDINGS_PID, finding_window, parse_window, step_window,  # noqa: PLC0415
+                                                trimmed_trace, whole_trace)
     from tracelake.selectors import resolve_traces  # noqa: PLC0415
 
     chosen = [name for name, value in (("--finding", finding), ("--window", window), ("--step", step)) if value is not None]
@@ -419,31 +424,24 @@ def export(
         else:
             chosen_window = whole_trace(con, trace_id)
         document = trimmed_trace(con, trace_id, chosen_window)
-    _write_json_atomically(out, document)
-    events = sum(1 for e in document["traceEvents"] if e.get("pid") != "TraceLake findings" and e["ph"] != "M")
+    _write_json(out, document)
+    events = sum(1 for e in document["traceEvents"] if e.get("pid") != FINDINGS_PID and e["ph"] != "M")
     print(f"wrote {out}: {chosen_window.label}, {events} events in {chosen_window.start_us:.1f}-{chosen_window.end_us:.1f} us "
           f"({(chosen_window.end_us - chosen_window.start_us) / 1000:.3f} ms); open it in https://ui.perfetto.dev or chrome://tracing")
 
 
-def _write_json_atomically(path: Path, document: dict) -> None:
+def _write_json(path: Path, document: dict) -> None:
     """Written beside the target and renamed over it: no half-written file stays."""
     import gzip  # noqa: PLC0415
-    import uuid  # noqa: PLC0415
+
+    from tracelake.staging import replace_file  # noqa: PLC0415
 
     data = json.dumps(document, separators=(",", ":"), allow_nan=False).encode()
-    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_bytes(gzip.compress(data) if path.name.endswith(".gz") else data)
-        os.replace(temporary, path)
+        replace_file(path, gzip.compress(data) if path.name.endswith(".gz") else data)
     except OSError as exc:
         raise TraceLakeError(f"cannot write {path} ({exc.strerror}); choose a writable --out") from None
-    finally:
-        temporary.unlink(missing_ok=True)
-
-
-STORED_TRACE_HELP = ("a trace file already ingested, a trace id (or a unique prefix of >= 6 hex digits), or "
-                     "KEY=VALUE[,KEY=VALUE] over model/run/commit/mode/platform and tags")
 
 
 @app.command("rm", epilog="Example: tracelake rm model=bert,run=nightly-41   (or a trace id, or the trace file)")

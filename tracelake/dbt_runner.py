@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ import duckdb
 from tracelake.core.errors import WarehouseError
 from tracelake import __version__
 from tracelake.config import PROJECT_ROOT, SHIPPED_DIR
+from tracelake.staging import replace_file
 
 NEW_TRACE_IDS_PLACEHOLDER = "@@NEW_TRACE_IDS@@"
 _PROJECT_PARTS = ("dbt_project.yml", "profiles.yml", "models", "macros", "seeds", "dbt_tests")
@@ -39,11 +39,15 @@ class PlannedModel:
 
     def select_for(self, trace_ids: list[str]) -> str:
         """The model's SELECT of the rows of `trace_ids` (checked trace ids, placeholder filled in)."""
-        for trace_id in trace_ids:
-            if not _TRACE_ID.match(trace_id):
-                raise WarehouseError(f"refusing malformed trace id {trace_id!r}")
-        id_list = ", ".join(f"'{trace_id}'" for trace_id in trace_ids)
-        return self.sql.replace(f"'{NEW_TRACE_IDS_PLACEHOLDER}'", id_list).strip().rstrip(";")
+        return self.sql.replace(f"'{NEW_TRACE_IDS_PLACEHOLDER}'", trace_id_list(trace_ids)).strip().rstrip(";")
+
+
+def trace_id_list(trace_ids: list[str]) -> str:
+    """`trace_ids` as a SQL list of literals, each checked to be a trace id first."""
+    for trace_id in trace_ids:
+        if not _TRACE_ID.match(trace_id):
+            raise WarehouseError(f"refusing malformed trace id {trace_id!r}")
+    return ", ".join(f"'{trace_id}'" for trace_id in trace_ids)
 
 
 @dataclass(frozen=True)
@@ -173,15 +177,11 @@ def _share_parse(written: Path, shared: Path) -> None:
     """Copy the parse dbt just wrote to the shared cache (renamed into place: readers see a whole file)."""
     if not written.is_file() or (shared.is_file() and shared.stat().st_mtime >= written.stat().st_mtime):
         return
-    temporary = shared.with_name(f".{shared.name}.{os.getpid()}.tmp")
     try:
         shared.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(written, temporary)
-        os.replace(temporary, shared)
+        replace_file(shared, written.read_bytes())
     except OSError:
         pass  # no writable cache folder: every warehouse parses on its own, as before
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 def _release_duckdb_handle() -> None:
@@ -196,6 +196,25 @@ def _release_duckdb_handle() -> None:
     gc.collect()
 
 
+def dependency_order(nodes: dict[str, dict]) -> list[str]:
+    """The ids of manifest `nodes`, each after the nodes it reads (depth first, ties by id)."""
+    ordered: list[str] = []
+    visited: set[str] = set()
+
+    def visit(uid: str) -> None:
+        if uid in visited:
+            return
+        visited.add(uid)
+        for parent in nodes[uid].get("depends_on", {}).get("nodes", []):
+            if parent in nodes:
+                visit(parent)
+        ordered.append(uid)
+
+    for uid in sorted(nodes):
+        visit(uid)
+    return ordered
+
+
 def compile_incremental_plan(db_path: Path, work_dir: Path, manifest: Any = None) -> IncrementalPlan:
     vars_arg = json.dumps({"new_trace_ids": [NEW_TRACE_IDS_PLACEHOLDER]})
     run_dbt(db_path, work_dir, ["compile", "--select", "config.materialized:incremental", "--vars", vars_arg],
@@ -206,22 +225,9 @@ def compile_incremental_plan(db_path: Path, work_dir: Path, manifest: Any = None
         for uid, node in manifest["nodes"].items()
         if node["resource_type"] == "model" and node["config"]["materialized"] == "incremental"
     }
-    ordered: list[str] = []
-    visited: set[str] = set()
-
-    def visit(uid: str) -> None:
-        """Depth-first over every upstream node (views too), so that an incremental model
-        reached through views still runs after the incremental models it reads."""
-        if uid in visited:
-            return
-        visited.add(uid)
-        for parent in manifest["nodes"].get(uid, {}).get("depends_on", {}).get("nodes", []):
-            visit(parent)
-        if uid in nodes:
-            ordered.append(uid)
-
-    for uid in sorted(nodes):
-        visit(uid)
+    # every upstream node counts (views too): an incremental model reached through views still runs
+    # after the incremental models it reads
+    ordered = [uid for uid in dependency_order(manifest["nodes"]) if uid in nodes]
     def planned_upstream(uid: str, seen: set[str]) -> set[str]:
         """The planned models `uid` reads, directly or through views."""
         found: set[str] = set()
@@ -255,7 +261,7 @@ def execute_plan(con: duckdb.DuckDBPyConnection, plan: IncrementalPlan, trace_id
 
     if not trace_ids:
         return
-    id_list = ", ".join(f"'{trace_id}'" for trace_id in trace_ids)
+    id_list = trace_id_list(trace_ids)  # checked before any statement runs
 
     def replace_rows(model: PlannedModel) -> Callable[[duckdb.DuckDBPyConnection], None]:
         def run(cursor: duckdb.DuckDBPyConnection) -> None:

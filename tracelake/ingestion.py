@@ -94,6 +94,11 @@ class _Candidate:
     pre_read: PreRead | None = None
 
 
+def trace_files_in(folder: Path) -> list[Path]:
+    """The .json / .json.gz files under `folder`, recursively, in path order."""
+    return sorted(p for p in folder.rglob("*") if is_trace_file(p))
+
+
 def find_trace_files(paths: list[Path]) -> list[_Candidate]:
     """Files as given; folders searched recursively for .json / .json.gz."""
     found: list[_Candidate] = []
@@ -101,7 +106,7 @@ def find_trace_files(paths: list[Path]) -> list[_Candidate]:
         if not path.exists():
             raise BadTraceError(f"{path}: no such file or folder; check the path")
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if is_trace_file(p))
+            files = trace_files_in(path)
             if not files:
                 raise BadTraceError(f"{path}: folder holds no .json or .json.gz trace files")
             found.extend(_Candidate(p, True) for p in files)

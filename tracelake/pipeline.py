@@ -35,7 +35,6 @@ from tracelake.analyzers.comparison import category_times, compare_ops
 from tracelake.analyzers.contracts import AgentResult, AnalysisContext, WorkloadFacts
 from tracelake.analyzers.finding_windows import with_finding_windows
 from tracelake.core.errors import BadTraceError
-from tracelake.decoding.reader import is_trace_file
 from tracelake.reports.comparative_report import op_comparison_table, report_fields
 from tracelake.reports.csv_files import write_csv
 from tracelake.analyzers.model_id import ModelInfo, identify_model
@@ -49,7 +48,7 @@ from tracelake.analysis_record import record_analysis
 from tracelake.crashpoints import crash_point
 from tracelake.folders import FolderKind, OutputStaging, OutputTarget, claim_output_folder
 from tracelake.graph_captures import CaptureFile, read_capture_folder
-from tracelake.ingestion import IngestProgress, ingest_paths
+from tracelake.ingestion import IngestProgress, ingest_paths, trace_files_in
 from tracelake.memory import release_free_memory
 from tracelake.platforms import load_platforms, resolve_platform
 from tracelake.run_contracts import (
@@ -304,7 +303,7 @@ def _write_agent_outputs(run: _Run, results: list[AgentResult]) -> None:
 
 def _folder_given(folder: Path) -> str:
     """What to do when `analyze` is given a folder: it reports on one trace (one rank, one run)."""
-    found = sorted(p for p in folder.rglob("*") if is_trace_file(p))
+    found = trace_files_in(folder)
     if not found:
         return f"{folder} is a folder with no .json or .json.gz trace files; analyze takes one trace file"
     example = found[0]

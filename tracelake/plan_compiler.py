@@ -26,32 +26,13 @@ from tracelake.decoding.reader import file_sha256
 from tracelake.decoding.trace_ingest import stage_trace, trace_id_from_sha256
 from tracelake import __version__
 from tracelake.config import PROJECT_ROOT
-from tracelake.dbt_runner import NEW_TRACE_IDS_PLACEHOLDER, IncrementalPlan, run_dbt
+from tracelake.dbt_runner import NEW_TRACE_IDS_PLACEHOLDER, IncrementalPlan, dependency_order, run_dbt
 from tracelake.plan_file import BuildNodeFile, BuildPlanFile, SeedFile
 from tracelake.shipped_plan import BUILD_PLAN_FILE, INCREMENTAL_PLAN_FILE, SEEDS_FOLDER, SHIPPED_DIR
 from tracelake.warehouse import Warehouse
 
 _NEW_TRACE_FILTER = re.compile(r"[\w.\"]+ in \('" + re.escape(NEW_TRACE_IDS_PLACEHOLDER) + r"'\)")
 SAMPLE_TRACE = PROJECT_ROOT / "tests" / "data" / "traces" / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
-
-
-def _dependency_order(nodes: dict[str, dict]) -> list[str]:
-    """Unique ids of `nodes` (models and seeds) with every node after the nodes it reads."""
-    ordered: list[str] = []
-    visited: set[str] = set()
-
-    def visit(uid: str) -> None:
-        if uid in visited:
-            return
-        visited.add(uid)
-        for parent in nodes[uid].get("depends_on", {}).get("nodes", []):
-            if parent in nodes:
-                visit(parent)
-        ordered.append(uid)
-
-    for uid in sorted(nodes):
-        visit(uid)
-    return ordered
 
 
 def _check_incremental_matches_full_build(incremental: IncrementalPlan, models: list[BuildNodeFile]) -> None:
@@ -94,7 +75,7 @@ def compile_shipped_plans(out: Path, scratch: Path) -> None:
     seeds: list[SeedFile] = []
     models: list[BuildNodeFile] = []
     with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
-        for uid in _dependency_order(nodes):
+        for uid in dependency_order(nodes):
             node = nodes[uid]
             if node["resource_type"] == "seed":
                 file = f"{SEEDS_FOLDER}/{node['name']}.parquet"

@@ -14,6 +14,7 @@ import os
 import shutil
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 STAGING_PREFIX = ".tracelake-staging-"
@@ -110,3 +111,14 @@ class StagingFolder:
         if self._lock >= 0:
             os.close(self._lock)
             self._lock = -1
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Write `data` beside `path` and rename it over: a reader sees the old file or the whole new
+    one, and nothing is left behind when the write fails."""
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)

@@ -51,7 +51,7 @@ from tracelake.dbt_runner import (
 )
 from tracelake.shipped_plan import ShippedPlans, execute_build_plan, load_shipped_plans
 from tracelake.sql_guard import literal_glob, lock_down
-from tracelake.staging import StagingFolder, has_dead_staging, remove_dead_staging
+from tracelake.staging import StagingFolder, has_dead_staging, remove_dead_staging, replace_file
 
 COMMIT_TABLE = "trace_files"
 PARTITION_PREFIX = "trace_id="
@@ -522,12 +522,7 @@ class Warehouse:
 
     def _write_plan(self, text: str) -> None:
         self.dbt_dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.plan_path.with_name(f".{self.plan_path.name}.{uuid.uuid4().hex[:8]}.tmp")
-        try:
-            tmp.write_text(text)
-            os.replace(tmp, self.plan_path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        replace_file(self.plan_path, text.encode())
 
     def build_from_shipped_plan(self, plans: ShippedPlans) -> None:
         """Every seed and model created over every trace by executing the plan dbt compiled for the

@@ -57,6 +57,8 @@ final as (
         (steps.host_end_us - steps.host_start_us) / 1000.0 as host_time_ms,
         steps.gpu_start_us,
         (steps.gpu_end_us - steps.gpu_start_us) / 1000.0 as gpu_time_ms,
+        least(steps.host_start_us, coalesce(steps.gpu_start_us, steps.host_start_us)) as span_start_us,
+        greatest(steps.host_end_us, coalesce(steps.gpu_end_us, steps.host_end_us)) as span_end_us,
         step_kernels.kernel_count,
         step_kernels.kernel_time_us / 1000.0 as kernel_time_ms
     from steps
