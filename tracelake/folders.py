@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -30,6 +31,9 @@ MARKER_NAME = ".tracelake-output.json"
 # what a staging folder holds: the new content, and the folder it replaces while it is swapped
 STAGED_CONTENT, RETIRED_CONTENT = "new", "retired"
 FOREIGN_EXAMPLES = 3  # entries named in a refusal
+# A marker or sign file larger than this is not one TraceLake wrote: a marker lists a report folder's
+# ~15 entries in ~1 kB; the largest sign, a dashboard's data JSON, holds a few kB per trace
+MARKER_MAX_BYTES = 256 << 20
 
 
 class OutputFolderError(TraceLakeError):
@@ -69,9 +73,20 @@ def _is_within(path: Path, folder: Path) -> bool:
     return path.is_relative_to(folder)  # the folder itself too
 
 
+def _read_own_file(path: Path) -> bytes:
+    """A small regular file's bytes, never through a link (a fifo would block, a link could point at
+    anything); OSError for anything else."""
+    handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(handle, "rb") as stream:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MARKER_MAX_BYTES:
+            raise OSError(f"{path} is not a marker TraceLake wrote")
+        return stream.read()
+
+
 def _read_marker(folder: Path) -> OutputMarker | None:
     try:
-        return OutputMarker.model_validate_json((folder / MARKER_NAME).read_bytes())
+        return OutputMarker.model_validate_json(_read_own_file(folder / MARKER_NAME))
     except (OSError, ValueError):
         return None
 
@@ -89,7 +104,7 @@ def _entries_written(folder: Path, kind: FolderKind) -> set[str] | None:
 def _signed_by_tracelake(sign: Path) -> bool:
     """The sign file is one TraceLake wrote: a JSON object naming the TraceLake version."""
     try:
-        content = json.loads(sign.read_bytes())
+        content = json.loads(_read_own_file(sign))
     except (OSError, ValueError):
         return False
     return isinstance(content, dict) and "tracelake_version" in content

@@ -26,7 +26,9 @@ _DEAD_WITHOUT_OWNER = -1
 
 
 def _lock_owner(folder: Path, create: bool) -> int:
-    handle = os.open(folder / OWNER_FILE, os.O_RDWR | (os.O_CREAT if create else 0), 0o600)
+    # never through a link, and never blocking on a fifo someone put in a folder named like ours
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_CREAT | os.O_EXCL if create else 0)
+    handle = os.open(folder / OWNER_FILE, flags, 0o600)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BaseException:
@@ -56,7 +58,8 @@ def _release(handle: int) -> None:
 
 def _candidates(parent: Path) -> list[Path]:
     try:
-        return [entry for entry in parent.iterdir() if entry.name.startswith(STAGING_PREFIX) and entry.is_dir()]
+        return [entry for entry in parent.iterdir()
+                if entry.name.startswith(STAGING_PREFIX) and entry.is_dir() and not entry.is_symlink()]
     except OSError:
         return []
 
@@ -118,7 +121,10 @@ def replace_file(path: Path, data: bytes) -> None:
     one, and nothing is left behind when the write fails."""
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        temporary.write_bytes(data)
+        # a new file of our own (a link or file planted under the name is refused, never written through)
+        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)

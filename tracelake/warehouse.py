@@ -21,8 +21,6 @@ and the staging folders of dead runs are removed.
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
 import shutil
 import sys
@@ -40,6 +38,7 @@ from tracelake.core.errors import WarehouseError
 from tracelake.decoding.staged import TABLES, StagedTrace
 from tracelake.config import default_jobs
 from tracelake.crashpoints import crash_point
+from tracelake.lock_file import LockFile
 from tracelake.dbt_runner import (
     IncrementalPlan,
     NodeProgress,
@@ -83,6 +82,14 @@ _held_locks: dict[Path, int] = {}  # write locks this process holds, with their 
 def _ledger(con: duckdb.DuckDBPyConnection) -> set[str]:
     """The traces whose models are up to date, as the database `con` reads lists them."""
     return {row[0] for row in con.execute(f"select trace_id from {LEDGER_TABLE}").fetchall()}
+
+
+def _lock_holder(lock: LockFile) -> str:
+    note = lock.note()
+    pid, command, since = note.get("pid"), note.get("command"), note.get("since")
+    if not isinstance(since, (int, float)) or pid is None or command is None:
+        return "another TraceLake writer"
+    return f"pid {pid} ({command}, for {time.time() - since:.0f} s)"
 
 
 def _writer_wait_seconds() -> float:
@@ -154,6 +161,9 @@ class Warehouse:
         if "?" in str(root):
             raise WarehouseError(f"warehouse {root}: DuckDB reads a '?' in a database path as the start of "
                                  "connection options; choose a folder whose path has no '?'")
+        if "\\" in str(root):
+            raise WarehouseError(f"warehouse {root}: DuckDB reads a backslash in a database path as a folder "
+                                 "separator (as on Windows) and opens another file; choose a folder whose path has no '\\'")
         self.root = root
         self.parquet_dir = root / "parquet"
         self.staging_dir = root / "staging"
@@ -201,56 +211,44 @@ class Warehouse:
             return
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            handle = self.lock_path.open("a+")
+            lock = LockFile(self.lock_path)  # never through a link, never someone else's file
         except OSError as exc:
             raise WarehouseError(f"cannot take the writers' lock {self.lock_path} ({exc.strerror}); writing to this "
                                  "warehouse needs write access to its folder") from None
-        with handle:
-            if not self._acquire(handle, wait):
+        try:
+            if not self._acquire(lock, wait):
                 yield False
                 return
-            handle.seek(0)
-            handle.truncate()
-            handle.write(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv[:3]),
-                                     "since": time.time()}))
-            handle.flush()
+            lock.write_note({"pid": os.getpid(), "command": " ".join(sys.argv[:3]), "since": time.time()})
             _held_locks[self.lock_path] = 1
             try:
                 yield True
             finally:
                 del _held_locks[self.lock_path]
-                handle.truncate(0)
-                fcntl.flock(handle, fcntl.LOCK_UN)
+                lock.release()
+        finally:
+            lock.close()
 
-    def _acquire(self, handle: object, wait: bool) -> bool:
+    def _acquire(self, lock: LockFile, wait: bool) -> bool:
         limit = _writer_wait_seconds()
         started = time.monotonic()
         said = False
         while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # type: ignore[arg-type]
+            if lock.try_lock():
                 return True
-            except BlockingIOError:
-                if not wait:
-                    return False
+            if not wait:
+                return False
             if self.stop_waiting.is_set():
                 raise WarehouseError(f"stopped waiting for the writers' lock of {self.root}")
             waited = time.monotonic() - started
             if waited > limit:
-                raise WarehouseError(f"warehouse {self.root} is busy: {self._lock_holder()} has held it for over "
+                raise WarehouseError(f"warehouse {self.root} is busy: {_lock_holder(lock)} has held it for over "
                                      f"{limit:g} s; let it finish or stop it, then re-run (or raise {WRITER_WAIT_ENV})")
             if waited > WRITER_WAIT_NOTICE_SECONDS and not said:
-                print(f"tracelake: waiting for {self._lock_holder()} to finish writing {self.root} "
+                print(f"tracelake: waiting for {_lock_holder(lock)} to finish writing {self.root} "
                       f"(up to {limit:g} s)", file=sys.stderr, flush=True)
                 said = True
             time.sleep(LOCK_POLL_SECONDS)
-
-    def _lock_holder(self) -> str:
-        try:
-            holder = json.loads(self.lock_path.read_text() or "{}")
-            return f"pid {holder['pid']} ({holder['command']}, for {time.time() - holder['since']:.0f} s)"
-        except (OSError, ValueError, KeyError, TypeError):
-            return "another TraceLake writer"
 
     def connect_read_only(self, repair: bool = True) -> duckdb.DuckDBPyConnection:
         """A read-only connection to the current snapshot. With `repair`, what a killed writer left
