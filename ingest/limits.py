@@ -1,9 +1,11 @@
 """Every threshold ingest applies to a trace, each with where its value comes from.
 
-Kept free of imports: the read-ahead thread (ingest/prefetch.py) checks the size limits too.
+Kept free of imports but `os`: the read-ahead thread (ingest/prefetch.py) checks the size limits too.
 """
 
 from __future__ import annotations
+
+import os
 
 # A trace with any malformed event is still analyzed, but the report should say so.
 DROPPED_EVENTS_MAX = 0
@@ -14,6 +16,26 @@ DROPPED_EVENTS_MAX = 0
 # so 4 GiB already needs a 16+ GB machine. Above it the file is refused, not read until memory ends.
 MAX_TRACE_FILE_BYTES = 4 << 30
 MAX_TRACE_JSON_BYTES = 4 << 30
+# A smaller JSON cap for a small machine (and for the tests, which cannot inflate 4 GiB quickly):
+# bytes, from the environment; only lower than the default takes effect.
+MAX_TRACE_JSON_BYTES_ENV = "TRACELAKE_MAX_TRACE_JSON_BYTES"
+_json_cap = os.environ.get(MAX_TRACE_JSON_BYTES_ENV, "")
+if _json_cap.isdigit() and 0 < int(_json_cap) < MAX_TRACE_JSON_BYTES:
+    MAX_TRACE_JSON_BYTES = int(_json_cap)
+
+# ---- a compressed file ----
+# Largest JSON-to-gzip size ratio accepted, checked while decompressing. The 44 gzip traces in
+# tests/data and /work/shared/traces (as their profilers wrote them) expand 10.8-21.1 times over the
+# whole file and at most 26.4 times over any part of it past its first MiB (tests/data b200
+# eager_trace); deflate reaches ~1,030 on runs of one byte (a whitespace bomb). 10x the largest seen:
+MAX_GZIP_EXPANSION_RATIO = 250
+# The ratio is checked once this much JSON is out, so a small file is never refused for compressing
+# well and a bomb costs at most this much memory (plus one output step) before it is refused.
+GZIP_RATIO_CHECK_AFTER_BYTES = 16 << 20
+# Compressed bytes fed to zlib at once, and most JSON it may return per call: the memory a
+# decompression holds beyond its output, and how far past a limit it can get before the check.
+GZIP_INPUT_STEP_BYTES = 1 << 20
+GZIP_OUTPUT_STEP_BYTES = 8 << 20
 
 # ---- the JSON ----
 # Containers nested deeper than this are stored as null. Kineto's deepest values are an op's

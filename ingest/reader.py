@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import zlib
 from collections import Counter
@@ -22,12 +23,45 @@ from typing import Any
 import msgspec
 
 from tracelake.core.errors import BadTraceError, NotATraceError
-from tracelake.decoding.limits import MAX_JSON_DEPTH, MAX_TRACE_FILE_BYTES, MAX_TRACE_JSON_BYTES
+from tracelake.decoding.limits import (
+    GZIP_INPUT_STEP_BYTES,
+    GZIP_OUTPUT_STEP_BYTES,
+    GZIP_RATIO_CHECK_AFTER_BYTES,
+    MAX_GZIP_EXPANSION_RATIO,
+    MAX_JSON_DEPTH,
+    MAX_TRACE_FILE_BYTES,
+    MAX_TRACE_JSON_BYTES,
+)
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 HASH_CHUNK_BYTES = 8 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib reads the gzip header and checks the CRC and length
+_ZERO_PADDING = re.compile(rb"\x00*")  # tape-style padding between gzip members
+# What a file that is not (gzip of) UTF-8 JSON is, by its first bytes (each format's magic number;
+# the UTF-32 byte-order marks before UTF-16's, which they start with).
+_OTHER_FORMATS = (
+    (b"PK\x03\x04", "a zip archive: unzip it first and give the .json inside"),
+    (b"PK\x05\x06", "an empty zip archive: it holds no trace"),
+    (b"BZh", "bzip2 data: decompress it first (bunzip2), or gzip the JSON"),
+    (b"\xfd7zXZ\x00", "xz data: decompress it first (unxz), or gzip the JSON"),
+    (b"\x5d\x00\x00", "lzma data: decompress it first (unlzma), or gzip the JSON"),
+    (b"\x28\xb5\x2f\xfd", "zstd data: decompress it first (unzstd), or gzip the JSON"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive: extract it first and give the .json inside"),
+    (b"\xff\xfe\x00\x00", "UTF-32 text: TraceLake reads UTF-8 JSON (re-encode it, e.g. iconv -f UTF-32 -t UTF-8)"),
+    (b"\x00\x00\xfe\xff", "UTF-32 text: TraceLake reads UTF-8 JSON (re-encode it, e.g. iconv -f UTF-32 -t UTF-8)"),
+    (b"\xff\xfe", "UTF-16 text: TraceLake reads UTF-8 JSON (re-encode it, e.g. iconv -f UTF-16 -t UTF-8)"),
+    (b"\xfe\xff", "UTF-16 text: TraceLake reads UTF-8 JSON (re-encode it, e.g. iconv -f UTF-16 -t UTF-8)"),
+)
+_UTF16 = "UTF-16 text: TraceLake reads UTF-8 JSON (re-encode it, e.g. iconv -f UTF-16 -t UTF-8)"
+_UTF32 = "UTF-32 text: TraceLake reads UTF-8 JSON (re-encode it, e.g. iconv -f UTF-32 -t UTF-8)"
+# Which of the first 4 bytes are NUL when JSON (ASCII first characters) is UTF-16 or UTF-32 without a BOM.
+_UNICODE_BY_NULLS = {
+    (True, True, True, False): _UTF32,
+    (False, True, True, True): _UTF32,
+    (True, False, True, False): _UTF16,
+    (False, True, False, True): _UTF16,
+}
 _TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _EVENT_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 _FILE_KINDS = (
@@ -146,46 +180,76 @@ class PreRead:
         return data
 
 
-def _gunzip(path: Path, data: bytes) -> bytes:
-    """Every gzip member of `data`, decompressed as a stream that stops past MAX_TRACE_JSON_BYTES."""
-    members: list[bytes] = []
-    total = 0
-    rest = data
-    while rest:
+def _gunzip(path: Path, data: bytes) -> bytearray:
+    """Every gzip member of `data`, decompressed step by step into one buffer; refused as soon as the
+    JSON passes MAX_TRACE_JSON_BYTES or expands more than MAX_GZIP_EXPANSION_RATIO times the
+    compressed bytes read so far, so a bomb is never inflated past what a real trace would be."""
+    out = bytearray()  # grows in place: no second copy of the JSON, as a join of parts would make
+    view = memoryview(data)
+    start = 0
+    while start < len(data):
         stream = zlib.decompressobj(_GZIP_WBITS)
-        try:
-            member = stream.decompress(rest, MAX_TRACE_JSON_BYTES + 1 - total)
-        except zlib.error as exc:
-            raise BadTraceError(f"{path}: gzip data is corrupt ({exc}); re-copy or re-export the trace") from None
-        total += len(member)
-        if total > MAX_TRACE_JSON_BYTES:
-            raise BadTraceError(
-                f"{path}: decompresses to more than {_size_text(MAX_TRACE_JSON_BYTES)} of JSON (the limit for "
-                f"one trace; the file is {_size_text(len(data))}); profile fewer steps"
-            )
-        if not stream.eof:
-            raise BadTraceError(f"{path}: gzip data is truncated; re-copy or re-export the trace")
-        members.append(member)
-        del member
-        rest = stream.unused_data.lstrip(b"\x00")
-        if rest and rest[:2] != _GZIP_MAGIC:
+        fed = start
+        pending: bytes | memoryview = b""
+        while not stream.eof:
+            if not pending:
+                if fed >= len(data):
+                    raise BadTraceError(f"{path}: gzip data is truncated; re-copy or re-export the trace")
+                pending = view[fed : fed + GZIP_INPUT_STEP_BYTES]
+                fed += len(pending)
+            room = min(GZIP_OUTPUT_STEP_BYTES, MAX_TRACE_JSON_BYTES + 1 - len(out))
+            try:
+                out += stream.decompress(pending, room)
+            except zlib.error as exc:
+                raise BadTraceError(f"{path}: gzip data is corrupt ({exc}); re-copy or re-export the trace") from None
+            pending = stream.unconsumed_tail
+            _check_inflation(path, len(out), fed - len(pending) - len(stream.unused_data), len(data))
+        start = _ZERO_PADDING.match(data, fed - len(stream.unused_data)).end()  # type: ignore[union-attr]
+        if start < len(data) and data[start : start + 2] != _GZIP_MAGIC:
             raise BadTraceError(f"{path}: gzip data is followed by other bytes; re-copy or re-export the trace")
-    return b"".join(members)  # one member: the same object, no copy
+    return out
+
+
+def _check_inflation(path: Path, json_bytes: int, compressed_read: int, file_bytes: int) -> None:
+    if json_bytes > MAX_TRACE_JSON_BYTES:
+        raise BadTraceError(
+            f"{path}: decompresses to more than {_size_text(MAX_TRACE_JSON_BYTES)} of JSON (the limit for "
+            f"one trace; the file is {_size_text(file_bytes)}); profile fewer steps"
+        )
+    if json_bytes > GZIP_RATIO_CHECK_AFTER_BYTES and json_bytes > MAX_GZIP_EXPANSION_RATIO * compressed_read:
+        raise BadTraceError(
+            f"{path}: gzip data expands more than {MAX_GZIP_EXPANSION_RATIO} times ({_size_text(compressed_read)} "
+            f"gave {_size_text(json_bytes)} of JSON); no profiler trace compresses that well, so it is refused "
+            "as a decompression bomb; re-export the trace"
+        )
+
+
+def _check_format(path: Path, head: bytes, inside: str = "") -> None:
+    """Refuse a file that is not UTF-8 JSON, naming what it is (from its first bytes)."""
+    what = next((name for magic, name in _OTHER_FORMATS if head.startswith(magic)), None)
+    if what is None and len(head) >= 4 and 0 in head[:4]:  # RFC 4627: ASCII text in UTF-16/32
+        nulls = (head[0] == 0, head[1] == 0, head[2] == 0, head[3] == 0)
+        what = _UNICODE_BY_NULLS.get(nulls, "binary data (a NUL byte in its first 4 bytes): not JSON text")
+    if what is not None:
+        raise BadTraceError(f"{path}: {inside}{what}")
 
 
 def read_trace_bytes(path: Path, pre_read: PreRead | None = None) -> bytes:
     """The trace's JSON bytes (gunzipped when needed), from `pre_read` when the caller has them."""
     raw = pre_read.take() if pre_read is not None else None
-    data = read_file_bytes(path) if raw is None else raw
+    data: bytes = read_file_bytes(path) if raw is None else raw
     del raw
     if data[:2] == _GZIP_MAGIC:
         data = _gunzip(path, data)
-    elif len(data) > MAX_TRACE_JSON_BYTES:
-        raise BadTraceError(
-            f"{path}: {_size_text(len(data))} of JSON, above the {_size_text(MAX_TRACE_JSON_BYTES)} "
-            "limit for one trace; profile fewer steps"
-        )
-    if not data.strip():
+        _check_format(path, bytes(data[:8]), "gzip data holding ")
+    else:
+        _check_format(path, data[:8])
+        if len(data) > MAX_TRACE_JSON_BYTES:
+            raise BadTraceError(
+                f"{path}: {_size_text(len(data))} of JSON, above the {_size_text(MAX_TRACE_JSON_BYTES)} "
+                "limit for one trace; profile fewer steps"
+            )
+    if not data or data.isspace():  # not strip(): that copies the whole trace
         raise BadTraceError(f"{path}: file is empty; expected a PyTorch profiler trace")
     return data
 
