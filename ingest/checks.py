@@ -11,7 +11,11 @@ from collections import Counter
 
 import pyarrow as pa
 
+from tracelake.decoding.limits import MAX_LABEL_CHARS
 from tracelake.decoding.limits import DROPPED_EVENTS_MAX
+
+# The count of clipped labels travels with the repaired values (by reason) and gets a row of its own.
+CLIPPED_LABELS = "clipped_labels"
 
 CHECK_SCHEMA = pa.schema(
     [
@@ -41,7 +45,8 @@ def ingest_checks(
     """`dropped`: events left out, by reason; `repaired`: values changed or nulled so the trace
     decodes and fits its columns (invalid UTF-8, NaN literals, too deep nesting, a bool rank, ...)."""
     dropped_total = sum(dropped.values())
-    repaired = repaired or Counter()
+    repaired = Counter(repaired or ())
+    clipped_labels = repaired.pop(CLIPPED_LABELS, 0)
     repaired_total = sum(repaired.values())
     known_phases = {"X", "i", "I", "s", "f", "t", "M", "B", "E", "C", "b", "e", "n"}
     unknown = {ph: c for ph, c in phases.items() if ph not in known_phases}
@@ -73,5 +78,9 @@ def ingest_checks(
         _counted("masked_secrets", masked_secrets, "info",
                  f"{masked_secrets} secret-looking metadata values (tokens, keys, passwords) stored as ***",
                  "no secret-looking metadata values"),
+        _counted(CLIPPED_LABELS, clipped_labels, "warn",
+                 f"{clipped_labels} process, thread or nn.Module names longer than {MAX_LABEL_CHARS} characters "
+                 f"clipped to {MAX_LABEL_CHARS} (each is copied onto every op row of its thread or module)",
+                 f"every process, thread and nn.Module name within {MAX_LABEL_CHARS} characters"),
     ]
     return pa.Table.from_pylist(rows, schema=CHECK_SCHEMA)

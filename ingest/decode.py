@@ -23,7 +23,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tracelake.decoding.checks import CLIPPED_LABELS
+from tracelake.decoding.limits import MAX_LABEL_CHARS
 from tracelake.decoding.limits import TRACE_WINDOW_MADS, TRACE_WINDOW_MIN_HALF_WIDTH_US, TRACE_WINDOW_SAMPLE_EVENTS
+from tracelake.decoding.metadata import clip_label, clip_label_args
 
 CHUNK_EVENTS = 50_000  # events decoded at once: 100k held ~40 MB more per process at no speed gain (bench/analyze.py)
 HOST_CATEGORIES = ("cpu_op", "cuda_runtime", "cuda_driver")
@@ -471,6 +474,7 @@ def decode_events(
             }
         )
         base = base.append_column("has_args", pc.is_valid(base["args"]))
+        base = _clip_labels(base, repaired)
         keep = pa.array(usable, pa.bool_())
         for reason, mask in _drop_masks(base, window).items():
             hit = pc.and_(keep, pc.fill_null(mask, False))
@@ -530,6 +534,28 @@ def merge_decoded(parts: list[DecodedTrace]) -> DecodedTrace:
         linking_key=next((p.linking_key for p in parts if p.linking_key), None),
         repaired=sum((p.repaired for p in parts), Counter()),
     )
+
+
+def _clip_labels(base: pa.Table, repaired: Counter[str]) -> pa.Table:
+    """Process and thread names (the args of ph "M" events) and nn.Module frame names longer than
+    MAX_LABEL_CHARS clipped (counted as repaired "clipped_labels"): downstream each is copied onto
+    every op row of its process, thread or module."""
+    long_args = pc.and_(pc.equal(base["ph"], "M"), pc.greater(pc.binary_length(base["args"]), MAX_LABEL_CHARS))
+    long_names = pc.and_(pc.starts_with(base["name"], MODULE_FRAME_PREFIX),
+                         pc.greater(pc.utf8_length(base["name"]), len(MODULE_FRAME_PREFIX) + MAX_LABEL_CHARS))
+    for column, mask in (("args", long_args), ("name", long_names)):
+        rows = np.flatnonzero(_mask(mask))
+        if rows.size == 0:
+            continue
+        values = base[column].to_pylist()
+        for row in rows.tolist():
+            if column == "args":
+                values[row], clipped = clip_label_args(values[row])
+            else:
+                values[row], clipped = MODULE_FRAME_PREFIX + clip_label(values[row][len(MODULE_FRAME_PREFIX):]), 1
+            repaired[CLIPPED_LABELS] += clipped
+        base = base.set_column(base.schema.get_field_index(column), column, pa.array(values, pa.string()))
+    return base
 
 
 def _mask(array: pa.Array) -> np.ndarray:

@@ -37,6 +37,13 @@ GZIP_RATIO_CHECK_AFTER_BYTES = 16 << 20
 GZIP_INPUT_STEP_BYTES = 1 << 20
 GZIP_OUTPUT_STEP_BYTES = 8 << 20
 
+# ---- labels joined onto every row ----
+# Process and thread names, process labels (ph "M" metadata events) and nn.Module frame names are
+# copied onto every op row of their process, thread or module downstream; longer ones are clipped to
+# this many characters (a 100 KB thread name made a 124 KB trace take 10.7 GB). The longest in every
+# real trace in tests/data and /work/shared/traces: 31 ("thread 2919752 (pt_main_thread)"); 10x:
+MAX_LABEL_CHARS = 320
+
 # ---- the JSON ----
 # Containers nested deeper than this are stored as null. Kineto's deepest values are an op's
 # `Input Dims` lists of lists (depth 6 counting the document, the event list, the event and its

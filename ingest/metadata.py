@@ -19,9 +19,10 @@ from typing import Any
 
 import msgspec
 
-from tracelake.decoding.limits import MAX_JSON_DEPTH
+from tracelake.decoding.limits import MAX_JSON_DEPTH, MAX_LABEL_CHARS
 
 MASK = "***"
+CLIPPED_MARK = "..."  # ends a label clipped to MAX_LABEL_CHARS
 # Keys whose string values are secrets (case-insensitive, anywhere in the key): `HF_TOKEN`,
 # `db_password`, `aws_secret_access_key`, `Authorization`, `credentials`, ... but not
 # `TOKENIZERS_PARALLELISM` or `author`. Numbers and booleans under such keys (`max_tokens: 512`,
@@ -102,3 +103,26 @@ def _clean(root: dict[str, Any], repaired: Counter[str]) -> int:
                 else:
                     stack.append((value, depth + 1))
     return masked
+
+
+def clip_label(text: str) -> str:
+    """`text` cut to MAX_LABEL_CHARS characters (and marked) when longer."""
+    return text[:MAX_LABEL_CHARS] + CLIPPED_MARK if len(text) > MAX_LABEL_CHARS else text
+
+
+def clip_label_args(args_json: str) -> tuple[str, int]:
+    """A metadata event's args JSON with every value longer than MAX_LABEL_CHARS (a container: its
+    JSON text) clipped, and how many were; args that are not a JSON object become `{}` (one clip)."""
+    try:
+        args = msgspec.json.decode(args_json)
+    except (msgspec.DecodeError, RecursionError):  # a number msgspec cannot hold
+        args = None
+    if not isinstance(args, dict):
+        return "{}", 1
+    clipped = 0
+    for key, value in args.items():
+        text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+        if len(text) > MAX_LABEL_CHARS:
+            args[key] = clip_label(text)
+            clipped += 1
+    return msgspec.json.encode(args).decode(), clipped
