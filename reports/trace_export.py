@@ -8,6 +8,7 @@ pid / tid, flow id and args); the windows from `findings` (ts_start_us / ts_end_
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,9 +43,15 @@ class Window:
     label: str  # what was asked for: "P2", "ProfilerStep#3", "window", "whole trace"
 
 
+def _has_findings(con: duckdb.DuckDBPyConnection) -> bool:
+    """`analyze` makes the findings table: a warehouse only ever ingested into has none."""
+    row = con.execute("select count(*) from information_schema.tables where table_name = 'findings'").fetchone()
+    return bool(row and row[0])
+
+
 def finding_window(con: duckdb.DuckDBPyConnection, trace_id: str, rank: int) -> Window:
     row = con.execute("select ts_start_us, ts_end_us, title from findings where trace_id = ? and trace2_id is null "
-                      "and global_rank = ?", [trace_id, rank]).fetchone()
+                      "and global_rank = ?", [trace_id, rank]).fetchone() if _has_findings(con) else None
     if row is None:
         raise TraceLakeError(f"trace {trace_id} has no finding P{rank}: run `tracelake analyze` on it first, or see "
                              "its analysis.md for the P numbers")
@@ -72,14 +79,28 @@ def whole_trace(con: duckdb.DuckDBPyConnection, trace_id: str) -> Window:
 
 
 def parse_window(text: str) -> Window:
+    """START:END as given (either may be -inf / inf: see `within_trace`)."""
     start, sep, end = text.partition(":")
     try:
         window = Window(float(start), float(end), "window")
     except ValueError:
-        raise TraceLakeError(f"--window {text!r} is not START:END in trace microseconds (e.g. 1419120000000:1419120050000)") from None
+        window = Window(math.nan, math.nan, "window")
+    if math.isnan(window.start_us) or math.isnan(window.end_us):
+        raise TraceLakeError(f"--window {text!r} is not START:END in trace microseconds (e.g. 1419120000000:1419120050000)")
     if not sep or window.end_us <= window.start_us:
         raise TraceLakeError(f"--window {text!r}: END must be after START (START:END, trace microseconds)")
     return window
+
+
+def within_trace(con: duckdb.DuckDBPyConnection, trace_id: str, window: Window) -> Window:
+    """`window` cut to the trace's span (`0:inf` is from 0 to the trace's end): the exported window
+    and its track event then have finite bounds that JSON can hold."""
+    span = whole_trace(con, trace_id)
+    start, end = max(window.start_us, span.start_us), min(window.end_us, span.end_us)
+    if end <= start:
+        raise TraceLakeError(f"--window {window.start_us:g}:{window.end_us:g} holds none of the trace, whose events "
+                             f"span {span.start_us:.3f}:{span.end_us:.3f} (trace microseconds)")
+    return Window(start, end, window.label)
 
 
 def _id(value: str | None) -> int | str | None:
@@ -111,7 +132,8 @@ def _event(phase: str, category: str | None, name: str | None, ts_us: float | No
 
 
 def _annotations(con: duckdb.DuckDBPyConnection, trace_id: str, window: Window) -> list[dict[str, Any]]:
-    rows = con.execute(FINDINGS_SQL, {"trace_id": trace_id, "start_us": window.start_us, "end_us": window.end_us}).fetchall()
+    where = {"trace_id": trace_id, "start_us": window.start_us, "end_us": window.end_us}
+    rows = con.execute(FINDINGS_SQL, where).fetchall() if _has_findings(con) else []
     events: list[dict[str, Any]] = [
         {"ph": "M", "name": "process_name", "pid": FINDINGS_PID, "tid": 0, "args": {"name": FINDINGS_PID}},
         {"ph": "M", "name": "thread_name", "pid": FINDINGS_PID, "tid": WINDOW_TID, "args": {"name": WINDOW_TID}},

@@ -393,7 +393,7 @@ def export(
     """Write a window of a trace (a finding's, a step's or START:END; default the whole trace) as a
     Chrome trace for Perfetto or chrome://tracing, with the findings on a track of their own."""
     from tracelake.reports.trace_export import (FINDINGS_PID, finding_window, parse_window, step_window,  # noqa: PLC0415
-                                                trimmed_trace, whole_trace)
+                                                trimmed_trace, whole_trace, within_trace)
     from tracelake.selectors import resolve_traces  # noqa: PLC0415
 
     chosen = [name for name, value in (("--finding", finding), ("--window", window), ("--step", step)) if value is not None]
@@ -420,7 +420,7 @@ def export(
         elif step is not None:
             chosen_window = step_window(con, trace_id, step)
         elif window is not None:
-            chosen_window = parse_window(window)
+            chosen_window = within_trace(con, trace_id, parse_window(window))
         else:
             chosen_window = whole_trace(con, trace_id)
         document = trimmed_trace(con, trace_id, chosen_window)
@@ -649,6 +649,12 @@ def _dispatch(args: list[str]) -> None:
         _exit_if_disk_full(exc)
         print(f"tracelake: error: {exc}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
+    except PermissionError as exc:  # a folder or file of another user's: the user can fix that, not a crash
+        _exit_if_stopped()
+        if _state["debug"]:
+            raise
+        print(f"tracelake: error: {_permission_denied(exc)}", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
     except Exception as exc:  # noqa: BLE001 - the one place that turns crashes into a line
         _exit_if_stopped()  # DuckDB turns a signal during a query into its own error
         if _state["debug"]:
@@ -657,6 +663,20 @@ def _dispatch(args: list[str]) -> None:
         summary = (str(exc).strip().splitlines() or [""])[0]  # DuckDB appends the query context on more lines
         print(f"tracelake: internal error: {type(exc).__name__}: {summary} (rerun with --debug)", file=sys.stderr)
         sys.exit(int(_state.get("internal_error_exit", EXIT_FAILED)))  # type: ignore[call-overload]
+
+
+def _permission_denied(exc: PermissionError) -> str:
+    """Which file or folder this user may not change, and whose it is."""
+    where = Path(os.fsdecode(exc.filename)) if exc.filename is not None else None
+    if where is None:
+        return f"permission denied ({exc.strerror}); check the permissions of the warehouse and output folders"
+    folder = where if where.is_dir() else where.parent
+    try:
+        owner = f" (it belongs to user {folder.stat().st_uid})"
+    except OSError:
+        owner = ""
+    return (f"permission denied on {where}: this user cannot write {folder}{owner}; run as its owner, "
+            "or have them open its permissions")
 
 
 def _exit_if_stopped() -> None:

@@ -47,6 +47,7 @@ from tracelake import __version__
 from tracelake.analysis_record import record_analysis
 from tracelake.crashpoints import crash_point
 from tracelake.folders import FolderKind, OutputStaging, OutputTarget, claim_output_folder
+from tracelake.staging import fit_name
 from tracelake.graph_captures import CaptureFile, read_capture_folder
 from tracelake.ingestion import IngestProgress, ingest_paths, trace_files_in
 from tracelake.memory import release_free_memory
@@ -172,7 +173,7 @@ def default_out_dir(trace: Path, compare: Path | None = None) -> Path:
     """`<trace dir>/<trace name>_analysis` (`<name>_vs_<name2>_analysis` with --compare): one
     folder per trace, so traces of one folder never share a report folder."""
     stem = _trace_stem(trace) + (f"_vs_{_trace_stem(compare)}" if compare is not None else "")
-    return trace.resolve().parent / f"{stem}{OUT_DIR_SUFFIX}"
+    return trace.resolve().parent / fit_name(stem, OUT_DIR_SUFFIX)
 
 
 def _claim_out_dir(trace: Path, warehouse: Warehouse, options: AnalyzeOptions) -> OutputTarget:

@@ -10,6 +10,7 @@ that it also works where flock is emulated with POSIX record locks (NFS).
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import shutil
 import tempfile
@@ -23,6 +24,8 @@ OWNER_FILE = ".owner"
 # older than this (made by a run that died in between; seconds are far more than that step takes).
 OWNERLESS_GRACE_SECONDS = 60.0
 _DEAD_WITHOUT_OWNER = -1
+NAME_MAX_BYTES = 255  # a file name's limit on Linux file systems (ext4, xfs, btrfs, tmpfs: NAME_MAX)
+NAME_HASH_CHARS = 10  # hex digits of the hash that keeps clipped names apart
 
 
 def _lock_owner(folder: Path, create: bool) -> int:
@@ -116,10 +119,22 @@ class StagingFolder:
             self._lock = -1
 
 
+def fit_name(stem: str, suffix: str = "") -> str:
+    """`stem + suffix` as a file name, its stem clipped to fit NAME_MAX bytes with a short hash of the
+    whole stem kept in its place, so that two long names still get two names."""
+    name = stem + suffix
+    if len(os.fsencode(name)) <= NAME_MAX_BYTES:
+        return name
+    tag = "-" + hashlib.sha256(os.fsencode(stem)).hexdigest()[:NAME_HASH_CHARS]
+    room = NAME_MAX_BYTES - len(os.fsencode(suffix + tag))
+    clipped = os.fsencode(stem)[:room].decode("utf-8", "ignore")  # never half a character
+    return clipped + tag + suffix
+
+
 def replace_file(path: Path, data: bytes) -> None:
     """Write `data` beside `path` and rename it over: a reader sees the old file or the whole new
     one, and nothing is left behind when the write fails."""
-    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    temporary = path.with_name(fit_name(f".{path.name}", f".{uuid.uuid4().hex[:8]}.tmp"))
     try:
         # a new file of our own (a link or file planted under the name is refused, never written through)
         handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)

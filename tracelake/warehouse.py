@@ -187,6 +187,22 @@ class Warehouse:
                 f"warehouse {self.root} is not writable ({exc.strerror}); "
                 "pick another folder with --warehouse or fix its permissions"
             ) from None
+        for folder in self._own_folders():
+            if not os.access(folder, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
+                raise WarehouseError(
+                    f"warehouse folder {folder} is not writable by you (it belongs to user {folder.stat().st_uid}, "
+                    "who made it); writing this warehouse needs write access to all its folders: run as that "
+                    "user, or make them writable for you (a shared group and chmod -R g+w)")
+
+    def _own_folders(self) -> Iterator[Path]:
+        """The folders a writer changes: staging, dbt's, and every table and partition folder."""
+        for folder in (self.staging_dir, self.dbt_dir, self.parquet_dir):
+            if folder.is_dir():
+                yield folder
+        for table in (self.parquet_dir.iterdir() if self.parquet_dir.is_dir() else ()):
+            if table.is_dir():
+                yield table
+                yield from (partition for partition in table.iterdir() if partition.is_dir())
 
     def require_existing(self) -> None:
         if not self.db_path.exists():

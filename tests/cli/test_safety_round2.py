@@ -4,8 +4,11 @@ stops at its timeout. Everything through the real CLI on real traces."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,3 +129,63 @@ def test_the_lock_file_tracelake_made_still_works(fresh: WarehouseCopy) -> None:
     lock = fresh.root / ".lock"
     assert lock.is_file() and not lock.is_symlink()
     assert lock.read_bytes() == b""  # the holder's note is cleared on release
+
+
+# ---- item 6: internal errors that are the user's to fix -----------------------------------------
+
+# root without the capabilities that bypass file permissions: to the kernel, a user who owns none of
+# the warehouse (the interpreter lives under /root, which another uid cannot reach)
+AS_ANOTHER_USER = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search,-fowner,-chown",
+                   "--inh-caps", "-dac_override,-dac_read_search,-fowner,-chown"]
+
+
+def _run_as_another_user(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*AS_ANOTHER_USER, sys.executable, "-m", "tracelake", *args], check=False, capture_output=True,
+                          text=True, env={**os.environ, "DO_NOT_TRACK": "1"}, timeout=600)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv")
+@pytest.mark.parametrize("command", ["ingest", "analyze", "tag", "rm", "build"])
+def test_a_shared_warehouse_whose_folders_another_user_made_says_which(fresh: WarehouseCopy, command: str) -> None:
+    assert run_cli("traces", "--warehouse", str(fresh.root)).returncode == 0  # the copy's views re-pointed
+    for path in [fresh.root, *fresh.root.rglob("*")]:
+        os.chown(path, 65534, 65534, follow_symlinks=False)  # made by user 65534 (umask 022)
+    fresh.root.chmod(0o777)  # the shared top folder everyone may write
+    before = {str(p): p.stat().st_mtime_ns for p in fresh.root.rglob("*")}
+    _refused(_run_as_another_user(*fresh.writers[command]), "is not writable by you", "belongs to user 65534")
+    assert {str(p): p.stat().st_mtime_ns for p in fresh.root.rglob("*")} == before
+
+
+def test_a_backslash_in_the_warehouse_path_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "team\\runs"
+    _refused(run_cli("ingest", str(SMALL_TRACE), "--warehouse", str(folder), "--quiet"), "backslash")
+    assert not folder.exists() and not (tmp_path / "team").exists()
+
+
+def test_analyze_compare_of_two_long_file_names_writes_its_report(tmp_path: Path) -> None:
+    """Two 200-character names: `<name>_vs_<name2>_analysis` is clipped to NAME_MAX, a hash keeps it apart."""
+    first, second = tmp_path / ("a" * 200 + ".json.gz"), tmp_path / ("b" * 200 + ".json.gz")
+    shutil.copyfile(SMALL_TRACE, first)
+    shutil.copyfile(TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz", second)
+    result = run_cli("analyze", str(first), "--compare", str(second), "--warehouse", str(tmp_path / "wh"), "--quiet")
+    assert result.returncode == 0, result.stderr
+    (report,) = [p for p in tmp_path.iterdir() if p.name.endswith("_analysis")]
+    assert len(report.name.encode()) <= 255 and report.name.startswith("a" * 100)
+    assert (report / "analysis.md").is_file()
+    assert f"wrote {report / 'analysis.md'}" in result.stdout
+
+
+def test_export_of_an_open_ended_window_is_cut_to_the_trace(two_trace_warehouse: Path, tmp_path: Path) -> None:
+    trace_id = _trace_id(two_trace_warehouse, SMALL_TRACE)
+    where = ("--warehouse", str(two_trace_warehouse))
+    whole = run_cli("export", trace_id, "--out", str(tmp_path / "whole.json"), *where)
+    assert whole.returncode == 0, whole.stderr
+    span = json.loads((tmp_path / "whole.json").read_text())["tracelake_export"]
+    for window in ("-inf:inf", "-1e308:1.7e308", f"{span['start_us']}:inf"):
+        result = run_cli("export", trace_id, "--window", window, "--out", str(tmp_path / "w.json"), "--force", *where)
+        assert result.returncode == 0, (window, result.stderr)
+        cut = json.loads((tmp_path / "w.json").read_text())["tracelake_export"]
+        assert (cut["start_us"], cut["end_us"]) == (span["start_us"], span["end_us"]), window
+    for window in ("nan:5", "0:nan", "inf:inf", "1e300:inf"):
+        _refused(run_cli("export", trace_id, "--window", window, "--out", str(tmp_path / "x.json"), *where), "--window")
+    assert not (tmp_path / "x.json").exists()
