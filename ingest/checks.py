@@ -12,7 +12,7 @@ from collections import Counter
 import pyarrow as pa
 
 from tracelake.decoding.limits import MAX_LABEL_CHARS
-from tracelake.decoding.limits import DROPPED_EVENTS_MAX
+from tracelake.decoding.limits import DROPPED_EVENTS_MAX, MAX_HOST_OP_NESTING, MAX_HOST_TREE_DEPTH
 
 # The count of clipped labels travels with the repaired values (by reason) and gets a row of its own.
 CLIPPED_LABELS = "clipped_labels"
@@ -40,7 +40,7 @@ def _counted(name: str, count: int, verdict: str, detail: str, detail_when_none:
 
 def ingest_checks(
     event_count: int, dropped: Counter[str], phases: Counter[str], repaired: Counter[str] | None = None,
-    masked_secrets: int = 0,
+    masked_secrets: int = 0, too_deep_events: int = 0,
 ) -> pa.Table:
     """`dropped`: events left out, by reason; `repaired`: values changed or nulled so the trace
     decodes and fits its columns (invalid UTF-8, NaN literals, too deep nesting, a bool rank, ...)."""
@@ -82,5 +82,9 @@ def ingest_checks(
                  f"{clipped_labels} process, thread or nn.Module names longer than {MAX_LABEL_CHARS} characters "
                  f"clipped to {MAX_LABEL_CHARS} (each is copied onto every op row of its thread or module)",
                  f"every process, thread and nn.Module name within {MAX_LABEL_CHARS} characters"),
+        _counted("host_tree_depth", too_deep_events, "warn",
+                 f"{too_deep_events} host events nested deeper than {MAX_HOST_OP_NESTING} cpu ops or nn.Module frames "
+                 f"(or {MAX_HOST_TREE_DEPTH} events) are kept in events but left out of the call tree "
+                 "(no parent, module chain or launcher)", "every host event within the nesting limits"),
     ]
     return pa.Table.from_pylist(rows, schema=CHECK_SCHEMA)

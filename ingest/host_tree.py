@@ -3,15 +3,23 @@
 Events are visited thread by thread in start order (ties keep file order). A stack holds the
 thread's open events; an event nests under the top of the stack. When an event ends after the
 top, an overlap below the bleed tolerance is read as a finished sibling (the top is closed),
-anything larger drops the event from the tree. The walk is sequential by nature, so it runs once,
-over plain lists; everything that can be is computed with vectorized masks first.
+anything larger drops the event from the tree. A cpu op (an `nn.Module` frame) that would open
+inside MAX_HOST_OP_NESTING others, or any event below MAX_HOST_TREE_DEPTH, is left out of the tree
+too (it stays in `events`): the per-op ancestor lists downstream (module chains, op ancestry,
+module call stacks) then stay bounded, where the probe's 20,000 nested ops made them grow with the
+square of the depth. Same-time events nest in file order, as in TraceLens, so those limits bound
+them too. The walk is sequential by nature, so it runs once, over plain lists; everything that can
+be is computed with vectorized masks first.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from tracelake.decoding.limits import MAX_HOST_OP_NESTING, MAX_HOST_TREE_DEPTH
 
 # TraceLens TraceToTree: a launch that starts < 1 us before its sibling ends is still a sibling.
 BLEED_TOLERANCE_US = 1.0
@@ -60,8 +68,17 @@ def _module_labels(host: pa.Table) -> list[str | None]:
     return label.to_pylist()
 
 
-def build_host_tree(host: pa.Table) -> pa.Table:
-    """Return `host` with the tree columns of TREE_SCHEMA appended (one row per host event)."""
+@dataclass(frozen=True)
+class HostTree:
+    """The host events with the tree columns of TREE_SCHEMA, and how many were left out of the
+    tree because they nest too deep (ingest/limits.py)."""
+
+    host: pa.Table
+    too_deep_events: int
+
+
+def build_host_tree(host: pa.Table) -> HostTree:
+    """Append the tree columns of TREE_SCHEMA to `host` (one row per host event)."""
     n = host.num_rows
     uid = host["event_idx"].to_numpy()
     starts_np = host["ts"].to_numpy()
@@ -87,6 +104,7 @@ def build_host_tree(host: pa.Table) -> pa.Table:
     stack: list[int] = []
     modules: list[str] = []
     open_cpu_ops = 0
+    too_deep = 0
 
     for row in order:
         if thread_of[row] != current_thread:
@@ -107,6 +125,11 @@ def build_host_tree(host: pa.Table) -> pa.Table:
                     modules.pop()
             else:
                 continue
+        if len(stack) >= MAX_HOST_TREE_DEPTH or (is_cpu_op[row] and open_cpu_ops >= MAX_HOST_OP_NESTING) or (
+            is_module[row] and len(modules) >= MAX_HOST_OP_NESTING
+        ):
+            too_deep += 1
+            continue
         in_tree[row] = True
         if stack:
             parent[row] = stack[-1]
@@ -134,7 +157,7 @@ def build_host_tree(host: pa.Table) -> pa.Table:
     ]
     for spec, column in zip(TREE_SCHEMA, columns):
         host = host.append_column(spec, column)
-    return host
+    return HostTree(host, too_deep)
 
 
 def _derive_ancestors(

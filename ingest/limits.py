@@ -65,3 +65,13 @@ TRACE_WINDOW_MIN_HALF_WIDTH_US = 600e6
 # and a 55 MB bench trace, 5,000 give the median within 0.11 MAD and the MAD within 0.1 % of all
 # events' values, in ~2 ms (20,000 took 15 ms: the sampled events are scattered in memory).
 TRACE_WINDOW_SAMPLE_EVENTS = 5_000
+
+# ---- the host call tree: events nested deeper are kept in `events` but left out of the tree ----
+# Each in-tree cpu op carries its cpu-op ancestors and its nn.Module chain, so a nesting of depth d
+# costs d^2 rows (the probe's 20,000 nested ops: 8.3 GB). The deepest nesting in every real trace
+# in tests/data and /work/shared/traces: 8 open cpu ops (cpu_depth 7) and 7 nn.Module frames
+# (resnet_act_checkpoint, BERT, TimeSformer); 256 is over 30 times that.
+MAX_HOST_OP_NESTING = 256
+# Every host event (python frames too): a python frame opens per Python call, and Python stops
+# at its recursion limit (1,000 frames by default); the deepest real trace we have nests 11 levels.
+MAX_HOST_TREE_DEPTH = 2_000

@@ -65,17 +65,18 @@ def _stage(
         pending = [
             writer.submit(write_table, decoded.gpu, staging_dir / "gpu_ops"),
             writer.submit(write_table, decoded.flows, staging_dir / "flows"),
-            writer.submit(
-                write_table,
-                ingest_checks(
-                    decoded.event_count, decoded.dropped, decoded.phase_counts,
-                    document.repaired + decoded.repaired + columns.nulled, document.masked_secrets,
-                ),
-                staging_dir / "ingest_checks",
-            ),
         ]
-        host = build_host_tree(decoded.host)
-        write_table(host, staging_dir / "host_ops")
+        tree = build_host_tree(decoded.host)
+        pending.append(writer.submit(
+            write_table,
+            ingest_checks(
+                decoded.event_count, decoded.dropped, decoded.phase_counts,
+                document.repaired + decoded.repaired + columns.nulled, document.masked_secrets,
+                too_deep_events=tree.too_deep_events,
+            ),
+            staging_dir / "ingest_checks",
+        ))
+        write_table(tree.host, staging_dir / "host_ops")
         for done in pending:
             done.result()
     seconds = time.perf_counter() - started

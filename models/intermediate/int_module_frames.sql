@@ -2,11 +2,13 @@
     `with_modules=True`, the name split into class, instance and instance number. The only place
     that reads those frame names. torch.profiler writes a thread's frames nested; a frame that
     partly overlaps another on its thread (a damaged trace) is no call of the tree and is left out,
-    with the one it overlaps. -#}
+    with the one it overlaps. Only frames of the host call tree count: a frame nested deeper than
+    ingest's limit (ingest/limits.py, counted in trace_quality) is no call, so the call ancestry
+    stays bounded by that limit. -#}
 
 with host_ops as (
     select * from {{ ref('stg_trace__host_ops') }}
-    where category = 'python_function' and name like 'nn.Module: %'
+    where category = 'python_function' and name like 'nn.Module: %' and in_tree
 ),
 
 instances as (
