@@ -8,6 +8,7 @@ are dbt models; both land in the `trace_quality` mart.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
@@ -38,12 +39,45 @@ def _counted(name: str, count: int, verdict: str, detail: str, detail_when_none:
             "detail": detail if count else detail_when_none}
 
 
+@dataclass(frozen=True)
+class DeviceWorkCounts:
+    """How the decode read the trace's device work: GPU events it reads, events that look like device
+    work in a category it does not read (by spelling), B/E duration events paired and left unmatched."""
+
+    gpu_events: int = 0
+    unrecognized: Counter[str] = field(default_factory=Counter)
+    begin_end_paired: int = 0
+    begin_end_unmatched: int = 0
+
+
+def _device_work_checks(counts: DeviceWorkCounts) -> list[dict[str, object]]:
+    unrecognized = sum(counts.unrecognized.values())
+    spellings = ", ".join(f"{category!r} ({count})" for category, count in counts.unrecognized.most_common())
+    # with no GPU event read, the whole device side of the trace is missing from the analysis
+    verdict = "warn" if counts.gpu_events else "fail"
+    pairs = counts.begin_end_paired
+    return [
+        _counted("unrecognized_device_events", unrecognized, verdict,
+                 f"{unrecognized} events look like device work but are in no category TraceLake reads: {spellings}; "
+                 + (f"they are left out of the GPU timeline, which covers the {counts.gpu_events} GPU events it reads"
+                    if counts.gpu_events else "no GPU event is read, so the trace has no GPU timeline"),
+                 "every event that looks like device work is read"),
+        {"check_name": "begin_end_events", "value": float(pairs), "threshold": 0.0,
+         "verdict": "warn" if counts.begin_end_unmatched else ("info" if pairs else "pass"),
+         "detail": (f"{pairs} B/E event pairs read as complete events (matched per thread)"
+                    + (f"; {counts.begin_end_unmatched} B or E events match no partner and are not analyzed"
+                       if counts.begin_end_unmatched else "")) if pairs or counts.begin_end_unmatched
+         else "no B/E duration events"},
+    ]
+
+
 def ingest_checks(
     event_count: int, dropped: Counter[str], phases: Counter[str], repaired: Counter[str] | None = None,
-    masked_secrets: int = 0, too_deep_events: int = 0,
+    masked_secrets: int = 0, device_work: DeviceWorkCounts | None = None, too_deep_events: int = 0,
 ) -> pa.Table:
     """`dropped`: events left out, by reason; `repaired`: values changed or nulled so the trace
-    decodes and fits its columns (invalid UTF-8, NaN literals, too deep nesting, a bool rank, ...)."""
+    decodes and fits its columns (invalid UTF-8, NaN literals, too deep nesting, a bool rank, a number
+    written as a string, ...); `device_work`: how the GPU side was read."""
     dropped_total = sum(dropped.values())
     repaired = Counter(repaired or ())
     clipped_labels = repaired.pop(CLIPPED_LABELS, 0)
@@ -87,4 +121,5 @@ def ingest_checks(
                  f"(or {MAX_HOST_TREE_DEPTH} events) are kept in events but left out of the call tree "
                  "(no parent, module chain or launcher)", "every host event within the nesting limits"),
     ]
+    rows += _device_work_checks(device_work or DeviceWorkCounts())
     return pa.Table.from_pylist(rows, schema=CHECK_SCHEMA)

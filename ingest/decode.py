@@ -24,9 +24,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracelake.decoding.checks import CLIPPED_LABELS
+from tracelake.decoding.event_variants import (
+    BEGIN_END_PHASES,
+    BEGIN_END_SCHEMA,
+    BeginEndPairs,
+    read_pairs,
+    unrecognized_device_mask,
+)
 from tracelake.decoding.limits import MAX_LABEL_CHARS
 from tracelake.decoding.limits import TRACE_WINDOW_MADS, TRACE_WINDOW_MIN_HALF_WIDTH_US, TRACE_WINDOW_SAMPLE_EVENTS
 from tracelake.decoding.metadata import clip_label, clip_label_args
+from tracelake.decoding.table_schemas import EVENT_SCHEMA, FLOW_SCHEMA, GPU_SCHEMA, HOST_SCHEMA
 
 CHUNK_EVENTS = 50_000  # events decoded at once: 100k held ~40 MB more per process at no speed gain (bench/analyze.py)
 HOST_CATEGORIES = ("cpu_op", "cuda_runtime", "cuda_driver")
@@ -36,20 +44,38 @@ MODULE_FRAME_PREFIX = "nn.Module: "
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 FLOW_PHASES = ("s", "f", "t")
 RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver")
-# Event categories by their lower-cased spelling -> the name every later stage reads. Older profilers
-# wrote `Kernel`, `Runtime`, `Memcpy`, `Memset` and `Operator` (PyTorch 1.8 / tb-plugin's EventTypeMap);
-# any case of a current name reads as that name too.
+# Event categories by their lower-cased spelling, surrounding whitespace removed -> the name every later
+# stage reads. Older profilers wrote `Kernel`, `Runtime`, `Memcpy`, `Memset` and `Operator` (PyTorch
+# 1.8 / tb-plugin's EventTypeMap); Kineto's own aliases: `mtia_ccp_events` is its CONCURRENT_KERNEL on
+# MTIA and `mtia_runtime` its RUNTIME (libkineto ActivityType.h); other tools and hand-written traces
+# spell GPU work `cuda_kernel`, `gpu_kernel`, `concurrent_kernel`, `hip_kernel`, `*_memcpy`.
 CATEGORY_NAMES = {
     "kernel": "kernel",
+    "cuda_kernel": "kernel",
+    "gpu_kernel": "kernel",
+    "hip_kernel": "kernel",
+    "concurrent_kernel": "kernel",
+    "mtia_ccp_events": "kernel",
     "memcpy": "gpu_memcpy",
     "gpu_memcpy": "gpu_memcpy",
+    "cuda_memcpy": "gpu_memcpy",
+    "hip_memcpy": "gpu_memcpy",
     "memset": "gpu_memset",
     "gpu_memset": "gpu_memset",
+    "cuda_memset": "gpu_memset",
+    "hip_memset": "gpu_memset",
     "runtime": "cuda_runtime",
     "cuda_runtime": "cuda_runtime",
+    "hip_runtime": "cuda_runtime",
+    "mtia_runtime": "cuda_runtime",
     "cuda_driver": "cuda_driver",
+    "driver": "cuda_driver",
+    "hip_driver": "cuda_driver",
     "operator": "cpu_op",
     "cpu_op": "cpu_op",
+    "python_function": "python_function",
+    "user_annotation": "user_annotation",
+    "gpu_user_annotation": "gpu_user_annotation",
 }
 _CATEGORY_SPELLINGS = pa.array(list(CATEGORY_NAMES), pa.string())
 _CATEGORY_CURRENT = pa.array(list(CATEGORY_NAMES.values()), pa.string())
@@ -118,9 +144,20 @@ _ONE_ARGS = msgspec.json.Decoder(EventArgs)
 _EMPTY_ARGS = EventArgs()
 
 
-def _number_or_none(value: Any) -> float | None:
+def _number_or_none(value: Any, converted: Counter[str] | None = None) -> float | None:
+    """A finite number from a JSON number, or from a string that spells one ("123.5"; counted in
+    `converted`); None otherwise."""
     if type(value) is float and math.isfinite(value):
         return value
+    if type(value) is str and converted is not None:
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+        if not math.isfinite(number):
+            return None
+        converted["number_from_string"] += 1
+        return number
     if type(value) is int:
         try:
             return float(value)
@@ -150,9 +187,10 @@ def _id_or_none(value: Any) -> int | str | None:
     return value if type(value) in (int, str) else None
 
 
-def _decode_events(chunk: list[msgspec.Raw]) -> tuple[list[RawEvent | None], dict[int, str], bytes]:
-    """Typed decode; on a type error, decode each event leniently and note why ones are bad.
-    Also returns the chunk as one JSON array, for the args pass."""
+def _decode_events(chunk: list[msgspec.Raw], converted: Counter[str]) -> tuple[list[RawEvent | None], dict[int, str], bytes]:
+    """Typed decode; on a type error, decode each event leniently and note why ones are bad
+    (numbers written as strings are read, counted in `converted`). Also returns the chunk as one
+    JSON array, for the args pass."""
     joined = b"[" + b",".join(chunk) + b"]"
     try:
         return _EVENTS.decode(joined), {}, joined
@@ -171,7 +209,7 @@ def _decode_events(chunk: list[msgspec.Raw]) -> tuple[list[RawEvent | None], dic
             reasons[offset] = "undecodable"
             events.append(None)
             continue
-        ts, dur = _number_or_none(loose.ts), _number_or_none(loose.dur)
+        ts, dur = _number_or_none(loose.ts, converted), _number_or_none(loose.dur, converted)
         if loose.ts is not None and ts is None:
             reasons[offset] = "non_numeric_ts"
         elif loose.ph == "X" and loose.dur is not None and dur is None:
@@ -270,6 +308,11 @@ class DecodedTrace:
     phase_counts: Counter[str]
     linking_key: str | None  # None until a launch-like runtime call is seen
     repaired: Counter[str] = field(default_factory=Counter)  # values stored as null, by reason
+    # every usable B and E event (BEGIN_END_SCHEMA) when decoded without pairs, for pair_begin_end
+    begin_end: pa.Table = field(default_factory=BEGIN_END_SCHEMA.empty_table)
+    unrecognized_device: Counter[str] = field(default_factory=Counter)  # device-like events, by category
+    begin_end_paired: int = 0  # B/E pairs read as complete events (set by the pairing pass)
+    begin_end_unmatched: int = 0  # B never closed and E closing nothing, kept as written
 
 
 @dataclass(frozen=True)
@@ -315,83 +358,10 @@ def _median(values: np.ndarray) -> float:
     return float(np.partition(values, values.size // 2)[values.size // 2])
 
 
-EVENT_SCHEMA = pa.schema(
-    [
-        ("event_idx", pa.int64()),
-        ("ph", pa.string()),
-        ("cat", pa.string()),
-        ("name", pa.string()),
-        ("ts", pa.float64()),
-        ("dur", pa.float64()),
-        ("pid", pa.string()),
-        ("tid", pa.string()),
-        ("flow_id", pa.int64()),
-        ("correlation", pa.int64()),
-        ("external_id", pa.int64()),
-        ("args", pa.string()),
-        ("has_args", pa.bool_()),  # lets linking skip reading the args text
-    ]
-)
-
-HOST_SCHEMA = pa.schema(
-    [
-        ("event_idx", pa.int64()),
-        ("cat", pa.string()),
-        ("name", pa.string()),
-        ("ts", pa.float64()),
-        ("dur", pa.float64()),
-        ("pid", pa.string()),
-        ("tid", pa.string()),
-        ("correlation", pa.int64()),
-        ("external_id", pa.int64()),
-        ("input_dims", pa.string()),
-        ("input_type", pa.string()),
-        ("input_strides", pa.string()),
-        ("concrete_inputs", pa.string()),
-        ("sequence_number", pa.int64()),
-        ("fwd_thread_id", pa.int64()),
-        ("record_function_id", pa.int64()),
-    ]
-)
-
-GPU_SCHEMA = pa.schema(
-    [
-        ("event_idx", pa.int64()),
-        ("cat", pa.string()),
-        ("name", pa.string()),
-        ("ts", pa.float64()),
-        ("dur", pa.float64()),
-        ("pid", pa.string()),
-        ("tid", pa.string()),
-        ("device", pa.int64()),
-        ("stream", pa.int64()),
-        ("correlation", pa.int64()),
-        ("external_id", pa.int64()),
-        ("bytes", pa.int64()),
-        ("kind", pa.string()),
-        ("grid", pa.string()),
-        ("block", pa.string()),
-    ]
-)
-
-FLOW_SCHEMA = pa.schema(
-    [
-        ("event_idx", pa.int64()),
-        ("cat", pa.string()),
-        ("ph", pa.string()),
-        ("flow_id", pa.int64()),
-        ("ts", pa.float64()),
-        ("pid", pa.string()),
-        ("tid", pa.string()),
-        ("bp", pa.string()),
-    ]
-)
-
-
 def normalized_categories(categories: pa.Array) -> pa.Array:
-    """`categories` with every legacy or differently-cased spelling of CATEGORY_NAMES replaced by
-    its current name; other categories (and nulls) unchanged."""
-    position = pc.index_in(pc.utf8_lower(categories), value_set=_CATEGORY_SPELLINGS)
+    """`categories` with every legacy, alias or differently-cased or -padded spelling of CATEGORY_NAMES
+    replaced by its current name; other categories (and nulls) unchanged."""
+    position = pc.index_in(pc.utf8_lower(pc.utf8_trim_whitespace(categories)), value_set=_CATEGORY_SPELLINGS)
     return pc.if_else(pc.is_valid(position), pc.take(_CATEGORY_CURRENT, position), categories)
 
 
@@ -434,13 +404,17 @@ def decode_events(
     first: int = 0,
     stop: int | None = None,
     window: TraceWindow | None = None,
+    pairs: BeginEndPairs | None = None,
 ) -> DecodedTrace:
     """Decode events [first, stop); hand each chunk's `events` rows to `on_event_batch` as it
     is ready (so they are written, not kept) and return the host, GPU and flow subsets. Events
-    outside `window` (the whole trace's, from `trace_window`) are dropped."""
+    outside `window` (the whole trace's, from `trace_window`) are dropped. With `pairs` (the whole
+    trace's, from pair_begin_end) each matched B reads as a complete event and its E as part of it."""
     host_tables: list[pa.Table] = []
     gpu_tables: list[pa.Table] = []
     flow_tables: list[pa.Table] = []
+    begin_end_tables: list[pa.Table] = []
+    unrecognized: Counter[str] = Counter()
     dropped: Counter[str] = Counter()
     phases: Counter[str] = Counter()
     repaired: Counter[str] = Counter()
@@ -448,7 +422,7 @@ def decode_events(
     event_count = 0
 
     for start, chunk in _chunks(raw_events, first, len(raw_events) if stop is None else stop):
-        events, pre_reasons, joined = _decode_events(chunk)
+        events, pre_reasons, joined = _decode_events(chunk, repaired)
         dropped.update(pre_reasons.values())
         if pre_reasons:
             usable = [e is not None and i not in pre_reasons for i, e in enumerate(events)]
@@ -476,6 +450,9 @@ def decode_events(
         base = base.append_column("has_args", pc.is_valid(base["args"]))
         base = _clip_labels(base, repaired)
         keep = pa.array(usable, pa.bool_())
+        if pairs is not None:
+            base, closing = read_pairs(base, pairs)
+            keep = pc.and_(keep, pc.invert(closing))
         for reason, mask in _drop_masks(base, window).items():
             hit = pc.and_(keep, pc.fill_null(mask, False))
             dropped[reason] += pc.sum(hit).as_py() or 0
@@ -487,6 +464,12 @@ def decode_events(
         is_host = _mask(pc.and_(complete, pc.or_(pc.is_in(base["cat"], pa.array(HOST_CATEGORIES)), is_module_frame)))
         is_gpu = _mask(pc.and_(complete, pc.is_in(base["cat"], pa.array(GPU_CATEGORIES))))
         is_flow = _mask(pc.and_(keep, pc.is_in(base["ph"], pa.array(FLOW_PHASES))))
+        device_like = unrecognized_device_mask(base["cat"], base["args"], _mask(complete), is_host | is_gpu)
+        if device_like.any():
+            unrecognized.update(pc.fill_null(base["cat"].filter(pa.array(device_like)), "(none)").to_pylist())
+        if pairs is None:
+            begin_end = base.filter(pc.and_(keep, pc.fill_null(pc.is_in(base["ph"], pa.array(BEGIN_END_PHASES)), False)))
+            begin_end_tables.append(begin_end.select(BEGIN_END_SCHEMA.names).cast(BEGIN_END_SCHEMA))
 
         kept = base.filter(keep)
         if kept.num_rows == 0:
@@ -517,6 +500,8 @@ def decode_events(
         phase_counts=phases,
         linking_key=linking_key,
         repaired=Counter({k: v for k, v in repaired.items() if v}),
+        begin_end=_concat(begin_end_tables, BEGIN_END_SCHEMA),
+        unrecognized_device=unrecognized,
     )
 
 
@@ -533,6 +518,8 @@ def merge_decoded(parts: list[DecodedTrace]) -> DecodedTrace:
         phase_counts=sum((p.phase_counts for p in parts), Counter()),
         linking_key=next((p.linking_key for p in parts if p.linking_key), None),
         repaired=sum((p.repaired for p in parts), Counter()),
+        begin_end=pa.concat_tables([p.begin_end for p in parts]),
+        unrecognized_device=sum((p.unrecognized_device for p in parts), Counter()),
     )
 
 

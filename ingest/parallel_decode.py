@@ -26,6 +26,7 @@ from tracelake.decoding.decode import (
     merge_decoded,
     trace_window,
 )
+from tracelake.decoding.event_variants import BeginEndPairs, pair_begin_end
 from tracelake.decoding.parquet_io import open_writer
 from tracelake.decoding.process_lifetime import die_with_parent
 
@@ -41,11 +42,12 @@ _inherited_events: list[msgspec.Raw] = []
 # A worker that cannot write its result exits with the write's errno (below this), else 1.
 RESULT_UNWRITTEN_STATUS_LIMIT = 126
 _inherited_window: TraceWindow | None = None  # where the whole trace's events can lie
+_inherited_pairs: BeginEndPairs | None = None  # the whole trace's B/E pairs, on the pairing pass
 
 
 def _decode_range(first: int, stop: int, events_dir: Path, part: int) -> DecodedTrace:
     with open_writer(events_dir, EVENT_SCHEMA, part) as writer:
-        return decode_events(_inherited_events, writer.write_batch, first, stop, _inherited_window)
+        return decode_events(_inherited_events, writer.write_batch, first, stop, _inherited_window, _inherited_pairs)
 
 
 def _ranges(count: int, parts: int) -> list[tuple[int, int]]:
@@ -116,12 +118,28 @@ def decode_to_parquet(raw_events: list[msgspec.Raw], events_dir: Path, workers: 
                       on_progress: Callable[[float], None] | None = None) -> DecodedTrace:
     """Decode all events, writing the `events` table under `events_dir`. `while_workers_run` is
     called once the workers are forked (only then, so they do not inherit what it sets up);
-    `on_progress` hears the share of events decoded as workers finish ranges."""
+    `on_progress` hears the share of events decoded as workers finish ranges. A trace with B/E
+    duration events is decoded a second time once its pairs are known (they can span ranges)."""
+    decoded = _decode_all(raw_events, events_dir, workers, while_workers_run, on_progress, None)
+    if decoded.begin_end.num_rows == 0:
+        return decoded
+    pairs = pair_begin_end(decoded.begin_end)
+    if len(pairs.begin_idx):
+        for part in events_dir.glob("*.parquet"):
+            part.unlink()
+        decoded = _decode_all(raw_events, events_dir, workers, None, None, pairs)
+    decoded.begin_end_paired, decoded.begin_end_unmatched = len(pairs.begin_idx), pairs.unmatched
+    return decoded
+
+
+def _decode_all(raw_events: list[msgspec.Raw], events_dir: Path, workers: int,
+                while_workers_run: Callable[[], None] | None, on_progress: Callable[[float], None] | None,
+                pairs: BeginEndPairs | None) -> DecodedTrace:
     usable_workers = min(workers, max(1, len(raw_events) // MIN_EVENTS_PER_WORKER))
     if multiprocessing.current_process().daemon:  # already a pool worker: no children allowed
         usable_workers = 1
-    global _inherited_events, _inherited_window
-    _inherited_events = raw_events
+    global _inherited_events, _inherited_window, _inherited_pairs
+    _inherited_events, _inherited_pairs = raw_events, pairs
     _inherited_window = trace_window(raw_events)  # from all events, before they are split up
     try:
         if usable_workers == 1:
@@ -161,4 +179,4 @@ def decode_to_parquet(raw_events: list[msgspec.Raw], events_dir: Path, workers: 
             raise errors[0]
         return merge_decoded([decoded for _, decoded in sorted(parts, key=lambda part: part[0])])
     finally:
-        _inherited_events, _inherited_window = [], None
+        _inherited_events, _inherited_window, _inherited_pairs = [], None, None

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tracelake.decoding.checks import ingest_checks
+from tracelake.decoding.checks import DeviceWorkCounts, ingest_checks
 from tracelake.core.errors import BadTraceError
 from tracelake.decoding.host_tree import build_host_tree
 from tracelake.decoding.parallel_decode import decode_to_parquet
@@ -72,6 +72,8 @@ def _stage(
             ingest_checks(
                 decoded.event_count, decoded.dropped, decoded.phase_counts,
                 document.repaired + decoded.repaired + columns.nulled, document.masked_secrets,
+                DeviceWorkCounts(decoded.gpu.num_rows, decoded.unrecognized_device, decoded.begin_end_paired,
+                                 decoded.begin_end_unmatched),
                 too_deep_events=tree.too_deep_events,
             ),
             staging_dir / "ingest_checks",

@@ -209,7 +209,12 @@ def _quality_gate(db: duckdb.DuckDBPyConnection, trace_id: str, capture_folder: 
     # warn: replayed kernels the merge did not map (no capture traces, or none that match)
     graph_without_capture = replay is not None and replay.verdict == "warn"
     skipped = []
-    if not gpu_present:
+    unread = verdict.get("unrecognized_device_events")
+    if not gpu_present and unread is not None and unread.value:
+        skipped.append("GPU analyses (timeline, kernels, roofline, system and compute agents): none of the trace's "
+                       f"GPU events is in a category TraceLake reads ({unread.detail.split(';')[0]}), so this report "
+                       "covers its CPU ops only")
+    elif not gpu_present:
         skipped.append("GPU analyses (timeline, kernels, roofline, system and compute agents): the trace has no GPU "
                        "events, so this report covers CPU ops only")
     elif not cpu_present:

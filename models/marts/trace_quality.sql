@@ -41,6 +41,13 @@ trace_platforms as (
     where {{ is_new_trace() }}
 ),
 
+unrecognized_device as (
+    {#- events that look like device work in a category ingest does not read (ingest check) -#}
+    select trace_id, value as events, detail
+    from ingest_checks
+    where check_name = 'unrecognized_device_events' and value > 0
+),
+
 gpu_stats as (
     select
         trace_files.trace_id,
@@ -166,9 +173,14 @@ derived_checks as (
         case when gpu_stats.gpu_events > 0 then 'pass' else 'fail' end as verdict,
         case
             when gpu_stats.gpu_events > 0 then gpu_stats.gpu_events || ' GPU events (kernels, memcpy, memset)'
+                || coalesce('; not counted: ' || unrecognized_device.detail, '')
+            when unrecognized_device.events > 0
+                then 'no GPU events TraceLake reads, yet the trace holds device work: ' || unrecognized_device.detail
+                    || '; only the CPU ops are analyzed'
             else 'no GPU events: a CPU-only trace; only CPU-op analysis is possible'
         end as detail
     from gpu_stats
+    left join unrecognized_device on gpu_stats.trace_id = unrecognized_device.trace_id
 
     union all
 
@@ -348,11 +360,21 @@ derived_checks as (
         {{ var('min_gpu_busy_share') }},
         case
             when gpu_stats.gpu_events = 0 or busy_shares.busy_share is null then 'info'
+            -- device work left unread makes the share a lower bound, not the sign of a harness
+            when busy_shares.busy_share < {{ var('min_gpu_busy_share') }} and unrecognized_device.events > 0 then 'info'
             when busy_shares.busy_share < {{ var('min_gpu_busy_share') }} then 'warn'
             else 'pass'
         end,
         case
+            when gpu_stats.gpu_events = 0 and unrecognized_device.events > 0
+                then 'no GPU work TraceLake reads to measure (' || unrecognized_device.events::bigint
+                    || ' unrecognized device events)'
             when gpu_stats.gpu_events = 0 or busy_shares.busy_share is null then 'no GPU work to measure'
+            when busy_shares.busy_share < {{ var('min_gpu_busy_share') }} and unrecognized_device.events > 0
+                then 'GPU busy ' || round(100.0 * busy_shares.busy_share, 2) || ' % of the trace span counting only the '
+                    || gpu_stats.gpu_events || ' GPU events TraceLake reads (' || round(busy_shares.busy_us / 1000.0, 3)
+                    || ' ms in ' || round(busy_shares.span_us / 1000.0, 3) || ' ms): a lower bound, since '
+                    || unrecognized_device.events::bigint || ' device events were not recognized'
             when busy_shares.busy_share < {{ var('min_gpu_busy_share') }}
                 then 'GPU busy ' || round(100.0 * busy_shares.busy_share, 2) || ' % of the trace span ('
                     || round(busy_shares.busy_us / 1000.0, 3) || ' ms of GPU work in ' || round(busy_shares.span_us / 1000.0, 3)
@@ -362,6 +384,7 @@ derived_checks as (
         end
     from gpu_stats
     inner join busy_shares on gpu_stats.trace_id = busy_shares.trace_id
+    left join unrecognized_device on gpu_stats.trace_id = unrecognized_device.trace_id
 
     union all
 
