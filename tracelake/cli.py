@@ -480,9 +480,12 @@ def tag(
     wh = _warehouse(warehouse)
     wh.require_existing()
     trace_ids = resolve_traces(wh, selector, ingest_new=False)
+    from tracelake.graph_captures import check_link_tags  # noqa: PLC0415
+
+    new_tags = check_link_tags(new_tags, wh.trace_ids(), trace_ids)
     wh.prepare_for_writing()
-    with wh.write_lock():
-        changed = [t for t in trace_ids if wh.retag(t, new_tags, tuple(remove))]
+    with wh.write_lock():  # all traces or none, and the marts that read a changed tag re-modelled
+        changed = wh.retag_traces({t: (new_tags, tuple(remove)) for t in trace_ids})
     for trace_id in trace_ids:
         print(f"{trace_id}  {'tags updated' if trace_id in changed else 'unchanged'}")
 

@@ -49,11 +49,14 @@ def write_dashboard(warehouse: Warehouse, out_dir: Path | None = None) -> Path:
     if data.trace_count == 0:
         raise WarehouseError(f"warehouse {warehouse.root} has no traces in its models; run "
                              f"`tracelake build --warehouse {warehouse.root}`")
-    try:
-        output = OutputStaging(target)
-    except OSError as exc:
-        raise TraceLakeError(f"cannot write the dashboard to {target.path} ({exc.strerror}); choose another --out") from None
-    with output:
-        write_page(data, output.content)
-        output.publish()
+    from tracelake.analysis_record import OutputNote  # noqa: PLC0415
+
+    with OutputNote(warehouse, target.path):  # any later command removes what a kill leaves beside it
+        try:
+            output = OutputStaging(target)
+        except OSError as exc:
+            raise TraceLakeError(f"cannot write the dashboard to {target.path} ({exc.strerror}); choose another --out") from None
+        with output:
+            write_page(data, output.content)
+            output.publish()
     return target.path / INDEX

@@ -31,6 +31,7 @@ MARKER_NAME = ".tracelake-output.json"
 # what a staging folder holds: the new content, and the folder it replaces while it is swapped
 STAGED_CONTENT, RETIRED_CONTENT = "new", "retired"
 FOREIGN_EXAMPLES = 3  # entries named in a refusal
+OUTPUT_LABEL_CHARS = 40  # of the output folder's name in its staging folder's (a file name has at most 255 bytes)
 # A marker or sign file larger than this is not one TraceLake wrote: a marker lists a report folder's
 # ~15 entries in ~1 kB; the largest sign, a dashboard's data JSON, holds a few kB per trace
 MARKER_MAX_BYTES = 256 << 20
@@ -179,7 +180,7 @@ class OutputStaging(StagingFolder):
     """The staging folder of one output folder: `content` is written, then `publish` moves it in."""
 
     def __init__(self, target: OutputTarget) -> None:
-        super().__init__(target.path.parent, target.path.name[:40])
+        super().__init__(target.path.parent, target.path.name[:OUTPUT_LABEL_CHARS])
         self.target = target
         self.content = self.path / STAGED_CONTENT
         self.content.mkdir()

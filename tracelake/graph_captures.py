@@ -89,3 +89,37 @@ def folder_capture_links(files: list[Path]) -> dict[Path, list[CaptureFile]]:
         for replay in replays:
             links[replay] = captures
     return links
+
+
+# The tags the models read: a replay's marts follow its capture list, and the batch size and mode of
+# each capture it lists (graph_kernel_map). A change to one of them re-models those replays.
+REPLAY_MODELLING_TAGS = (REPLAY_TAG,)
+CAPTURE_MODELLING_TAGS = (BATCH_SIZE_TAG, MODE_TAG)
+TRACE_ID_LENGTH = 16
+
+
+def linked_captures(tags: dict[str, str]) -> set[str]:
+    """The capture trace ids a replay trace's tags list (as the staging model splits them)."""
+    return {part for part in tags.get(REPLAY_TAG, "").split(",") if part}
+
+
+def check_link_tags(tags: dict[str, str], trace_ids: set[str], tagged: list[str]) -> dict[str, str]:
+    """`tags` with the graph-capture keys checked (a capture list of traces in the warehouse other than
+    the traces tagged, a positive batch size, FULL or PIECEWISE) and normalised; BadTraceError else."""
+    checked = dict(tags)
+    if REPLAY_TAG in tags:
+        captures = [part.strip().lower() for part in tags[REPLAY_TAG].split(",") if part.strip()]
+        for capture in captures:
+            if capture not in trace_ids or len(capture) != TRACE_ID_LENGTH:
+                raise BadTraceError(f"{REPLAY_TAG}: {capture!r} is not the full id of a trace in the warehouse; "
+                                    "`tracelake traces` lists them (ingest the capture trace first)")
+            if capture in tagged:
+                raise BadTraceError(f"{REPLAY_TAG}: trace {capture} cannot be a capture of itself")
+        checked[REPLAY_TAG] = ",".join(sorted(set(captures)))
+    if BATCH_SIZE_TAG in tags and not (tags[BATCH_SIZE_TAG].isdigit() and int(tags[BATCH_SIZE_TAG]) >= 1):
+        raise BadTraceError(f"{BATCH_SIZE_TAG}={tags[BATCH_SIZE_TAG]!r} is not a positive whole number")
+    if MODE_TAG in tags:
+        if tags[MODE_TAG].upper() not in CAPTURE_MODES:
+            raise BadTraceError(f"{MODE_TAG}={tags[MODE_TAG]!r} is neither FULL nor PIECEWISE")
+        checked[MODE_TAG] = tags[MODE_TAG].upper()
+    return checked

@@ -44,7 +44,7 @@ from tracelake.reports.priority import build_priority_data
 from tracelake.reports.report_inputs import PLOT_PENDING, ReportInputs
 from tracelake.reports.validation import validate
 from tracelake import __version__
-from tracelake.analysis_record import record_analysis
+from tracelake.analysis_record import ReportRecord
 from tracelake.crashpoints import crash_point
 from tracelake.folders import FolderKind, OutputStaging, OutputTarget, claim_output_folder
 from tracelake.staging import fit_name
@@ -336,9 +336,12 @@ def run_analysis(
     captures = _capture_links(trace, options)  # a bad capture folder is refused before any work
     target = _claim_out_dir(trace, warehouse, options)
     out_dir = target.path
+    warehouse.prepare_for_writing()
+    record = ReportRecord(warehouse, out_dir)  # first: a kill from here on leaves nothing unknown
     try:
         output = OutputStaging(target)
     except OSError as exc:
+        record.close()
         raise BadTraceError(f"cannot write the report next to {out_dir} ({exc.strerror}); choose a writable "
                             "folder with --out") from None
     staging = output.content
@@ -349,18 +352,19 @@ def run_analysis(
         trace2_path=str(options.compare.resolve()) if options.compare else None), staging)
     plot = PlotProcess()  # imports matplotlib in a child process while the trace is ingested
     try:
-        after_swap: list[Callable[[], None]] = []
         outcome = _analyze(trace, warehouse, options, (chosen_platform, chosen_platform2), out_dir, run, plot,
-                           progress, on_stage, after_swap, captures)
+                           progress, on_stage, record, captures)
+        record.decide(output.content / "analysis.md")  # the rows land with this report, or not at all
         crash_point("report-staged")
         output.publish()
+        record.published()
         crash_point("report-published")
-        for record in after_swap:  # the warehouse points at the report only once the report is in place
-            record()
+        record.commit()
         return outcome
     finally:
         plot.close()
         output.close()
+        record.close()
 
 
 def _trace_platform(db: duckdb.DuckDBPyConnection, trace_id: str, chosen: str | None,
@@ -385,7 +389,7 @@ def _trace_platform(db: duckdb.DuckDBPyConnection, trace_id: str, chosen: str | 
 def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
              chosen_platforms: tuple[str | None, str | None], out_dir: Path, run: _Run, plot: PlotProcess,
              progress: IngestProgress | None, on_stage: Callable[[str], None],
-             after_swap: list[Callable[[], None]], captures: dict[Path, list[CaptureFile]]) -> AnalysisOutcome:
+             record: ReportRecord, captures: dict[Path, list[CaptureFile]]) -> AnalysisOutcome:
     from tracelake.reports.analysis_html import render_analysis_html  # noqa: PLC0415
     from tracelake.reports.analysis_md import embed_plot, render_analysis, validate_analysis  # noqa: PLC0415
 
@@ -556,7 +560,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
     finally:
         db.close()
 
-    after_swap.append(lambda: record_analysis(warehouse, ctx, priority, results, out_dir))
+    record.stage(ctx, priority, results, out_dir)
     run.metadata.finished_at = datetime.now(timezone.utc)
     run.metadata.warnings = list(run.warnings)
     run.write("metadata/run.json", run.metadata)

@@ -16,6 +16,7 @@ import shutil
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 STAGING_PREFIX = ".tracelake-staging-"
@@ -143,3 +144,18 @@ def replace_file(path: Path, data: bytes) -> None:
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def dead_staging(parent: Path, label: str) -> Iterator[Path]:
+    """The staging folders of `label` in `parent` whose owner is gone, each locked while the caller
+    handles it (it may read, finish or remove it)."""
+    for folder in _candidates(parent):
+        if not folder.name.startswith(f"{STAGING_PREFIX}{label}-"):
+            continue
+        handle = _dead(folder)
+        if handle is None:
+            continue
+        try:
+            yield folder
+        finally:
+            _release(handle)

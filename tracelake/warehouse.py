@@ -51,6 +51,7 @@ from tracelake.dbt_runner import (
 from tracelake.shipped_plan import ShippedPlans, execute_build_plan, load_shipped_plans
 from tracelake.sql_guard import literal_glob, lock_down
 from tracelake.staging import StagingFolder, has_dead_staging, remove_dead_staging, replace_file
+from tracelake.tag_journal import TagJournal, finish_journals, read_tags, roll_forward_dead, traces_to_remodel
 
 COMMIT_TABLE = "trace_files"
 PARTITION_PREFIX = "trace_id="
@@ -167,11 +168,13 @@ class Warehouse:
         self.root = root
         self.parquet_dir = root / "parquet"
         self.staging_dir = root / "staging"
+        self.pending_dir = root / "pending"  # decided changes a model update still has to finish
         self.db_path = root / "warehouse.duckdb"
         self.dbt_dir = root / "dbt"
         self.plan_path = self.dbt_dir / "plan.json"
         self.lock_path = root / ".lock"
         self._staging: dict[Path, StagingFolder] = {}
+        self._tag_journals: list[TagJournal] = []
         self.stop_waiting = threading.Event()  # set to make a thread waiting for the lock give up
 
     # ---- access -------------------------------------------------------------------------
@@ -342,7 +345,8 @@ class Warehouse:
         committed, a staging folder, or raw views that read another folder (a moved warehouse).
         Reads the database through `con` when given."""
         committed = self.trace_ids()
-        if has_dead_staging(self.staging_dir) or has_dead_staging(self.root) or self._orphan_partitions(committed):
+        if (has_dead_staging(self.staging_dir) or has_dead_staging(self.root) or has_dead_staging(self.pending_dir)
+                or self._orphan_partitions(committed)):
             return True
         pending, moved = self._unfinished(con, committed)
         return bool(pending) or moved
@@ -360,15 +364,21 @@ class Warehouse:
         """Finish what dead writers left (caller holds the write lock): their staging folders and
         uncommitted partitions go, committed traces get their models, and the raw views of a
         warehouse folder that was moved or copied read its own Parquet. Returns the traces finished."""
+        if has_dead_staging(self.pending_dir):  # a killed analyze's report rows, a killed run's output staging
+            from tracelake.analysis_record import finish_dead_records  # noqa: PLC0415 - it imports this module
+
+            finish_dead_records(self)
         self.remove_orphans()
         pending, moved = self._unfinished()
         if pending:
             print(f"tracelake: finishing the model update of {len(pending)} trace(s) an interrupted run left "
                   f"in {self.root}", file=sys.stderr, flush=True)
+        if pending or has_dead_staging(self.pending_dir):  # a model update also finishes decided tag changes
             self.update_models(sorted(pending))
         elif moved:
             with self.writing() as con:
                 self._refresh_raw_views(con)
+        remove_dead_staging(self.pending_dir)
         return sorted(pending)
 
     def repair_if_idle(self) -> list[str] | None:
@@ -415,31 +425,63 @@ class Warehouse:
         return True
 
     def retag(self, trace_id: str, tags: dict[str, str], remove: tuple[str, ...] = ()) -> bool:
-        """Merge `tags` into a committed trace's tags, new values winning, and drop the keys in
-        `remove` (caller holds the write lock). Tags live only in the trace's `trace_files` row,
-        which every view reads, so the one-row file is rewritten beside itself and renamed over.
-        True when a tag changed."""
+        """`retag_traces` of one trace, its re-model left to the caller's next model update. True
+        when a tag changed."""
+        return bool(self.retag_traces({trace_id: (tags, remove)}, remodel=False))
+
+    def retag_traces(self, changes: dict[str, tuple[dict[str, str], tuple[str, ...]]],
+                     remodel: bool = True) -> list[str]:
+        """Merge each trace's new tags into its tags, new values winning, and drop its keys to remove,
+        all traces or none (caller holds the write lock; tracelake/tag_journal.py). The traces whose
+        marts read a changed tag are re-modelled, by this call with `remodel`, else by the caller's
+        next `update_models`. Returns the traces whose tags changed."""
         import pyarrow as pa  # noqa: PLC0415 - here only: `tracelake sql` starts without pyarrow
         import pyarrow.parquet as pq  # noqa: PLC0415
 
-        from tracelake.decoding.parquet_io import write_file  # noqa: PLC0415 - the settings every trace table has
-
-        partition = self._partition(COMMIT_TABLE, trace_id)
-        files = sorted(partition.glob("*.parquet"))
-        table = pq.read_table(files[0])
-        current = dict(table.column("tags")[0].as_py() or [])
-        merged = {key: value for key, value in {**current, **tags}.items() if key not in remove}
-        if merged == current:
-            return False
-        index = table.schema.get_field_index("tags")
-        column = pa.array([list(merged.items())], type=table.schema.field("tags").type)
-        temporary = partition / f".{files[0].name}.{uuid.uuid4().hex[:8]}.tmp"
+        before, after, files = {}, {}, {}
+        for trace_id, (tags, remove) in changes.items():
+            files[trace_id] = min(self._partition(COMMIT_TABLE, trace_id).glob("*.parquet"))
+            before[trace_id] = read_tags(files[trace_id])
+            merged = {key: value for key, value in {**before[trace_id], **tags}.items() if key not in remove}
+            if merged != before[trace_id]:
+                after[trace_id] = merged
+        if not after:
+            return []
+        journal = TagJournal.begin(self.pending_dir)
         try:
-            write_file(table.set_column(index, table.schema.field("tags"), column), temporary)
-            os.replace(temporary, files[0])
-        finally:
-            temporary.unlink(missing_ok=True)
-        return True
+            for trace_id, merged in after.items():
+                table = pq.read_table(files[trace_id])
+                index = table.schema.get_field_index("tags")
+                column = pa.array([list(merged.items())], type=table.schema.field("tags").type)
+                journal.stage(trace_id, table.set_column(index, table.schema.field("tags"), column), files[trace_id])
+            every_trace = {**self._all_tags(), **after}
+            journal.decide(traces_to_remodel(before, after, every_trace))
+        except BaseException:
+            journal.close()
+            raise
+        journal.apply()
+        if not journal.remodel:
+            journal.close()
+        else:
+            self._tag_journals.append(journal)
+            if remodel:
+                self.update_models([])
+        return sorted(after)
+
+    def _all_tags(self) -> dict[str, dict[str, str]]:
+        """Every committed trace's tags, read from its `trace_files` partition."""
+        found = {}
+        for trace_id in self.trace_ids():
+            files = sorted(self._partition(COMMIT_TABLE, trace_id).glob("*.parquet"))
+            if files:
+                found[trace_id] = read_tags(files[0])
+        return found
+
+    def _tag_journals_to_finish(self) -> list[TagJournal]:
+        """This process's tag changes and the decided ones of dead runs (their renames applied): the
+        traces they list are re-modelled by the model update that takes them."""
+        journals, self._tag_journals = self._tag_journals + roll_forward_dead(self.pending_dir), []
+        return journals
 
     def remove_traces(self, trace_ids: list[str]) -> None:
         """Take traces out (caller holds the write lock): their rows leave every model table and
@@ -521,18 +563,44 @@ class Warehouse:
             args += ["--exclude-resource-type", "test"]
         if full_refresh:
             args.append("--full-refresh")
+        journals = self._tag_journals_to_finish()
         snapshot = Snapshot(self.db_path)
         try:
             with duckdb.connect(str(snapshot.path)) as con:
                 self._refresh_raw_views(con)
+                if not full_refresh:
+                    self._forget_tag_modelled(con, {t for journal in journals for t in journal.remodel})
             crash_point("dbt-build")
             manifest = parse_project(snapshot.path, self.dbt_dir)
             run_dbt(snapshot.path, self.dbt_dir, args, manifest, on_node_done)
             plan = compile_incremental_plan(snapshot.path, self.dbt_dir, manifest)
             snapshot.publish()
+        except BaseException:
+            self._tag_journals = [journal for journal in journals if journal.owned] + self._tag_journals
+            raise
         finally:
             snapshot.discard()
+        finish_journals(journals)
         self._write_plan(plan.to_json())
+
+    def _forget_tag_modelled(self, con: duckdb.DuckDBPyConnection, retagged: set[str]) -> None:
+        """Take the rows of the traces whose marts read graph-capture tags out of every model table, so
+        that dbt's incremental run models them again from the tags as they are now: the replay traces
+        (those listing captures, or merged with one before) and `retagged`. A tag is no trace content:
+        a trace id does not change with it."""
+        from tracelake.analysis_record import ANALYSIS_TABLES  # noqa: PLC0415 - it imports this module
+        from tracelake.graph_captures import linked_captures  # noqa: PLC0415 - it reads trace files
+
+        replays = {trace_id for trace_id, tags in self._all_tags().items() if linked_captures(tags)}
+        tables = con.execute(
+            "select t.schema_name, t.table_name from duckdb_tables() t join duckdb_columns() c "
+            "on c.table_oid = t.table_oid and c.column_name = 'trace_id' where t.schema_name <> 'raw'").fetchall()
+        if ("main", "graph_kernel_map") in tables:
+            replays |= {row[0] for row in con.execute("select distinct trace_id from graph_kernel_map").fetchall()}
+        forget = sorted(replays | retagged)
+        for schema, table in tables:
+            if forget and not (schema == "main" and table in ANALYSIS_TABLES):
+                con.execute(f'delete from "{schema}"."{table}" where trace_id in (select unnest($ids))', {"ids": forget})
 
     def _write_plan(self, text: str) -> None:
         self.dbt_dir.mkdir(parents=True, exist_ok=True)
@@ -607,21 +675,31 @@ class Warehouse:
         return PreparedUpdate(plan, con, snapshot)
 
     def update_models(self, new_trace_ids: list[str], prepared: PreparedUpdate | None = None) -> str:
-        """Bring the marts up to date for new traces, and for any trace an interrupted run left
-        committed but not modelled (caller holds the write lock); closes `prepared` (made here
-        when not given).
+        """Bring the marts up to date for new traces, for any trace an interrupted run left
+        committed but not modelled, and for the traces whose modelling tags a tag change changed
+        (caller holds the write lock); closes `prepared` (made here when not given).
 
         Returns how: "fast" (the incremental plan executed for these traces), "compiled" (every
         model built from the shipped plan: a new warehouse) or "dbt" (a full dbt run: the project
         was edited).
         """
-        prepared = prepared or self.prepare_update()
+        journals = self._tag_journals_to_finish()
+        try:
+            how = self._update_models(new_trace_ids, prepared or self.prepare_update(), journals)
+        except BaseException:
+            self._tag_journals = [journal for journal in journals if journal.owned] + self._tag_journals
+            raise
+        finish_journals(journals)
+        return how
+
+    def _update_models(self, new_trace_ids: list[str], prepared: PreparedUpdate, journals: list[TagJournal]) -> str:
         with prepared:
             con, plan = prepared.connection, prepared.plan
             if con is None or plan is None:
                 return self._build_without_plan()
             committed = self.trace_ids()
-            trace_ids = sorted((set(new_trace_ids) | (committed - _ledger(con))) & committed)
+            retagged = {trace_id for journal in journals for trace_id in journal.remodel}
+            trace_ids = sorted((set(new_trace_ids) | retagged | (committed - _ledger(con))) & committed)
             # Every incremental model reads only the new traces' rows, so in a larger warehouse the
             # raw views see only their partitions during the update: the cost stays that of the new
             # traces, not of the warehouse (DuckDB does not push the trace filter through every view

@@ -212,3 +212,91 @@ def test_the_model_is_named_from_the_captured_modules(merged: Merged, trace: Pat
 
     info = identify_model(merged.db, merged.ids[trace])
     assert info.model_family == family, info.evidence
+
+
+# ---- graph-capture tags re-model (issue 27, item 5) -------------------------------------------------
+
+def _capture_id(merged: Merged, replay: Path) -> str:
+    return next(trace_id for path, trace_id in merged.ids.items() if path.parent.name == CAPTURE_FOLDER[replay].name)
+
+
+def _mapping(folder: Path, replay_id: str) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """(graph_kernel_map rows of the replay, its kernels' attribution: link method, capture, count)."""
+    with duckdb.connect(str(folder / "warehouse.duckdb"), read_only=True) as db:
+        kernel_map = db.execute("select * exclude (trace_id) from graph_kernel_map where trace_id = ? "
+                                "order by gpu_event_idx", [replay_id]).fetchall()
+        attribution = db.execute("select link_method, capture_trace_id, count(*) from kernels where trace_id = ? "
+                                 "group by all order by all", [replay_id]).fetchall()
+    return kernel_map, attribution
+
+
+def _tag(folder: Path, *args: str) -> None:
+    result = run_cli("tag", *args, "--warehouse", str(folder))
+    assert result.returncode == 0, result.stderr
+
+
+def test_retagging_the_capture_list_re_models_the_replay(merged: Merged, tmp_path: Path) -> None:
+    folder = tmp_path / "wh"
+    shutil.copytree(merged.warehouse.root, folder)
+    replay, own, other = merged.ids[SGLANG], _capture_id(merged, SGLANG), _capture_id(merged, VLLM)
+    linked = _mapping(folder, replay)
+    assert len(linked[0]) == REPLAYED_EVENTS[SGLANG] and ("graph_capture", own, REPLAYED_EVENTS[SGLANG]) in linked[1]
+
+    _tag(folder, replay, "--remove", "graph_capture_traces")  # names no capture: no kernel keeps one
+    kernel_map, attribution = _mapping(folder, replay)
+    assert kernel_map == [] and all(method != "graph_capture" and capture is None for method, capture, _ in attribution)
+
+    _tag(folder, replay, f"graph_capture_traces={other}")  # another replay's capture: nothing of its own
+    kernel_map, attribution = _mapping(folder, replay)
+    assert {row[0] for row in kernel_map} <= {other} and own not in {capture for _, capture, _ in attribution}
+
+    _tag(folder, replay, f"graph_capture_traces={own}")  # back: the rows of the folder ingest
+    assert _mapping(folder, replay) == linked
+
+
+def test_a_capture_linked_by_tag_alone_merges_like_a_folder_ingest(merged: Merged, tmp_path: Path) -> None:
+    folder = tmp_path / "wh"
+    capture_file = next(CAPTURE_FOLDER[SGLANG].glob("*.json.gz"))
+    ingested = run_cli("ingest", str(SGLANG), str(capture_file), "--warehouse", str(folder), "--quiet")
+    assert ingested.returncode == 0, ingested.stderr
+    replay, capture = merged.ids[SGLANG], _capture_id(merged, SGLANG)
+    assert _mapping(folder, replay)[0] == []
+    _tag(folder, replay, f"graph_capture_traces={capture}")
+    linked = _mapping(folder, replay)
+    assert linked[1] == _mapping(merged.warehouse.root, replay)[1]
+    with duckdb.connect(str(folder / "warehouse.duckdb"), read_only=True) as db:  # the capture's annotation's mode
+        assert db.execute("select distinct capture_mode from graph_kernel_map where trace_id = ?", [replay]).fetchall() == [("DECODE",)]
+    # execution_details.json's batch size and mode, tagged on the capture: its replay is re-modelled
+    _tag(folder, capture, "graph_capture_batch_size=32", "graph_capture_mode=full")
+    assert _mapping(folder, replay) == _mapping(merged.warehouse.root, replay)
+
+
+def test_build_models_the_capture_tags_as_they_are(merged: Merged, tmp_path: Path) -> None:
+    """A warehouse whose replay lost its capture list without a re-model (as an older `tag` left it):
+    `tracelake build` models the replay from its tags."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "wh"
+    shutil.copytree(merged.warehouse.root, folder)
+    replay = merged.ids[SGLANG]
+    tag_file = next((folder / "parquet" / "trace_files" / f"trace_id={replay}").glob("*.parquet"))
+    table = pq.read_table(tag_file)
+    tags = [(k, v) for k, v in table.column("tags")[0].as_py() if k != "graph_capture_traces"]
+    index = table.schema.get_field_index("tags")
+    pq.write_table(table.set_column(index, table.schema.field("tags"),
+                                    pa.array([tags], type=table.schema.field("tags").type)), tag_file)
+    assert len(_mapping(folder, replay)[0]) == REPLAYED_EVENTS[SGLANG]  # stale
+    built = run_cli("build", "--warehouse", str(folder), "--quiet")
+    assert built.returncode == 0, built.stderr
+    assert _mapping(folder, replay)[0] == []
+
+
+@pytest.mark.parametrize(("tag", "message"), [
+    ("graph_capture_traces=deadbeefdeadbeef", "is not the full id of a trace in the warehouse"),
+    ("graph_capture_batch_size=0", "is not a positive whole number"),
+    ("graph_capture_mode=half", "neither FULL nor PIECEWISE"),
+])
+def test_a_bad_capture_tag_is_refused_in_one_line(merged: Merged, tag: str, message: str) -> None:
+    result = run_cli("tag", merged.ids[SGLANG], tag, "--warehouse", str(merged.warehouse.root))
+    assert result.returncode == 2 and message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr

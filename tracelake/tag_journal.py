@@ -1,0 +1,130 @@
+"""Tag changes applied all or nothing, with the marts that read the changed tags re-modelled.
+
+A trace's tags live in its one-row `trace_files` Parquet file. A tag change (`tracelake tag`, or an
+ingest that adds tags) is a journal in the warehouse's pending area:
+
+1. every changed trace's new file is written into a locked staging folder there (never beside the
+   partition, so a kill leaves nothing in it);
+2. `journal.json` (the files to move, the traces to re-model) is written into that folder atomically;
+   from then on the change is decided;
+3. the files are renamed over the partitions' files;
+4. the traces whose marts read a changed tag are re-modelled (tracelake/warehouse.py: the next model
+   update takes every decided journal), and the journal goes once that update is published.
+
+A run killed before step 2 leaves a folder without a journal, which the next command removes; one
+killed later leaves a journal, which the next command rolls forward (renames the files still to
+move, re-models the traces). Only the models read the graph-capture tags
+(tracelake/graph_captures.py); the other tags are read by views, so they need no re-model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tracelake.crashpoints import crash_point
+from tracelake.staging import StagingFolder, dead_staging, replace_file
+
+JOURNAL_NAME = "journal.json"
+JOURNAL_LABEL = "tag"
+
+
+def read_tags(partition_file: Path) -> dict[str, str]:
+    import pyarrow.parquet as pq  # noqa: PLC0415 - here only: `tracelake sql` starts without pyarrow
+
+    return dict(pq.read_table(partition_file, columns=["tags"]).column("tags")[0].as_py() or [])
+
+
+def traces_to_remodel(before: dict[str, dict[str, str]], after: dict[str, dict[str, str]],
+                      every_trace: dict[str, dict[str, str]]) -> set[str]:
+    """The traces whose marts read a tag that changed from `before` to `after` (the tags of the
+    traces changed), with the captures they list (an update reads only its traces' partitions).
+    `every_trace`: the tags of every trace once the change is made."""
+    # here only: the module reads trace files, which `tracelake sql` (importing the warehouse) never does
+    from tracelake.graph_captures import CAPTURE_MODELLING_TAGS, REPLAY_MODELLING_TAGS, linked_captures  # noqa: PLC0415
+
+    replays: set[str] = set()
+    for trace_id, new in after.items():
+        old = before[trace_id]
+        if any(old.get(key) != new.get(key) for key in REPLAY_MODELLING_TAGS):
+            replays.add(trace_id)
+        if any(old.get(key) != new.get(key) for key in CAPTURE_MODELLING_TAGS):
+            replays |= {replay for replay, tags in every_trace.items() if trace_id in linked_captures(tags)}
+    captures = {capture for replay in replays for capture in linked_captures(every_trace[replay])}
+    return replays | (captures & set(every_trace))
+
+
+@dataclass
+class TagJournal:
+    """One tag change: staged files, then the journal, then the renames."""
+
+    folder: Path
+    renames: dict[str, str] = field(default_factory=dict)  # trace id -> the partition file it replaces
+    remodel: list[str] = field(default_factory=list)
+    _staging: StagingFolder | None = None
+
+    @classmethod
+    def begin(cls, pending_dir: Path) -> TagJournal:
+        staging = StagingFolder(pending_dir, JOURNAL_LABEL, clean=False)  # dead journals are rolled forward
+        return cls(staging.path, _staging=staging)
+
+    def stage(self, trace_id: str, table: object, target: Path) -> None:
+        """Write the new `trace_files` table of `trace_id`, which will replace `target`."""
+        from tracelake.decoding.parquet_io import write_file  # noqa: PLC0415 - the settings every trace table has
+
+        write_file(table, self.folder / f"{trace_id}.parquet")  # type: ignore[arg-type]
+        self.renames[trace_id] = str(target)
+
+    def decide(self, remodel: Iterable[str]) -> None:
+        """Write the journal: the change is made from here on, by this run or the next command."""
+        self.remodel = sorted(remodel)
+        crash_point("tag-staged")
+        replace_file(self.folder / JOURNAL_NAME, json.dumps({"renames": self.renames, "remodel": self.remodel}).encode())
+        crash_point("tag-decided")
+
+    def apply(self) -> None:
+        """Move the staged files over the partitions' files (those not moved yet)."""
+        for index, (trace_id, target) in enumerate(sorted(self.renames.items())):
+            staged = self.folder / f"{trace_id}.parquet"
+            if staged.exists() and Path(target).parent.is_dir():  # a trace removed meanwhile keeps no file
+                os.replace(staged, target)
+            if index == 0:
+                crash_point("tag-renamed-first")
+
+    @property
+    def owned(self) -> bool:
+        """Whether this process made the change (else: a dead run's, rolled forward)."""
+        return self._staging is not None
+
+    def close(self) -> None:
+        """Remove the journal's folder (the change is complete)."""
+        if self._staging is not None:
+            self._staging.close()
+            self._staging = None
+        else:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def roll_forward_dead(pending_dir: Path) -> list[TagJournal]:
+    """The decided journals of dead runs, their renames applied; the caller re-models their traces and
+    then removes them (`finish`). Undecided ones (no journal file) are removed here."""
+    journals: list[TagJournal] = []
+    for folder in dead_staging(pending_dir, JOURNAL_LABEL):
+        try:
+            data = json.loads((folder / JOURNAL_NAME).read_text())
+        except (OSError, ValueError):
+            shutil.rmtree(folder, ignore_errors=True)
+            continue
+        journal = TagJournal(folder, dict(data["renames"]), list(data["remodel"]))
+        journal.apply()
+        journals.append(journal)
+    return journals
+
+
+def finish_journals(journals: list[TagJournal]) -> None:
+    for journal in journals:
+        journal.close()
