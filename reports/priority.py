@@ -99,3 +99,19 @@ def build_priority_data(
         unaddressed_ops=unaddressed or [],
         near_roofline=near_roofline or [],
     )
+
+
+def finding_lines(priority: PriorityData, count: int) -> list[str]:
+    """The first `count` findings, one line each: `P<n>  <impact range>  <title>` (tab-free, so the
+    lines split on two spaces)."""
+    ranked = sorted(priority.findings, key=lambda f: f.global_rank)[:count]
+    return [f"P{f.global_rank}  {_impact_range(f, priority.e2e_time_ms)}  {' '.join(f.title.split())}" for f in ranked]
+
+
+def _impact_range(finding: RankedFinding, e2e_ms: float | None) -> str:
+    if finding.impact_score is None:
+        return f"not quantified ({finding.estimate_method})"
+    low = finding.impact_low if finding.impact_low is not None else finding.impact_score
+    high = finding.impact_high if finding.impact_high is not None else finding.impact_score
+    span = f"{low:.1f}-{high:.1f} % of E2E"
+    return f"{span} ({low * e2e_ms / 100:.3f}-{high * e2e_ms / 100:.3f} ms)" if e2e_ms else span

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import atexit
-import errno
 import gc
 import json
 import os
@@ -25,6 +24,9 @@ except ImportError:  # pragma: no cover - older typer uses click itself
 from tracelake.analyzers.settings import COMPARE_THRESHOLD_PERCENT
 from tracelake.core.errors import TraceLakeError, WarehouseError
 from tracelake.decoding.prefetch import prefetch
+from tracelake.cli_exit import (EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Stopped, exit_if_disk_full,
+                                exit_if_stopped, exit_stopped, install_stop_handlers, permission_denied,
+                                stop_state)
 from tracelake.config import default_jobs, default_warehouse
 from tracelake.output import render
 from tracelake.progress import ProgressBar
@@ -35,12 +37,6 @@ if TYPE_CHECKING:
 # DuckDB, pyarrow and numpy are imported by the commands that use them, after a command that
 # ingests one trace file has started reading it (ingest/prefetch.py).
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-# Signals that end a run as Ctrl-C does: what `timeout`, CI cancellation and Kubernetes send, and a
-# closed terminal. The exit code is 128 + the signal's number, as shells report it.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
-DISK_FULL_TEXT = ("no space left on device", "disk quota exceeded")
 # gen0 / gen1 / gen2 thresholds of the cyclic collector; CPython's default is (700, 10, 10)
 GC_THRESHOLDS = (100_000, 20, 20)
 TOP_FINDINGS_PRINTED = 3  # analyze prints this many findings after "wrote .../analysis.md" (issue 13: a reader's first three)
@@ -251,26 +247,13 @@ def analyze(
 
 
 def _top_findings(priority_json: Path) -> list[str]:
-    """The first TOP_FINDINGS_PRINTED findings of priority_data.json, one line each: `P<n>  <impact
-    range>  <title>` (tab-free, so the lines split on two spaces)."""
+    """The first TOP_FINDINGS_PRINTED findings of priority_data.json, one line each."""
     from tracelake.analyzers.contracts import PriorityData  # noqa: PLC0415 - the CLI imports the analysis stack lazily
+    from tracelake.reports.priority import finding_lines  # noqa: PLC0415
 
     if not priority_json.is_file():
         return []
-    priority = PriorityData.model_validate_json(priority_json.read_text())
-    lines = []
-    for finding in sorted(priority.findings, key=lambda f: f.global_rank)[:TOP_FINDINGS_PRINTED]:
-        lines.append(f"P{finding.global_rank}  {_impact_range(finding, priority.e2e_time_ms)}  {' '.join(finding.title.split())}")
-    return lines
-
-
-def _impact_range(finding, e2e_ms: float | None) -> str:  # noqa: ANN001 - a RankedFinding (imported lazily)
-    if finding.impact_score is None:
-        return f"not quantified ({finding.estimate_method})"
-    low = finding.impact_low if finding.impact_low is not None else finding.impact_score
-    high = finding.impact_high if finding.impact_high is not None else finding.impact_score
-    span = f"{low:.1f}-{high:.1f} % of E2E"
-    return f"{span} ({low * e2e_ms / 100:.3f}-{high * e2e_ms / 100:.3f} ms)" if e2e_ms else span
+    return finding_lines(PriorityData.model_validate_json(priority_json.read_text()), TOP_FINDINGS_PRINTED)
 
 
 @app.command(epilog='Example: tracelake platforms --format json')
@@ -313,24 +296,10 @@ def build(
     print(f"built and tested the models over {len(wh.trace_ids())} traces in {wh.db_path}")
 
 
-def _query(wh: Warehouse, query: str) -> tuple[list[str], list[tuple]]:
-    """Run read-only SQL: statements that would change or reach beyond the warehouse are
-    refused before anything runs (tracelake/sql_guard.py)."""
-    import duckdb  # noqa: PLC0415 - see the note on the imports
+def _query(wh: Warehouse, query: str, timeout_s: float = 0) -> tuple[list[str], list[tuple]]:
+    from tracelake.query import run_query  # noqa: PLC0415 - see the note on the imports
 
-    from tracelake.sql_guard import check_query, refused_access  # noqa: PLC0415
-
-    with wh.connect_read_only() as con:  # locked down (tracelake/sql_guard.py)
-        try:
-            check_query(con, query)
-            result = con.execute(query)
-        except duckdb.PermissionException as exc:  # a file or URL outside the warehouse
-            raise refused_access(str(exc), wh.root) from None
-        except duckdb.Error as exc:
-            first_line = str(exc).strip().splitlines()[0]
-            raise TraceLakeError(f"query failed: {first_line}") from None
-        columns = [d[0] for d in result.description] if result.description else []
-        return columns, result.fetchall() if columns else []
+    return run_query(wh, query, timeout_s)
 
 
 @app.command(epilog='Example: tracelake sql "select file_name, busy_time_ms from gpu_timeline join traces using (trace_id)" --format csv > busy.csv')
@@ -338,9 +307,15 @@ def sql(
     query: Annotated[str, typer.Argument(help="SQL over the warehouse (DuckDB dialect).")],
     warehouse: WarehouseOption = None,
     format: Annotated[TableFormat, typer.Option("--format", help="Output format.")] = TableFormat.table,
+    timeout: Annotated[Optional[float], typer.Option("--timeout", help=(
+        "Stop the query after this many seconds (0 = no limit; default 600, or $TRACELAKE_SQL_TIMEOUT_SECONDS)."))] = None,
 ) -> None:
     """Run an ad-hoc SQL query against the warehouse."""
-    columns, rows = _query(_warehouse(warehouse), query)
+    from tracelake.query import default_timeout  # noqa: PLC0415 - see the note on the imports
+
+    if timeout is not None and not 0 <= timeout < float("inf"):
+        raise typer.BadParameter(f"{timeout:g} is not a number of seconds >= 0 (0 = no limit)", param_hint="--timeout")
+    columns, rows = _query(_warehouse(warehouse), query, default_timeout() if timeout is None else timeout)
     print(render(columns, rows, format.value))
 
 
@@ -568,50 +543,6 @@ def main(argv: list[str] | None = None) -> None:
         os._exit(code)
 
 
-class Stopped(BaseException):
-    """A stop signal arrived: raised in the main thread, so every `finally` and clean-up runs."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _on_stop_signal(signum: int, _frame: object) -> None:
-    if _state.get("stopped_by") is None:
-        _state["stopped_by"] = signum
-        raise Stopped(signum)
-    # a second signal during the clean-up the first one started: let the clean-up finish
-
-
-def _install_stop_handlers() -> dict[int, object]:
-    """Our handlers in, the caller's returned (to put back when an in-process call ends)."""
-    previous: dict[int, object] = {}
-    for signum in STOP_SIGNALS:
-        try:
-            previous[signum] = signal.signal(signum, _on_stop_signal)
-        except (ValueError, OSError):  # not the main thread (an embedding caller): keep its handlers
-            break
-    return previous
-
-
-def _stopped(signum: int) -> None:
-    name = signal.Signals(signum).name
-    print(f"tracelake: stopped by {name}; nothing half-written was kept (the warehouse and output folders are "
-          "as before, or complete)", file=sys.stderr)
-    sys.exit(128 + signum)
-
-
-def _disk_full(exc: BaseException) -> bool:
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, OSError) and seen.errno in DISK_FULL_ERRNOS:
-            return True
-        if any(text in str(seen).lower() for text in DISK_FULL_TEXT):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
 def _run(argv: list[str] | None) -> None:
     args = sys.argv[1:] if argv is None else argv
     # The modules imported so far live as long as the process: the cyclic collector skips them from
@@ -619,8 +550,8 @@ def _run(argv: list[str] | None) -> None:
     # containers, almost none in cycles (55 MB trace: ingest -0.05 s, analyze -0.1 s, same RSS).
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-    _state["stopped_by"] = None
-    previous_handlers = _install_stop_handlers()
+    stop_state["stopped_by"] = None
+    previous_handlers = install_stop_handlers()
     try:
         _dispatch(args)
     finally:
@@ -635,63 +566,34 @@ def _dispatch(args: list[str]) -> None:
         code = app(args=args, prog_name="tracelake", standalone_mode=False)
         sys.exit(code if isinstance(code, int) else EXIT_OK)
     except Stopped as stop:
-        _stopped(stop.signum)
+        exit_stopped(stop.signum)
     except Exit as done:
         sys.exit(done.exit_code)
     except Abort:
-        _exit_if_stopped()
+        exit_if_stopped()
         print("tracelake: aborted", file=sys.stderr)
         sys.exit(EXIT_FAILED)
     except ClickException as exc:
         print(f"tracelake: usage error: {exc.format_message()}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
     except TraceLakeError as exc:
-        _exit_if_stopped()  # dbt and `sql` report a signal as their own failure
+        exit_if_stopped()  # dbt and `sql` report a signal as their own failure
         if _state["debug"]:
             raise
-        _exit_if_disk_full(exc)
+        exit_if_disk_full(exc)
         print(f"tracelake: error: {exc}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
     except PermissionError as exc:  # a folder or file of another user's: the user can fix that, not a crash
-        _exit_if_stopped()
+        exit_if_stopped()
         if _state["debug"]:
             raise
-        print(f"tracelake: error: {_permission_denied(exc)}", file=sys.stderr)
+        print(f"tracelake: error: {permission_denied(exc)}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
     except Exception as exc:  # noqa: BLE001 - the one place that turns crashes into a line
-        _exit_if_stopped()  # DuckDB turns a signal during a query into its own error
+        exit_if_stopped()  # DuckDB turns a signal during a query into its own error
         if _state["debug"]:
             raise
-        _exit_if_disk_full(exc)
+        exit_if_disk_full(exc)
         summary = (str(exc).strip().splitlines() or [""])[0]  # DuckDB appends the query context on more lines
         print(f"tracelake: internal error: {type(exc).__name__}: {summary} (rerun with --debug)", file=sys.stderr)
         sys.exit(int(_state.get("internal_error_exit", EXIT_FAILED)))  # type: ignore[call-overload]
-
-
-def _permission_denied(exc: PermissionError) -> str:
-    """Which file or folder this user may not change, and whose it is."""
-    where = Path(os.fsdecode(exc.filename)) if exc.filename is not None else None
-    if where is None:
-        return f"permission denied ({exc.strerror}); check the permissions of the warehouse and output folders"
-    folder = where if where.is_dir() else where.parent
-    try:
-        owner = f" (it belongs to user {folder.stat().st_uid})"
-    except OSError:
-        owner = ""
-    return (f"permission denied on {where}: this user cannot write {folder}{owner}; run as its owner, "
-            "or have them open its permissions")
-
-
-def _exit_if_stopped() -> None:
-    """An error raised while a stop signal was being handled is the stop, not a failure."""
-    if _state.get("stopped_by") is not None:
-        _stopped(int(_state["stopped_by"]))  # type: ignore[call-overload]
-
-
-def _exit_if_disk_full(exc: BaseException) -> None:
-    if not _disk_full(exc):
-        return
-    where = getattr(exc, "filename", None)
-    print(f"tracelake: error: disk full{f' writing {where}' if where else ''}: no space left on the device; "
-          "free some space (or use --warehouse / --out on another disk) and re-run", file=sys.stderr)
-    sys.exit(EXIT_BAD_INPUT)

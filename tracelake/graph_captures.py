@@ -9,6 +9,7 @@ size and mode. The merge itself is the dbt models' (graph_kernel_map, int_host_o
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ REPLAY_TAG = "graph_capture_traces"
 BATCH_SIZE_TAG = "graph_capture_batch_size"
 MODE_TAG = "graph_capture_mode"
 CAPTURE_MODES = ("FULL", "PIECEWISE")
+OUTSIDE_NAMES_SHOWN = 3  # skipped capture file names a note lists
 
 
 @dataclass(frozen=True)
@@ -39,11 +41,19 @@ class CaptureFile:
         return tags
 
 
-def _details_entry(folder: Path, entry: object, index: int) -> CaptureFile:
+def _inside(path: Path, folder: Path) -> bool:
+    """`path` is in `folder` once both are resolved: no `..`, absolute path or link leads out of it."""
+    return path.resolve().is_relative_to(folder.resolve())
+
+
+def _details_entry(folder: Path, entry: object, index: int) -> CaptureFile | None:
+    """The capture file an entry names; None when it names a file outside the folder (skipped)."""
     where = f"{folder / EXECUTION_DETAILS}: entry {index + 1}"
     if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
         raise BadTraceError(f"{where} has no \"file\" name; each entry is {{\"file\", \"batch_size\", \"mode\"}}")
     path = folder / entry["file"]
+    if not _inside(path, folder):
+        return None
     if not path.is_file():
         raise BadTraceError(f"{where} names {entry['file']!r}, which is not in the capture folder")
     batch_size = entry.get("batch_size")
@@ -69,11 +79,28 @@ def read_capture_folder(folder: Path) -> list[CaptureFile]:
             raise BadTraceError(f"{details}: not readable JSON ({exc})") from None
         if not isinstance(entries, list) or not entries:
             raise BadTraceError(f"{details}: expected a non-empty list of {{\"file\", \"batch_size\", \"mode\"}}")
-        return [_details_entry(folder, entry, i) for i, entry in enumerate(entries)]
-    files = sorted(p for p in folder.iterdir() if is_trace_file(p) and p.name != EXECUTION_DETAILS)
+        named = [_details_entry(folder, entry, i) for i, entry in enumerate(entries)]
+        captures = [capture for capture in named if capture is not None]
+        outside = [str(entry["file"]) for entry, capture in zip(entries, named) if capture is None]
+        _note_outside(details, outside)
+        if not captures:
+            raise BadTraceError(f"{details} names no file inside the capture folder {folder}")
+        return captures
+    found = sorted(p for p in folder.iterdir() if is_trace_file(p) and p.name != EXECUTION_DETAILS)
+    files = [p for p in found if _inside(p, folder)]
+    _note_outside(folder, [p.name for p in found if p not in files])
     if not files:
         raise BadTraceError(f"{folder}: capture folder holds no .json or .json.gz trace files")
     return [CaptureFile(p) for p in files]
+
+
+def _note_outside(source: Path, names: list[str]) -> None:
+    """Files outside the capture folder are never read: say how many were skipped, and which."""
+    if names:
+        shown = ", ".join(repr(name) for name in names[:OUTSIDE_NAMES_SHOWN])
+        more = f" and {len(names) - OUTSIDE_NAMES_SHOWN} more" if len(names) > OUTSIDE_NAMES_SHOWN else ""
+        print(f"tracelake: note: {source}: skipped {len(names)} capture file(s) outside the capture folder "
+              f"({shown}{more}); only files inside it are read", file=sys.stderr)
 
 
 def folder_capture_links(files: list[Path]) -> dict[Path, list[CaptureFile]]:

@@ -263,6 +263,8 @@ def ingest_paths(
             prepared = opener.prepared()  # the write lock is held from here on
             warehouse.remove_orphans()
             committed = [s for s in staged if warehouse.commit(s)]
+            remodel |= _committed_meanwhile(warehouse, {s.trace_id for s in staged} - {s.trace_id for s in committed},
+                                            report, tags_of, replays_of)
             update = {s.trace_id for s in committed} | remodel
             update |= {capture for replay in update for capture in linked.get(replay, set())}
             try:  # also finishes any trace a dead run left committed but not modelled
@@ -280,6 +282,25 @@ def ingest_paths(
             outcome.message = "already ingested; its interrupted model update is finished now"
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _committed_meanwhile(warehouse: Warehouse, raced: set[str], report: IngestReport,
+                         tags_of: dict[str, dict[str, str]], replays_of: dict[str, set[str]]) -> set[str]:
+    """Traces another ingest committed while this one decoded them (seen once this one holds the
+    lock): reported as a re-ingest reports them, their tags merged the same way, never as new.
+    Returns the traces to re-model for a changed link tag."""
+    remodel: set[str] = set()
+    for outcome in report.outcomes:
+        if outcome.status != "new" or outcome.trace_id not in raced:
+            continue
+        outcome.status, outcome.message = "known", "already ingested"
+        wanted = tags_of.get(outcome.trace_id, {})
+        if wanted and warehouse.retag(outcome.trace_id, wanted):
+            outcome.message = "already ingested; tags updated"
+            if REPLAY_TAG in wanted:
+                remodel.add(outcome.trace_id)
+            remodel |= replays_of.get(outcome.trace_id, set())
+    return remodel
 
 
 def _stage_all(

@@ -198,14 +198,11 @@ class Warehouse:
                     "user, or make them writable for you (a shared group and chmod -R g+w)")
 
     def _own_folders(self) -> Iterator[Path]:
-        """The folders a writer changes: staging, dbt's, and every table and partition folder."""
-        for folder in (self.staging_dir, self.dbt_dir, self.parquet_dir):
-            if folder.is_dir():
-                yield folder
-        for table in (self.parquet_dir.iterdir() if self.parquet_dir.is_dir() else ()):
-            if table.is_dir():
-                yield table
-                yield from (partition for partition in table.iterdir() if partition.is_dir())
+        """The folders writers change: every folder under the warehouse (tables, partitions, dbt's,
+        the staging and journal folders), except the private staging folders of running writers."""
+        for folder, subfolders, _ in os.walk(self.root):
+            subfolders[:] = [name for name in subfolders if not name.startswith(".")]
+            yield Path(folder)
 
     def require_existing(self) -> None:
         if not self.db_path.exists():

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import SMALL_TRACE
-from tests.conftest import TRACES, run_cli
+from tests.conftest import DATA, TRACES, run_cli
+from tracelake.warehouse import Warehouse
 
 SECOND_TRACE = TRACES / "cpu_only" / "cpu_mlp_training.json.gz"
 THIRD_TRACE = TRACES / "mi210" / "gpu_only_trace" / "gpu_only_trace.json.gz"
@@ -189,3 +191,88 @@ def test_export_of_an_open_ended_window_is_cut_to_the_trace(two_trace_warehouse:
     for window in ("nan:5", "0:nan", "inf:inf", "1e300:inf"):
         _refused(run_cli("export", trace_id, "--window", window, "--out", str(tmp_path / "x.json"), *where), "--window")
     assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv")
+@pytest.mark.parametrize("made_by_another", ["dbt/logs", "parquet/trace_files", "pending"])
+def test_one_folder_another_user_made_is_named(fresh: WarehouseCopy, made_by_another: str) -> None:
+    assert run_cli("traces", "--warehouse", str(fresh.root)).returncode == 0  # the copy's views re-pointed
+    for path in [fresh.root, *fresh.root.rglob("*")]:
+        path.chmod(0o777 if path.is_dir() else 0o666)  # a shared warehouse everyone may write
+    theirs = fresh.root / made_by_another
+    theirs.mkdir(exist_ok=True)
+    theirs.chmod(0o755)
+    os.chown(theirs, 65534, 65534)
+    _refused(_run_as_another_user(*fresh.writers["tag"]), f"warehouse folder {theirs} is not writable by you")
+
+
+# ---- item 8: capture folders, concurrent ingests, sql timeout ------------------------------------
+
+VLLM_REPLAY = TRACES / "inference" / "vllm_decode_full" / "graph_execution.json.gz"
+VLLM_CAPTURES = DATA / "captures" / "inference__vllm_decode_full"
+
+
+def test_execution_details_never_leads_out_of_the_capture_folder(tmp_path: Path) -> None:
+    serve = tmp_path / "serve"
+    captures = serve / "capture_traces"
+    captures.mkdir(parents=True)
+    shutil.copyfile(VLLM_REPLAY, serve / VLLM_REPLAY.name)
+    details = json.loads((VLLM_CAPTURES / "execution_details.json").read_text())
+    shutil.copyfile(VLLM_CAPTURES / details[0]["file"], captures / details[0]["file"])
+    outside = tmp_path / "private"
+    outside.mkdir()
+    for name in ("secret.json.gz", "linked.json.gz", "absolute.json.gz"):
+        shutil.copyfile(THIRD_TRACE if name == "secret.json.gz" else SECOND_TRACE, outside / name)
+    # a link inside, to a file outside (not named like a trace: a folder scan follows the links it finds)
+    (captures / "escape.link").symlink_to(outside / "linked.json.gz")
+    details += [{"file": "../../private/secret.json.gz", "batch_size": 1, "mode": "FULL"},
+                {"file": "escape.link", "batch_size": 2, "mode": "FULL"},
+                {"file": str(outside / "absolute.json.gz"), "batch_size": 4, "mode": "FULL"}]
+    (captures / "execution_details.json").write_text(json.dumps(details))
+    warehouse = tmp_path / "wh"
+    for args in (("ingest", str(serve), "--quiet"),
+                 ("analyze", str(serve / VLLM_REPLAY.name), "--capture-folder", str(captures), "--quiet",
+                  "--out", str(tmp_path / "report"))):
+        result = run_cli(*args, "--warehouse", str(warehouse))
+        assert result.returncode == 0, result.stderr
+        notes = [line for line in result.stderr.splitlines() if "outside the capture folder" in line]
+        assert len(notes) == 1 and "skipped 3 capture file(s)" in notes[0], result.stderr
+        assert "Traceback" not in result.stderr
+    listed = run_cli("sql", "select file_name from traces order by 1", "--warehouse", str(warehouse), "--format", "csv")
+    assert listed.stdout.splitlines()[1:] == sorted([details[0]["file"], VLLM_REPLAY.name])
+
+
+def test_two_concurrent_ingests_of_one_file_say_new_once(fresh: WarehouseCopy) -> None:
+    """Both decode the file while a third writer holds the lock; the one that commits second sees the
+    trace committed and says so as a re-ingest does."""
+    assert run_cli("traces", "--warehouse", str(fresh.root)).returncode == 0  # the copy's views re-pointed
+    logs = [fresh.root.parent / f"ingest{i}" for i in range(2)]
+    with Warehouse(fresh.root).write_lock():
+        processes = [subprocess.Popen([sys.executable, "-m", "tracelake", *fresh.writers["ingest"]],
+                                      stdout=(log.with_suffix(".out")).open("w"),
+                                      stderr=(log.with_suffix(".err")).open("w"), env={**os.environ, "DO_NOT_TRACK": "1"})
+                     for log in logs]
+        deadline = time.monotonic() + 300
+        while not all("waiting for" in log.with_suffix(".err").read_text() for log in logs):
+            assert time.monotonic() < deadline and all(p.poll() is None for p in processes)
+            time.sleep(0.2)
+    assert [p.wait(timeout=300) for p in processes] == [0, 0]
+    outputs = [log.with_suffix(".out").read_text() for log in logs]
+    assert sorted(" events " in out for out in outputs) == [False, True], outputs  # one says new
+    assert sorted("already ingested" in out for out in outputs) == [False, True], outputs  # the other, known
+
+
+def test_sql_stops_at_its_timeout(two_trace_warehouse: Path) -> None:
+    cross_join = "select count(*) from range(1000000000) a, range(1000000000) b"
+    started = time.monotonic()
+    result = run_cli("sql", cross_join, "--timeout", "1", "--warehouse", str(two_trace_warehouse))
+    assert time.monotonic() - started < 30
+    _refused(result, "query stopped after 1 s (--timeout)")
+    stopped = run_cli("sql", cross_join, "--warehouse", str(two_trace_warehouse),
+                      env={"TRACELAKE_SQL_TIMEOUT_SECONDS": "1"})
+    _refused(stopped, "query stopped after 1 s")
+    quick = run_cli("sql", "select count(*) as n from traces", "--timeout", "1", "--warehouse", str(two_trace_warehouse))
+    assert quick.returncode == 0 and "2" in quick.stdout, quick.stderr
+    for bad in ("-1", "nan", "inf"):
+        refused = run_cli("sql", "select 1", "--timeout", bad, "--warehouse", str(two_trace_warehouse))
+        assert refused.returncode == 2 and "--timeout" in refused.stderr, refused.stderr
