@@ -31,6 +31,7 @@ from tracelake.decoding.event_variants import (
     read_pairs,
     unrecognized_device_mask,
 )
+from tracelake.decoding.exact_time import exact_offsets, ts_base_us, ts_texts
 from tracelake.decoding.limits import MAX_LABEL_CHARS
 from tracelake.decoding.limits import TRACE_WINDOW_MADS, TRACE_WINDOW_MIN_HALF_WIDTH_US, TRACE_WINDOW_SAMPLE_EVENTS
 from tracelake.decoding.metadata import clip_label, clip_label_args
@@ -313,14 +314,17 @@ class DecodedTrace:
     unrecognized_device: Counter[str] = field(default_factory=Counter)  # device-like events, by category
     begin_end_paired: int = 0  # B/E pairs read as complete events (set by the pairing pass)
     begin_end_unmatched: int = 0  # B never closed and E closing nothing, kept as written
+    ts_base_us: int = 0  # subtracted from every ts (exact_time.py)
 
 
 @dataclass(frozen=True)
 class TraceWindow:
-    """Where a trace's events can lie, in µs on the trace clock (limits.py: TRACE_WINDOW_*)."""
+    """Where a trace's events can lie, in µs on the trace clock less `ts_base_us` (limits.py:
+    TRACE_WINDOW_*; exact_time.py: the base, 0 unless the clock is absolute)."""
 
     start_us: float
     end_us: float
+    ts_base_us: int = 0
 
 
 class _Start(msgspec.Struct, gc=False):
@@ -350,7 +354,8 @@ def trace_window(raw_events: list[msgspec.Raw]) -> TraceWindow | None:
         return None
     median = _median(ts)
     half_width = max(TRACE_WINDOW_MADS * _median(np.abs(ts - median)), TRACE_WINDOW_MIN_HALF_WIDTH_US)
-    return TraceWindow(median - half_width, median + half_width)
+    base = ts_base_us(median - half_width)
+    return TraceWindow(median - half_width - base, median + half_width - base, base)
 
 
 def _median(values: np.ndarray) -> float:
@@ -448,6 +453,9 @@ def decode_events(
             }
         )
         base = base.append_column("has_args", pc.is_valid(base["args"]))
+        if window is not None and window.ts_base_us:
+            base = base.set_column(base.schema.get_field_index("ts"), "ts",
+                                   exact_offsets(ts_texts(joined, chunk), window.ts_base_us, base["ts"]))
         base = _clip_labels(base, repaired)
         keep = pa.array(usable, pa.bool_())
         if pairs is not None:
@@ -502,6 +510,7 @@ def decode_events(
         repaired=Counter({k: v for k, v in repaired.items() if v}),
         begin_end=_concat(begin_end_tables, BEGIN_END_SCHEMA),
         unrecognized_device=unrecognized,
+        ts_base_us=window.ts_base_us if window is not None else 0,
     )
 
 
@@ -520,6 +529,7 @@ def merge_decoded(parts: list[DecodedTrace]) -> DecodedTrace:
         repaired=sum((p.repaired for p in parts), Counter()),
         begin_end=pa.concat_tables([p.begin_end for p in parts]),
         unrecognized_device=sum((p.unrecognized_device for p in parts), Counter()),
+        ts_base_us=parts[0].ts_base_us,
     )
 
 

@@ -75,3 +75,9 @@ MAX_HOST_OP_NESTING = 256
 # Every host event (python frames too): a python frame opens per Python call, and Python stops
 # at its recursion limit (1,000 frames by default); the deepest real trace we have nests 11 levels.
 MAX_HOST_TREE_DEPTH = 2_000
+
+# ---- exact timestamps (ingest/exact_time.py) ----
+# Above this start (µs) float64 steps exceed 1 ns (2**43 µs, ~102 days: only an absolute clock, such as
+# the epoch µs of 2023 Kineto traces, ~1.7e15, reaches it), so ts is read exactly from its text and
+# stored as an offset from an integer base.
+EXACT_TS_ABOVE_US = float(2**43)

@@ -40,6 +40,7 @@ TRACE_FILE_SCHEMA = pa.schema(
         ("trace_metadata", pa.string()),
         ("ingest_seconds", pa.float64()),
         ("tracelake_version", pa.string()),
+        ("ts_base_us", pa.int64()),
     ]
 )
 
@@ -133,6 +134,7 @@ def trace_file_row(
     dropped_event_count: int,
     ingest_seconds: float,
     version: str,
+    ts_base_us: int = 0,
 ) -> pa.Table:
     row = {
         "source_path": str(path.resolve()),
@@ -157,5 +159,6 @@ def trace_file_row(
         "trace_metadata": columns.trace_metadata,
         "ingest_seconds": ingest_seconds,
         "tracelake_version": version,
+        "ts_base_us": ts_base_us,
     }
     return pa.Table.from_pylist([row], schema=TRACE_FILE_SCHEMA)

@@ -94,6 +94,7 @@ def _stage(
             event_count=decoded.event_count,
             dropped_event_count=dropped_total,
             ingest_seconds=seconds,
+            ts_base_us=decoded.ts_base_us,
             version=version,
         ),
         staging_dir / "trace_files",

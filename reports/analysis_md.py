@@ -15,6 +15,7 @@ import base64
 import json
 import math
 import re
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -266,8 +267,14 @@ def _phase_rows(phases: TracePhases) -> list[dict[str, str]]:
     return rows
 
 
-def _window_text(finding: RankedFinding, trace_id: str) -> Markdown | None:
-    """Where the finding's claims lie on the timeline, and the command that cuts that window out."""
+def _on_trace_clock(stored_us: float, ts_base_us: int) -> str:
+    """A stored timestamp on the trace's own clock, to 0.1 µs, the base added exactly (an absolute
+    clock's µs are beyond float64's 0.1 µs steps)."""
+    return f"{Decimal(ts_base_us) + Decimal(repr(stored_us)):.1f}"
+
+
+def _window_text(finding: RankedFinding, trace_id: str, ts_base_us: int = 0) -> Markdown | None:
+    """Where the finding's claims lie on the trace's clock, and the command that cuts that window out."""
     if finding.ts_start_us is None or finding.ts_end_us is None:
         return None
     steps = finding.steps
@@ -277,7 +284,8 @@ def _window_text(finding: RankedFinding, trace_id: str) -> Markdown | None:
                      else f"; ProfilerStep#{steps[0]}-#{steps[-1]} ({len(steps)} steps)")
     span_ms = (finding.ts_end_us - finding.ts_start_us) / 1000.0
     command = f"tracelake export {trace_id} --finding P{finding.global_rank} --out p{finding.global_rank}.json"
-    return Markdown(f"trace time {finding.ts_start_us:.1f}-{finding.ts_end_us:.1f} us ({fmt_ms(span_ms)} ms)"
+    start, end = _on_trace_clock(finding.ts_start_us, ts_base_us), _on_trace_clock(finding.ts_end_us, ts_base_us)
+    return Markdown(f"trace time {start}-{end} us ({fmt_ms(span_ms)} ms)"
                     f"{step_text}; open it in Perfetto: {code(command)}")
 
 
@@ -295,7 +303,7 @@ def _host_activity_text(finding: RankedFinding) -> Markdown | None:
 
 
 def _card(finding: RankedFinding, e2e_ms: float, trace_strings: dict[str, TraceStrings],
-          phases: TracePhases | None = None, trace_id: str = "") -> dict[str, Any]:
+          phases: TracePhases | None = None, trace_id: str = "", ts_base_us: int = 0) -> dict[str, Any]:
     kind = finding_kind(finding)
     names = trace_strings.get(finding.agent) or TraceStrings.of(finding.evidence, finding.operations)
     details, structured = _details(names.escape_in(finding.details))
@@ -322,7 +330,7 @@ def _card(finding: RankedFinding, e2e_ms: float, trace_strings: dict[str, TraceS
         "analysis_sql": finding.analysis_sql.strip(),
         "claim": _claim_text(finding),
         "phase": _phase_text(finding.phase, phases or TracePhases()),
-        "window": _window_text(finding, trace_id),
+        "window": _window_text(finding, trace_id, ts_base_us),
         "host_activity": _host_activity_text(finding),
         "anchor": f"detail-p{finding.global_rank}",
         "sql_anchor": f"sql-p{finding.global_rank}",
@@ -569,7 +577,7 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
     gpu2 = _gpu(inputs.gpu_utilization2) if inputs.comparison_scope == "comparative" and inputs.gpu_utilization2 else None
     ranked = sorted(inputs.priority.findings, key=lambda f: f.global_rank)
     trace_strings = _trace_strings(inputs.agent_results)
-    cards = [_card(f, e2e_ms, trace_strings, inputs.phases, inputs.trace_id) for f in ranked]  # rank order, whatever the tier
+    cards = [_card(f, e2e_ms, trace_strings, inputs.phases, inputs.trace_id, inputs.ts_base_us) for f in ranked]  # rank order, whatever the tier
     by_kind = {kind: [c for c in cards if c["kind"] == kind] for kind in ("compute", "fusion", "system")}
     ranked_ids = {f.finding_id for f in ranked}
     unranked = [f for r in inputs.agent_results for f in r.findings if f.finding_id not in ranked_ids]

@@ -34,6 +34,7 @@ class ReportInputs(BaseModel):
     mode_reason: str  # runs.mode_reason, or "--mode <mode>" when given
     trace_name: str
     trace_id: str
+    ts_base_us: int = 0  # traces.ts_base_us: what trace 1's stored timestamps are less (cards add it back)
     trace2_name: str | None = None
     trace2_id: str | None = None
     # gpu_timeline of trace 1: total_time_ms, computation_time_percent, idle_time_percent,

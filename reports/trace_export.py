@@ -92,14 +92,22 @@ def parse_window(text: str) -> Window:
     return window
 
 
+def ts_base_us(con: duckdb.DuckDBPyConnection, trace_id: str) -> int:
+    """What the trace's timestamps are stored less (traces.ts_base_us: non-zero on an absolute clock)."""
+    row = con.execute("select ts_base_us from traces where trace_id = ?", [trace_id]).fetchone()
+    return int(row[0]) if row is not None and row[0] else 0
+
+
 def within_trace(con: duckdb.DuckDBPyConnection, trace_id: str, window: Window) -> Window:
-    """`window` cut to the trace's span (`0:inf` is from 0 to the trace's end): the exported window
-    and its track event then have finite bounds that JSON can hold."""
+    """`window` (on the trace's own clock, as its file and the report's cards show it) cut to the
+    trace's span (`0:inf` is from 0 to the trace's end): the exported window and its track event then
+    have finite bounds that JSON can hold."""
+    base = ts_base_us(con, trace_id)
     span = whole_trace(con, trace_id)
-    start, end = max(window.start_us, span.start_us), min(window.end_us, span.end_us)
+    start, end = max(window.start_us - base, span.start_us), min(window.end_us - base, span.end_us)
     if end <= start:
         raise TraceLakeError(f"--window {window.start_us:g}:{window.end_us:g} holds none of the trace, whose events "
-                             f"span {span.start_us:.3f}:{span.end_us:.3f} (trace microseconds)")
+                             f"span {span.start_us + base:.3f}:{span.end_us + base:.3f} (trace microseconds)")
     return Window(start, end, window.label)
 
 
@@ -161,6 +169,12 @@ def trimmed_trace(con: duckdb.DuckDBPyConnection, trace_id: str, window: Window)
         raise TraceLakeError(f"no event of trace {trace_id} lies in {window.start_us:.1f}-{window.end_us:.1f} us; "
                              "the trace's time range is in `select min(ts_us), max(end_us) from events`")
     events = [_event(*row) for row in rows] + _annotations(con, trace_id, window)
-    return {"traceEvents": events, "displayTimeUnit": "ms",
-            "tracelake_export": {"trace_id": trace_id, "window": window.label,
-                                 "start_us": window.start_us, "end_us": window.end_us}}
+    document: dict[str, Any] = {"traceEvents": events, "displayTimeUnit": "ms",
+                                "tracelake_export": {"trace_id": trace_id, "window": window.label,
+                                                     "start_us": window.start_us, "end_us": window.end_us}}
+    base = ts_base_us(con, trace_id)
+    if base:
+        # an absolute clock stored less its base (ingest/exact_time.py): the events stay relative to it and
+        # the base goes back as Kineto's own field for that, so the trace's clock is written exactly
+        document["baseTimeNanoseconds"] = base * 1000
+    return document

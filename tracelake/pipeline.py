@@ -41,6 +41,7 @@ from tracelake.analyzers.model_id import ModelInfo, identify_model
 from tracelake.reports.perf_report import perf_report_tables, write_perf_report
 from tracelake.reports.plot_process import PlotProcess
 from tracelake.reports.priority import build_priority_data
+from tracelake.reports.trace_export import ts_base_us
 from tracelake.reports.report_inputs import PLOT_PENDING, ReportInputs
 from tracelake.reports.validation import validate
 from tracelake import __version__
@@ -583,6 +584,7 @@ def _report_inputs(db: duckdb.DuckDBPyConnection, trace: Path, trace_id: str, pl
         "title_model": model_info.display_name,
         "platform": platform, "platform2": None, "comparison_scope": "standalone",
         "mode": mode or "unknown", "mode_reason": mode_reason, "trace_name": trace.name, "trace_id": trace_id,
+        "ts_base_us": ts_base_us(db, trace_id),
         "gpu_utilization": gpu.model_dump(), "gpu_utilization2": None, "top_bottleneck_category": top_category,
         "priority": priority, "agent_results": results, "top_operations": top_operations,
         "model_info": model_info, "platform_spec": platform_spec,

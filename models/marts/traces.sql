@@ -95,6 +95,7 @@ final as (
         coalesce(quality_summary.quality_flags, []) as quality_flags,
         trace_files.ingest_seconds,
         trace_files.tracelake_version,
+        trace_files.ts_base_us,
         model_updates.models_updated_at
     from trace_files
     -- a trace whose model update was interrupted is not listed until it is finished

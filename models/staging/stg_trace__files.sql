@@ -32,7 +32,10 @@ renamed as (
         dropped_event_count,
         trace_metadata,
         ingest_seconds,
-        tracelake_version
+        tracelake_version,
+        -- the integer µs every ts of the trace is stored less (ingest/exact_time.py); null in partitions
+        -- written before the column existed: those kept ts as read
+        coalesce(ts_base_us, 0) as ts_base_us
     from source
 )
 
