@@ -23,7 +23,7 @@ import duckdb
 from tracelake.core.errors import WarehouseError
 from tracelake import __version__
 from tracelake.config import PROJECT_ROOT, SHIPPED_DIR
-from tracelake.staging import replace_file
+from tracelake.staging import StagingFolder, replace_file
 
 NEW_TRACE_IDS_PLACEHOLDER = "@@NEW_TRACE_IDS@@"
 _PROJECT_PARTS = ("dbt_project.yml", "profiles.yml", "models", "macros", "seeds", "dbt_tests")
@@ -145,20 +145,27 @@ def run_dbt(db_path: Path, work_dir: Path, args: list[str], manifest: Any = None
     # shared below once a parse succeeded
     cache_args = ["--partial-parse-file-path", str(parse_cache)] if manifest is None and parse_cache.is_file() else []
     callbacks = [_node_progress_callback(on_node_done)] if on_node_done else []
-    try:
-        result = dbtRunner(manifest=manifest, callbacks=callbacks).invoke(
-            [
-                *args,
-                "--project-dir", str(PROJECT_ROOT),
-                "--profiles-dir", str(PROJECT_ROOT),
-                "--target-path", str(work_dir / "target"),
-                "--log-path", str(work_dir / "logs"),
-                *cache_args,
-                "--quiet",
-            ]
-        )
-    finally:
-        _release_duckdb_handle()
+    if work_dir.is_symlink():
+        raise WarehouseError(f"{work_dir} is a symbolic link; dbt's files are written there by name, never through a "
+                             "link (it could overwrite another file): remove it, then re-run")
+    # dbt opens its files by name, following links: it writes into a private folder, and its target/
+    # and logs/ are renamed into `work_dir` afterwards (a rename replaces a planted link, never follows it)
+    with StagingFolder(work_dir, "dbt") as private:
+        try:
+            result = dbtRunner(manifest=manifest, callbacks=callbacks).invoke(
+                [
+                    *args,
+                    "--project-dir", str(PROJECT_ROOT),
+                    "--profiles-dir", str(PROJECT_ROOT),
+                    "--target-path", str(private.path / "target"),
+                    "--log-path", str(private.path / "logs"),
+                    *cache_args,
+                    "--quiet",
+                ]
+            )
+        finally:
+            _release_duckdb_handle()
+            _keep_dbt_output(private.path, work_dir)
     if result.success:
         if manifest is None:
             _share_parse(work_dir / "target" / "partial_parse.msgpack", parse_cache)
@@ -171,6 +178,19 @@ def run_dbt(db_path: Path, work_dir: Path, args: list[str], manifest: Any = None
     if result.exception is not None:
         messages.append(str(result.exception))
     raise WarehouseError("dbt " + args[0] + " failed: " + ("; ".join(messages) or "see " + str(work_dir / "logs")))
+
+
+def _keep_dbt_output(private: Path, work_dir: Path) -> None:
+    """dbt's target/ and logs/ of this run put in place of the last run's in `work_dir`."""
+    for name in ("target", "logs"):
+        made, kept = private / name, work_dir / name
+        if not made.is_dir():
+            continue
+        if kept.is_symlink() or kept.is_file():
+            kept.unlink()
+        elif kept.is_dir():
+            os.replace(kept, private / f"previous-{name}")  # removed with the private folder
+        os.replace(made, kept)
 
 
 def _share_parse(written: Path, shared: Path) -> None:

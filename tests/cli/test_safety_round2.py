@@ -276,3 +276,25 @@ def test_sql_stops_at_its_timeout(two_trace_warehouse: Path) -> None:
     for bad in ("-1", "nan", "inf"):
         refused = run_cli("sql", "select 1", "--timeout", bad, "--warehouse", str(two_trace_warehouse))
         assert refused.returncode == 2 and "--timeout" in refused.stderr, refused.stderr
+
+
+def test_build_never_writes_dbt_files_through_a_link(fresh: WarehouseCopy, tmp_path: Path) -> None:
+    """dbt writes target/ and logs/ by name: links planted there (or a linked dbt/ folder) are replaced
+    or refused, never followed."""
+    victims = {name: tmp_path / f"victim_{name}" for name in ("target", "logs")}
+    for name, victim in victims.items():
+        victim.mkdir()
+        (victim / ("manifest.json" if name == "target" else "dbt.log")).write_bytes(PRECIOUS)
+        shutil.rmtree(fresh.root / "dbt" / name, ignore_errors=True)
+        (fresh.root / "dbt" / name).symlink_to(victim, target_is_directory=True)
+    result = run_cli(*fresh.writers["build"])
+    assert result.returncode == 0, result.stderr
+    for name, victim in victims.items():
+        assert [p.name for p in victim.iterdir()] == ["manifest.json" if name == "target" else "dbt.log"]
+        assert next(victim.iterdir()).read_bytes() == PRECIOUS
+        assert (fresh.root / "dbt" / name).is_dir() and not (fresh.root / "dbt" / name).is_symlink()
+    assert (fresh.root / "dbt" / "target" / "manifest.json").stat().st_size > 0
+    shutil.rmtree(fresh.root / "dbt")
+    (fresh.root / "dbt").symlink_to(victims["target"], target_is_directory=True)
+    _refused(run_cli(*fresh.writers["build"]), "symbolic link")
+    assert [p.name for p in victims["target"].iterdir()] == ["manifest.json"]
