@@ -164,7 +164,7 @@ def lock_down(con: duckdb.DuckDBPyConnection, warehouse_root: Path) -> None:
 
 
 _REFUSED_FILE = re.compile(r'Cannot access (?:file|directory) "([^"]*)"')
-_VIEW_GLOB = re.compile(r"/parquet/\w+/(?:\*|trace_id=[^/]+)/\*\.parquet$")  # what a raw.* view reads
+_VIEW_GLOB = re.compile(r"/parquet/\w+/(?:\*|trace_id=[^/]+)/[^/]+\.parquet$")  # what a raw.* view reads
 
 
 def refused_access(message: str, warehouse_root: Path) -> ReadOnlyQueryError:
@@ -247,26 +247,80 @@ def _check_table_functions(con: duckdb.DuckDBPyConnection, text: str) -> None:
     if tree.get("error"):
         raise ReadOnlyQueryError("a SELECT that cannot be checked is refused",
                                  f"DuckDB could not serialize it ({tree.get('error_message', 'no reason given')})")
-    refused = sorted(_table_functions(tree) & REFUSED_TABLE_FUNCTIONS)
+    functions, paths = _table_functions(tree)
+    refused = sorted(functions & REFUSED_TABLE_FUNCTIONS)
     if refused:
         name = refused[0]
         hint = ("run the inner SELECT directly" if name in ("query", "json_execute_serialized_sql")
                 else "it changes state rather than reading it")
         raise ReadOnlyQueryError(f"the table function {name}() is refused", hint)
+    _check_paths(con, paths)
 
 
-def _table_functions(node: object) -> set[str]:
+# Table functions that take file paths (DuckDB 2.0.1: read_parquet / read_csv / read_json* / read_text /
+# read_blob, parquet_scan and the other *_scan spellings, parquet_metadata and its kin, glob, sniff_csv).
+_FILE_FUNCTION = re.compile(r"^(?:read_\w+|\w+_scan|parquet_\w+|glob|sniff_csv)$")
+_URL = re.compile(r"^[a-zA-Z][\w+.-]*://")
+
+
+def _table_functions(node: object) -> tuple[set[str], list[str]]:
+    """The table functions a statement tree calls, and the file paths it names: the positional
+    arguments of the file-reading ones and the tables named like files (`from 'x.parquet'`)."""
     found: set[str] = set()
+    paths: list[str] = []
     stack = [node]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
             if item.get("type") == "TABLE_FUNCTION" and isinstance(item.get("function"), dict):
-                found.add(str(item["function"].get("function_name", "")).lower())
+                name = str(item["function"].get("function_name", "")).lower()
+                found.add(name)
+                if _FILE_FUNCTION.match(name):
+                    paths += [path for argument in item["function"].get("arguments", [])
+                              if not argument.get("name") for path in _literal_paths(name, argument.get("expression"))]
+            elif item.get("type") == "BASE_TABLE" and re.search(r"[/.]", str(item.get("table_name", ""))):
+                paths.append(str(item["table_name"]))
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
-    return found
+    return found, paths
+
+
+def _literal_paths(function: str, expression: object) -> list[str]:
+    """The strings of a path argument: a literal or a list of literals. Anything computed is refused:
+    its value, and so the file, is known only when DuckDB binds it."""
+    if isinstance(expression, dict):
+        literal = expression.get("literal") if expression.get("type") == "VALUE_CONSTANT" else None
+        if isinstance(literal, dict) and literal.get("kind") == "STRING":
+            return [str(literal.get("text", ""))]
+        if expression.get("type") == "FUNCTION" and expression.get("function_name") == "list_value":
+            return [p for argument in expression.get("arguments", []) for p in _literal_paths(function, argument.get("expression"))]
+    raise ReadOnlyQueryError(f"a computed file path in {function}() is refused",
+                             "write the path as a string literal (or a list of them)")
+
+
+def _check_paths(con: duckdb.DuckDBPyConnection, paths: list[str]) -> None:
+    """Refuse a path whose file, resolved (`..`, symbolic links; a glob expanded by DuckDB's own
+    rules), leaves the warehouse's Parquet folder. DuckDB's allowed_directories does not suffice:
+    it always lets the database file itself be read (`read_blob` of it would show the bytes of
+    deleted rows)."""
+    if not paths:
+        return
+    row = con.execute("select path from duckdb_databases() where database_name = current_database()").fetchone()
+    if row is None or not row[0]:
+        return  # an in-memory database: no warehouse, DuckDB's settings alone apply
+    readable = os.path.realpath(readable_directory(Path(row[0]).parent))
+    for path in paths:
+        if _URL.match(path):
+            continue  # refused by DuckDB (no network), with its own message
+        files = [path]
+        if any(c in path for c in _GLOB_CHARACTERS):
+            files = [r[0] for r in con.execute("select file from glob(?)", [path]).fetchall()]
+        for file in files:
+            resolved = os.path.realpath(file)
+            if resolved != readable and not resolved.startswith(readable + os.sep):
+                raise ReadOnlyQueryError(f"opening {path} is refused" + (f" (it is {resolved})" if resolved != path else ""),
+                                         f"tracelake sql opens files only under {readable}")
 
 
 def _first_words(text: str) -> str:

@@ -7,6 +7,8 @@ Layout:
     .tracelake-staging-db-*/warehouse.duckdb        a writer's private copy of the database
     dbt/                                            dbt target and logs; plan.json (fast path)
     .lock                                           the writers' lock (who holds it, since when)
+    .readers                                        readers hold a shared lock on it (tracelake/removal.py)
+    .removal.json                                   traces `rm` is removing (its journal)
 
 Readers never block writers: a writer (one at a time, on the lock) changes a private copy of
 warehouse.duckdb and renames it over the original when done, so a reader (a notebook's open
@@ -48,7 +50,9 @@ from tracelake.dbt_runner import (
     project_fingerprint,
     run_dbt,
 )
+from tracelake.removal import RemovalJournal, finish_removals, read_journal, register_reader, release_with, write_journal
 from tracelake.shipped_plan import ShippedPlans, execute_build_plan, load_shipped_plans
+from tracelake.snapshot import Snapshot
 from tracelake.sql_guard import literal_glob, lock_down
 from tracelake.staging import StagingFolder, has_dead_staging, remove_dead_staging, replace_file
 from tracelake.tag_journal import TagJournal, finish_journals, read_tags, roll_forward_dead, traces_to_remodel
@@ -98,60 +102,6 @@ def _writer_wait_seconds() -> float:
         return float(os.environ.get(WRITER_WAIT_ENV, WRITER_WAIT_SECONDS))
     except ValueError:
         raise WarehouseError(f"{WRITER_WAIT_ENV}={os.environ[WRITER_WAIT_ENV]!r} is not a number of seconds") from None
-
-
-class Snapshot:
-    """A private copy of the warehouse database that one writer changes, published by a rename.
-
-    It sits in a locked staging folder under the warehouse (same file system) with the same file
-    name, so DuckDB gives it the same catalog name and the views dbt writes into it stay valid."""
-
-    def __init__(self, db_path: Path) -> None:
-        self.live = db_path
-        self._folder = StagingFolder(db_path.parent, "db")
-        self.path = self._folder.path / db_path.name
-        if db_path.exists():
-            _copy_file(db_path, self.path)
-            wal = db_path.with_name(db_path.name + ".wal")
-            if wal.exists():  # left by an in-place writer that died: DuckDB replays it on open
-                _copy_file(wal, self.path.with_name(self.path.name + ".wal"))
-
-    def publish(self) -> None:
-        """Make the copy the warehouse (its connections must be closed)."""
-        if self.path.with_name(self.path.name + ".wal").exists():
-            with duckdb.connect(str(self.path)) as con:
-                con.execute("checkpoint")
-        crash_point("before-publish")
-        os.replace(self.path, self.live)
-        # a WAL an in-place writer left beside the old file was replayed into the copy: beside the
-        # new file it would not match, and DuckDB would refuse to open the warehouse
-        self.live.with_name(self.live.name + ".wal").unlink(missing_ok=True)
-        directory = os.open(self.live.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
-        crash_point("after-publish")
-
-    def discard(self) -> None:
-        self._folder.close()
-
-
-def _copy_file(source: Path, target: Path) -> None:
-    """Copy in the kernel (a reflink where the file system has them)."""
-    with source.open("rb") as src, target.open("wb") as dst:
-        remaining = os.fstat(src.fileno()).st_size
-        try:
-            while remaining > 0:
-                copied = os.copy_file_range(src.fileno(), dst.fileno(), remaining)
-                if copied == 0:
-                    break
-                remaining -= copied
-        except OSError:
-            src.seek(0)
-            dst.seek(0)
-            dst.truncate()
-            shutil.copyfileobj(src, dst, 8 << 20)
 
 
 class Warehouse:
@@ -269,35 +219,49 @@ class Warehouse:
     def connect_read_only(self, repair: bool = True) -> duckdb.DuckDBPyConnection:
         """A read-only connection to the current snapshot. With `repair`, what a killed writer left
         (see `needs_repair`) is finished first, unless a writer is at work."""
-        if repair and not self.db_path.exists() and self.trace_ids():  # a first build that died
-            self.repair_if_idle()
+        if repair and ((not self.db_path.exists() and self.trace_ids()) or read_journal(self.root)):
+            self.repair_if_idle()  # a first build that died, or traces removed: before this reader registers
         con = self._open_read_only()
         if repair and self.needs_repair(con):
             con.close()
+            del con  # and with it its reader registration: the repair may remove files no reader needs
             self.repair_if_idle()
             con = self._open_read_only()
         return con
 
     def _open_read_only(self) -> duckdb.DuckDBPyConnection:
+        """A locked-down read-only connection, registered as a reader (tracelake/removal.py) before
+        it opens the database and for as long as it lives: no Parquet file its snapshot names is
+        deleted meanwhile."""
         self.require_existing()
+        registration = register_reader(self.root)
         deadline = time.monotonic() + READ_RETRY_SECONDS
         while True:
             try:
                 con = duckdb.connect(str(self.db_path), read_only=True)
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                    if registration is not None:
+                        os.close(registration)
                     raise WarehouseError(f"cannot open {self.db_path}: {exc}") from None
                 time.sleep(LOCK_POLL_SECONDS)
                 continue
+            release = release_with(con, registration)
             try:
                 lock_down(con, self.root)  # nothing run on it writes, loads or reaches the network
             except BaseException:
                 con.close()
+                release()
                 raise
             return con
 
     # ---- traces ---------------------------------------------------------------------------
     def trace_ids(self) -> set[str]:
+        """The committed traces: a `trace_files` partition, and not being removed (the journal of
+        `tracelake rm` lists it until its Parquet is gone: tracelake/removal.py)."""
+        return self._partition_ids() - read_journal(self.root).trace_ids
+
+    def _partition_ids(self) -> set[str]:
         folder = self.parquet_dir / COMMIT_TABLE
         if not folder.is_dir():
             return set()
@@ -316,7 +280,7 @@ class Warehouse:
             except duckdb.IOException:
                 return None, True  # written in place by an older TraceLake: its own lock says who
         views = dict(con.execute("select view_name, sql from duckdb_views() where schema_name = 'raw'").fetchall())
-        here = all(self._raw_view_files(table) in views.get(table, "") for table in TABLES)
+        here = all(f"list_value({self._raw_view_files(table)})" in views.get(table, "") for table in TABLES)
         try:
             return _ledger(con), here
         except duckdb.CatalogException:
@@ -343,13 +307,15 @@ class Warehouse:
         Reads the database through `con` when given."""
         committed = self.trace_ids()
         if (has_dead_staging(self.staging_dir) or has_dead_staging(self.root) or has_dead_staging(self.pending_dir)
-                or self._orphan_partitions(committed)):
+                or self._orphan_partitions(committed) or read_journal(self.root).unpublished):
             return True
         pending, moved = self._unfinished(con, committed)
         return bool(pending) or moved
 
     def _orphan_partitions(self, committed: set[str] | None = None) -> list[Path]:
-        committed = self.trace_ids() if committed is None else committed
+        """Partitions of traces that never committed (those `rm` is removing are not: their files
+        go when no reader needs them)."""
+        committed = (self.trace_ids() if committed is None else committed) | read_journal(self.root).trace_ids
         orphans = []
         for table in TABLES:
             folder = self.parquet_dir / table
@@ -360,7 +326,9 @@ class Warehouse:
     def repair(self) -> list[str]:
         """Finish what dead writers left (caller holds the write lock): their staging folders and
         uncommitted partitions go, committed traces get their models, and the raw views of a
-        warehouse folder that was moved or copied read its own Parquet. Returns the traces finished."""
+        warehouse folder that was moved or copied read its own Parquet, and a removal a killed `rm`
+        began is finished. Returns the traces finished."""
+        self.finish_removals()
         if has_dead_staging(self.pending_dir):  # a killed analyze's report rows, a killed run's output staging
             from tracelake.analysis_record import finish_dead_records  # noqa: PLC0415 - it imports this module
 
@@ -411,12 +379,21 @@ class Warehouse:
         if staged.trace_id in self.trace_ids():
             self.release_staging_dir(staging)
             return False
+        journal = read_journal(self.root)
+        if staged.trace_id in journal.trace_ids:  # ingested again while its removal waits for readers
+            write_journal(self.root, RemovalJournal([t for t in journal.unpublished if t != staged.trace_id],
+                                                    [t for t in journal.published if t != staged.trace_id],
+                                                    journal.compact))
         for table in [t for t in TABLES if t != COMMIT_TABLE] + [COMMIT_TABLE]:
             target = self._partition(table, staged.trace_id)
-            if target.exists():
-                shutil.rmtree(target)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staging / table, target)
+            if target.exists():  # file by file: a reader of an older snapshot may be reading these
+                for stale in set(os.listdir(target)) - set(os.listdir(staging / table)):
+                    (target / stale).unlink(missing_ok=True)
+                for name in os.listdir(staging / table):
+                    os.replace(staging / table / name, target / name)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(staging / table, target)
             crash_point(f"committed-{table}")
         self.release_staging_dir(staging)
         return True
@@ -451,8 +428,7 @@ class Warehouse:
                 index = table.schema.get_field_index("tags")
                 column = pa.array([list(merged.items())], type=table.schema.field("tags").type)
                 journal.stage(trace_id, table.set_column(index, table.schema.field("tags"), column), files[trace_id])
-            every_trace = {**self._all_tags(), **after}
-            journal.decide(traces_to_remodel(before, after, every_trace))
+            journal.decide(traces_to_remodel(before, after, lambda: {**self._all_tags(), **after}, self.trace_ids()))
         except BaseException:
             journal.close()
             raise
@@ -480,33 +456,28 @@ class Warehouse:
         journals, self._tag_journals = self._tag_journals + roll_forward_dead(self.pending_dir), []
         return journals
 
-    def remove_traces(self, trace_ids: list[str]) -> None:
-        """Take traces out (caller holds the write lock): their rows leave every model table and
-        every analysis that names them (as trace 1 or 2), in one published snapshot; then their
-        Parquet goes, the commit partition first. A kill in between leaves the trace committed and
-        unmodelled, which the next command models again: `rm` is then run once more."""
-        from tracelake.analysis_record import ANALYSIS_TABLES  # noqa: PLC0415 - it imports this module
-
+    def remove_traces(self, trace_ids: list[str]) -> bool:
+        """Take traces out (caller holds the write lock; tracelake/removal.py): the intent is
+        journaled, a snapshot holding none of their rows (in any table, as trace 1 or 2 of an
+        analysis) is published, then their Parquet goes unless a reader of an older snapshot may
+        still open it (a later command deletes it then). A kill anywhere leaves the journal, which
+        the next command finishes. True when the Parquet is gone too."""
         remaining = self.trace_ids() - set(trace_ids)
         if not remaining:
             raise WarehouseError(f"that would remove every trace of {self.root}; delete the folder instead")
-        plan = self._load_plan() or (self._shipped_incremental_plan())
-        relations = [model.relation for model in plan.models] if plan is not None else []
-        with self.writing() as con:
-            tables = {row[0] for row in con.execute("select table_name from duckdb_tables() where schema_name = 'main'").fetchall()}
-            for relation in relations:
-                con.execute(f"delete from {relation} where trace_id in (select unnest($ids))", {"ids": trace_ids})
-            for table in ANALYSIS_TABLES:
-                if table in tables:
-                    con.execute(f"delete from {table} where trace_id in (select unnest($ids)) "
-                                "or trace2_id in (select unnest($ids))", {"ids": trace_ids})
-        for trace_id in trace_ids:
-            for table in [COMMIT_TABLE] + [t for t in TABLES if t != COMMIT_TABLE]:
-                shutil.rmtree(self._partition(table, trace_id), ignore_errors=True)
+        journal = read_journal(self.root)
+        write_journal(self.root, RemovalJournal(journal.unpublished + list(trace_ids), journal.published,
+                                                journal.compact))
+        crash_point("removal-journaled")
+        return self.finish_removals()
 
-    def _shipped_incremental_plan(self) -> IncrementalPlan | None:
-        plans = load_shipped_plans(project_fingerprint())
-        return plans.incremental if plans is not None else None
+    def finish_removals(self) -> bool:
+        """Finish the journaled removals (caller holds the write lock): tracelake/removal.py."""
+        return finish_removals(self)
+
+    def partitions_of(self, trace_id: str) -> list[Path]:
+        """Where a trace's Parquet lives, the commit partition first."""
+        return [self._partition(table, trace_id) for table in [COMMIT_TABLE] + [t for t in TABLES if t != COMMIT_TABLE]]
 
     def remove_orphans(self) -> None:
         """Drop partitions of traces that never committed and the staging folders of dead runs
@@ -518,15 +489,15 @@ class Warehouse:
 
     # ---- models ---------------------------------------------------------------------------
     def _refresh_raw_views(self, con: duckdb.DuckDBPyConnection, only: list[str] | None = None) -> None:
-        """raw.<table> views over the Parquet partitions (re-pointed if the folder moved); with
-        `only`, over those traces' partitions alone."""
+        """raw.<table> views over the committed traces' Parquet files (re-pointed if the folder
+        moved); with `only`, over those traces' files alone."""
         existing = dict(
             con.execute("select view_name, sql from duckdb_views() where schema_name = 'raw'").fetchall()
         )
         con.execute("create schema if not exists raw")
         for table in TABLES:
             files = self._raw_view_files(table, only)
-            if only is None and files in existing.get(table, ""):
+            if only is None and f"list_value({files})" in existing.get(table, ""):
                 continue
             con.execute(
                 f"create or replace view raw.{table} as select * from read_parquet([{files}], "
@@ -534,10 +505,12 @@ class Warehouse:
             )
 
     def _raw_view_files(self, table: str, only: list[str] | None = None) -> str:
-        """The file list (SQL) a raw view reads: every partition of `table`, or those of `only`."""
-        partitions = ["*"] if only is None else [f"{PARTITION_PREFIX}{trace_id}" for trace_id in only]
-        folder = literal_glob((self.parquet_dir / table).as_posix())
-        return ", ".join("'" + f"{folder}/{p}/*.parquet".replace("'", "''") + "'" for p in partitions)
+        """The file list (SQL) a raw view reads: the files of every committed trace's partition of
+        `table`, or those of `only`. Named one by one, not as a glob: a snapshot's views then open
+        only the files of its own traces, which `tracelake rm` keeps while it has readers."""
+        files = [path for trace_id in sorted(self.trace_ids() if only is None else only)
+                 for path in sorted(self._partition(table, trace_id).glob("*.parquet"))]
+        return ", ".join("'" + literal_glob(path.as_posix()).replace("'", "''") + "'" for path in files)
 
     def _load_plan(self) -> IncrementalPlan | None:
         if not self.plan_path.exists():
@@ -653,6 +626,7 @@ class Warehouse:
         a private copy of the database open and the raw views current. With `warm_up`, DuckDB's
         Parquet reader is set up too, which only pays when this runs beside other work (ingest:
         while its workers decode a trace); else the first model sets it up."""
+        self.finish_removals()  # a removal a killed `rm` began: published before this copy is made
         plan = self._load_plan()
         if plan is None or not self.db_path.exists():  # a dbt run follows, which makes its own copy
             return PreparedUpdate(None, None, None)
@@ -705,7 +679,7 @@ class Warehouse:
             scoped = others >= SCOPED_UPDATE_MIN_OTHER_TRACES
             crash_point("models-updating")
             execute_plan(con, plan, trace_ids,
-                         scope_sources=(lambda only: self._refresh_raw_views(con, only)) if scoped else (lambda _: None),
+                         scope_sources=(lambda only: self._refresh_raw_views(con, only if scoped else None)),
                          workers=MODEL_UPDATE_WORKERS)
             crash_point("models-updated")
             prepared.publish()

@@ -79,6 +79,22 @@ REFUSED = [
     ("read the warehouse's other files", "select * from read_text('{wh}/dbt/plan.json')", "opens files only under"),
     ("dot-dot out of the parquet folder", "select * from read_text('{wh}/parquet/../dbt/plan.json')",
      "opens files only under"),
+    # DuckDB always lets its own database file be read: its free blocks hold deleted rows' bytes
+    ("the database file", "select size from read_blob('{wh}/warehouse.duckdb')", "opens files only under"),
+    ("the database file through dot-dot", "select content from read_blob('{wh}/parquet/../warehouse.duckdb')",
+     "warehouse.duckdb); tracelake sql opens files only under"),
+    ("the database file through dot and dot-dot", "select * from read_blob('{wh}/parquet/./../warehouse.duckdb')",
+     "opens files only under"),
+    ("the database file through a doubled slash", "select * from read_blob('{wh}/parquet//../warehouse.duckdb')",
+     "opens files only under"),
+    ("the database file through a glob", "select filename from read_blob('{wh}/parquet/*/../../warehouse.duckdb')",
+     "opens files only under"),
+    ("the database file in a list", "select * from read_blob(['{partition}', '{wh}/parquet/../warehouse.duckdb'])",
+     "opens files only under"),
+    ("the database file as a table", "select * from '{wh}/parquet/../warehouse.duckdb'", "opens files only under"),
+    ("the database WAL", "select * from read_blob('{wh}/warehouse.duckdb.wal')", "opens files only under"),
+    ("a computed path", "select * from read_blob('{wh}/parquet/' || '../warehouse.duckdb')",
+     "a computed file path in read_blob() is refused"),
     ("write hidden after a select", "select count(*) from traces; copy (select 1) to '{partition}' (format parquet)",
      "COPY ... TO / FROM is refused"),
     ("delete hidden after a select", "select 1;\n-- then\ndelete from kernels", "DELETE / TRUNCATE is refused"),
@@ -114,6 +130,23 @@ def test_refused_statement_leaves_the_warehouse_as_it_was(small_warehouse: Path,
     assert expected in line, line
     assert snapshot(small_warehouse) == before
     assert list(tmp_path.iterdir()) == []  # nothing written outside the warehouse either
+
+
+def test_a_link_inside_the_parquet_folder_pointing_out_is_refused(small_warehouse: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "secret.txt"
+    outside.write_text("not for tracelake sql")
+    links = [small_warehouse / "parquet" / "escape", small_warehouse / "parquet" / "up.parquet"]
+    links[0].symlink_to(tmp_path, target_is_directory=True)
+    links[1].symlink_to(small_warehouse / "warehouse.duckdb")
+    try:
+        for query in [f"select * from read_text('{links[0]}/secret.txt')", f"select * from read_blob('{links[1]}')",
+                      f"select filename from read_blob('{small_warehouse}/parquet/*/secret.txt')",
+                      f"select filename from read_blob('{small_warehouse}/parquet/*.parquet')"]:
+            line = _refusal_line(_run_sql(small_warehouse, query))
+            assert "tracelake sql opens files only under" in line, (query, line)
+    finally:
+        for link in links:
+            link.unlink()
 
 
 def test_python_objects_are_not_tables(small_warehouse: Path) -> None:
