@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -336,7 +336,7 @@ _STARTS = msgspec.json.Decoder(list[_Start])
 _ONE_START = msgspec.json.Decoder(_Start)
 
 
-def trace_window(raw_events: list[msgspec.Raw]) -> TraceWindow | None:
+def trace_window(raw_events: Sequence[msgspec.Raw]) -> TraceWindow | None:
     """The median start of every k-th timed event +- the larger of TRACE_WINDOW_MADS median absolute
     deviations and TRACE_WINDOW_MIN_HALF_WIDTH_US; None when no sampled event has a numeric start."""
     sample = raw_events[:: max(1, len(raw_events) // TRACE_WINDOW_SAMPLE_EVENTS)]
@@ -370,7 +370,7 @@ def normalized_categories(categories: pa.Array) -> pa.Array:
     return pc.if_else(pc.is_valid(position), pc.take(_CATEGORY_CURRENT, position), categories)
 
 
-def _chunks(raw_events: list[msgspec.Raw], first: int, stop: int) -> Iterator[tuple[int, list[msgspec.Raw]]]:
+def _chunks(raw_events: Sequence[msgspec.Raw], first: int, stop: int) -> Iterator[tuple[int, list[msgspec.Raw]]]:
     for start in range(first, stop, CHUNK_EVENTS):
         yield start, raw_events[start : min(start + CHUNK_EVENTS, stop)]
 
@@ -404,7 +404,7 @@ def _drop_masks(columns: pa.Table, window: TraceWindow | None) -> dict[str, pa.A
 
 
 def decode_events(
-    raw_events: list[msgspec.Raw],
+    raw_events: Sequence[msgspec.Raw],
     on_event_batch: Callable[[pa.RecordBatch], None],
     first: int = 0,
     stop: int | None = None,

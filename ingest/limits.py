@@ -65,6 +65,11 @@ TRACE_WINDOW_MIN_HALF_WIDTH_US = 600e6
 # and a 55 MB bench trace, 5,000 give the median within 0.11 MAD and the MAD within 0.1 % of all
 # events' values, in ~2 ms (20,000 took 15 ms: the sampled events are scattered in memory).
 TRACE_WINDOW_SAMPLE_EVENTS = 5_000
+# The event list is held as its JSON text in pieces of about this size (ingest/event_list.py), each
+# decoded into one object per event (56 bytes) only while it is counted or read: 1 MiB holds 2,000-
+# 4,000 Kineto events (248-577 bytes each in tests/data) or ~350,000 empty ones (20 MB of objects);
+# 30 M empty events decoded at once held 1.65 GB.
+EVENT_PIECE_BYTES = 1 << 20
 
 # ---- the host call tree: events nested deeper are kept in `events` but left out of the tree ----
 # Each in-tree cpu op carries its cpu-op ancestors and its nn.Module chain, so a nesting of depth d

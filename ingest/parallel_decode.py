@@ -12,7 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -27,6 +27,7 @@ from tracelake.decoding.decode import (
     trace_window,
 )
 from tracelake.decoding.event_variants import BeginEndPairs, pair_begin_end
+from tracelake.decoding.event_list import window_sample
 from tracelake.decoding.parquet_io import open_writer
 from tracelake.decoding.process_lifetime import die_with_parent
 
@@ -38,7 +39,7 @@ MIN_EVENTS_PER_WORKER = CHUNK_EVENTS
 RANGES_PER_WORKER = 6
 _MAX_RANGES = 256  # range indexes travel through the pipe as single bytes
 
-_inherited_events: list[msgspec.Raw] = []
+_inherited_events: Sequence[msgspec.Raw] = []
 # A worker that cannot write its result exits with the write's errno (below this), else 1.
 RESULT_UNWRITTEN_STATUS_LIMIT = 126
 _inherited_window: TraceWindow | None = None  # where the whole trace's events can lie
@@ -113,7 +114,7 @@ def _report_progress(report: int, ranges: list[tuple[int, int]], on_progress: Ca
         on_progress(decoded / total)
 
 
-def decode_to_parquet(raw_events: list[msgspec.Raw], events_dir: Path, workers: int,
+def decode_to_parquet(raw_events: Sequence[msgspec.Raw], events_dir: Path, workers: int,
                       while_workers_run: Callable[[], None] | None = None,
                       on_progress: Callable[[float], None] | None = None) -> DecodedTrace:
     """Decode all events, writing the `events` table under `events_dir`. `while_workers_run` is
@@ -132,7 +133,7 @@ def decode_to_parquet(raw_events: list[msgspec.Raw], events_dir: Path, workers: 
     return decoded
 
 
-def _decode_all(raw_events: list[msgspec.Raw], events_dir: Path, workers: int,
+def _decode_all(raw_events: Sequence[msgspec.Raw], events_dir: Path, workers: int,
                 while_workers_run: Callable[[], None] | None, on_progress: Callable[[float], None] | None,
                 pairs: BeginEndPairs | None) -> DecodedTrace:
     usable_workers = min(workers, max(1, len(raw_events) // MIN_EVENTS_PER_WORKER))
@@ -140,7 +141,7 @@ def _decode_all(raw_events: list[msgspec.Raw], events_dir: Path, workers: int,
         usable_workers = 1
     global _inherited_events, _inherited_window, _inherited_pairs
     _inherited_events, _inherited_pairs = raw_events, pairs
-    _inherited_window = trace_window(raw_events)  # from all events, before they are split up
+    _inherited_window = trace_window(window_sample(raw_events))  # from all events, before they are split up
     try:
         if usable_workers == 1:
             return _decode_range(0, len(raw_events), events_dir, 0)

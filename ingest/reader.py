@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -32,6 +32,9 @@ from tracelake.decoding.limits import (
     MAX_TRACE_FILE_BYTES,
     MAX_TRACE_JSON_BYTES,
 )
+
+if TYPE_CHECKING:
+    from tracelake.decoding.event_list import EventList
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 HASH_CHUNK_BYTES = 8 << 20
@@ -63,7 +66,6 @@ _UNICODE_BY_NULLS = {
     (False, True, False, True): _UTF16,
 }
 _TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_EVENT_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 _FILE_KINDS = (
     (stat.S_ISDIR, "a directory"),
     (stat.S_ISFIFO, "a named pipe (FIFO)"),
@@ -77,7 +79,7 @@ _FILE_KINDS = (
 class TraceDocument:
     """The top level of a Chrome-trace JSON file with the events left undecoded."""
 
-    raw_events: list[msgspec.Raw]
+    raw_events: EventList  # the event list's JSON in pieces, decoded by whoever reads a range
     metadata: dict[str, Any]
     uncompressed_bytes: int
     repaired: Counter[str] = field(default_factory=Counter)  # values changed so the JSON decodes
@@ -286,6 +288,7 @@ def _decode_top_level(path: Path, data: bytes) -> tuple[dict[str, msgspec.Raw], 
 
 def parse_trace_document(path: Path, data: bytes) -> TraceDocument:
     """Validate the JSON and return the event list as raw slices plus the other top-level keys."""
+    from tracelake.decoding.event_list import EventList, NotAnEventArray  # noqa: PLC0415 - see _decode_top_level
     from tracelake.decoding.metadata import decode_metadata  # noqa: PLC0415 - see _decode_top_level
 
     uncompressed_bytes = len(data)
@@ -295,9 +298,11 @@ def parse_trace_document(path: Path, data: bytes) -> TraceDocument:
             f"{path}: JSON has no 'traceEvents' list; is this a torch.profiler Chrome trace?"
         )
     try:
-        raw_events = _EVENT_LIST.decode(top.pop("traceEvents"))
-    except msgspec.ValidationError:
+        raw_events = EventList(memoryview(top.pop("traceEvents")))
+    except NotAnEventArray:
         raise BadTraceError(f"{path}: 'traceEvents' is not a list") from None
+    except (msgspec.DecodeError, RecursionError) as exc:  # the document decoded, so not expected
+        raise BadTraceError(f"{path}: 'traceEvents' is not valid JSON ({exc}); is the file complete?") from None
     if not raw_events:
         raise BadTraceError(f"{path}: 'traceEvents' is empty; the profiler recorded nothing")
     metadata = decode_metadata(top)

@@ -21,13 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import msgspec
 import pytest
 
+from tracelake.decoding.event_list import EventList
 from tracelake.decoding.limits import (
+    EVENT_PIECE_BYTES,
     GZIP_OUTPUT_STEP_BYTES,
     GZIP_RATIO_CHECK_AFTER_BYTES,
     MAX_LABEL_CHARS,
     MAX_TRACE_JSON_BYTES_ENV,
+    TRACE_WINDOW_SAMPLE_EVENTS,
 )
 from tracelake.cli import main
 from tracelake.decoding.reader import _gunzip
@@ -202,3 +206,46 @@ def test_a_json_bomb_in_the_ratio_check_is_never_refused_below_its_floor() -> No
     """Tiny files compress far better than traces; below GZIP_RATIO_CHECK_AFTER_BYTES they pass."""
     data = b" " * (GZIP_RATIO_CHECK_AFTER_BYTES - 1)
     assert _gunzip(Path("t.json.gz"), zlib.compress(data, 9, wbits=31)) == data
+
+
+def _empty_events(path: Path, count: int) -> None:
+    with path.open("wb") as out:
+        out.write(b'{"traceEvents":[' + EVENT + b",{}" * count + b"]}")
+
+
+def test_empty_events_are_never_held_as_objects_en_masse(tmp_path: Path) -> None:
+    """`{}` x N around one event: the event list was decoded into one object per event (30 M: 1.85 GB
+    peak, ~56 bytes per event); now it is held as its JSON text, decoded piece by piece, so each
+    extra empty event costs about its own 3 bytes of JSON."""
+    small, large = 1_000_000, 4_000_000
+    peaks = {}
+    for count in (small, large):
+        path = tmp_path / f"empty_{count}.json"
+        _empty_events(path, count)
+        run = _ingest(path, tmp_path / f"wh_{count}")
+        assert run.code == 0, run.stderr
+        peaks[count] = run.peak_rss_bytes
+        path.unlink()
+    per_event = (peaks[large] - peaks[small]) / (large - small)
+    assert per_event < 3 * len(b",{}"), peaks
+
+
+def test_the_event_list_splits_only_between_events() -> None:
+    """Gaps that look like `},{` inside strings (one of them 3 MiB long) and inside nested args
+    never split an event: every event and every range reads as a whole-list decode does."""
+    events = []
+    for i in range(40_000):
+        name = "x},{y" * (i % 7) + ("}, {" * 700_000 if i == 20_000 else "")
+        events.append({"ph": "X", "name": name, "ts": i, "args": {"nested": [{}, {"a": "},{"}] * (i % 3)}})
+    events.append({})
+    text = json.dumps(events).encode()
+    expected = [bytes(raw) for raw in msgspec.json.decode(text, type=list[msgspec.Raw])]
+    listed = EventList(memoryview(text))
+    assert len(text) > 4 * EVENT_PIECE_BYTES and len(listed._first) > 2
+    assert len(listed) == len(expected)
+    assert [bytes(raw) for raw in listed] == expected
+    for start, stop in ((0, 1), (19_990, 20_010), (7_777, 33_333), (40_000, 40_001)):
+        assert [bytes(raw) for raw in listed[start:stop]] == expected[start:stop]
+    sample = [bytes(raw) for raw in listed.window_sample]  # every 2**k-th event, 5,000 to 9,999 of them
+    assert TRACE_WINDOW_SAMPLE_EVENTS <= len(sample) < 2 * TRACE_WINDOW_SAMPLE_EVENTS
+    assert sample in [expected[:: 2**k] for k in range(8)]
