@@ -75,6 +75,8 @@ def step_window(con: duckdb.DuckDBPyConnection, trace_id: str, step: int) -> Win
 def whole_trace(con: duckdb.DuckDBPyConnection, trace_id: str) -> Window:
     row = con.execute("select min(ts_us), max(coalesce(end_us, ts_us)) from events where trace_id = ? and phase <> 'M'",
                       [trace_id]).fetchone()
+    if row is None or row[0] is None:
+        raise TraceLakeError(f"trace {trace_id} has no timed event (only metadata): there is nothing to export")
     return Window(row[0], row[1], "whole trace")
 
 
