@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,22 +40,25 @@ def read_tags(partition_file: Path) -> dict[str, str]:
 
 
 def traces_to_remodel(before: dict[str, dict[str, str]], after: dict[str, dict[str, str]],
-                      every_trace: dict[str, dict[str, str]]) -> set[str]:
+                      every_trace: Callable[[], dict[str, dict[str, str]]], known: set[str]) -> set[str]:
     """The traces whose marts read a tag that changed from `before` to `after` (the tags of the
     traces changed), with the captures they list (an update reads only its traces' partitions).
-    `every_trace`: the tags of every trace once the change is made."""
+    `every_trace()`: the tags of every trace once the change is made, read only when a capture's
+    tags changed (to find the replays listing it); `known`: the traces in the warehouse."""
     # here only: the module reads trace files, which `tracelake sql` (importing the warehouse) never does
     from tracelake.graph_captures import CAPTURE_MODELLING_TAGS, REPLAY_MODELLING_TAGS, linked_captures  # noqa: PLC0415
 
-    replays: set[str] = set()
-    for trace_id, new in after.items():
-        old = before[trace_id]
-        if any(old.get(key) != new.get(key) for key in REPLAY_MODELLING_TAGS):
-            replays.add(trace_id)
-        if any(old.get(key) != new.get(key) for key in CAPTURE_MODELLING_TAGS):
-            replays |= {replay for replay, tags in every_trace.items() if trace_id in linked_captures(tags)}
-    captures = {capture for replay in replays for capture in linked_captures(every_trace[replay])}
-    return replays | (captures & set(every_trace))
+    def changed(trace_id: str, keys: tuple[str, ...]) -> bool:
+        return any(before[trace_id].get(key) != after[trace_id].get(key) for key in keys)
+
+    replays = {trace_id for trace_id in after if changed(trace_id, REPLAY_MODELLING_TAGS)}
+    tags_of = after
+    recaptured = {trace_id for trace_id in after if changed(trace_id, CAPTURE_MODELLING_TAGS)}
+    if recaptured:
+        tags_of = every_trace()
+        replays |= {replay for replay, tags in tags_of.items() if linked_captures(tags) & recaptured}
+    captures = {capture for replay in replays for capture in linked_captures(tags_of[replay])}
+    return replays | (captures & known)
 
 
 @dataclass
