@@ -112,3 +112,19 @@ def test_export_window_is_on_the_trace_clock(shifted: tuple[Warehouse, Path, Pat
     starts = {(e["name"], (Decimal(e["ts"]) + base_us).quantize(Decimal("0.001")))
               for e in exported["traceEvents"] if e.get("cat") == "kernel"}
     assert (name, start) in starts
+
+
+def test_cards_print_finding_windows_on_the_trace_clock(shifted: tuple[Warehouse, Path, Path], tmp_path: Path) -> None:
+    wh, _, absolute = shifted
+    out = tmp_path / "report"
+    result = run_cli("analyze", str(absolute), "--warehouse", str(wh.root), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    printed = re.findall(r"trace time ([0-9.]+)-([0-9.]+) us", (out / "analysis.md").read_text())
+    assert printed
+    trace_id, base = _one(wh, "select trace_id, ts_base_us from traces where source_path = ?", absolute)
+    with wh.connect_read_only() as con:
+        windows = con.execute("select ts_start_us, ts_end_us from findings where trace_id = ? and trace2_id is null "
+                              "and ts_start_us is not null", [trace_id]).fetchall()
+    expected = {(f"{Decimal(base) + Decimal(repr(start)):.1f}", f"{Decimal(base) + Decimal(repr(end)):.1f}")
+                for start, end in windows}
+    assert set(printed) <= expected and all(Decimal(start) > EPOCH_US for start, _ in printed)
