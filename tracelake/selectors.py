@@ -14,7 +14,6 @@ import re
 from pathlib import Path
 
 from tracelake.core.errors import BadTraceError, TraceLakeError
-from tracelake.ingestion import ingest_paths
 from tracelake.warehouse import Warehouse
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -52,6 +51,8 @@ def resolve_traces(warehouse: Warehouse, selector: str, jobs: int = 1, ingest_ne
 
 
 def _ingest_file(warehouse: Warehouse, path: Path, jobs: int) -> str:
+    from tracelake.ingestion import ingest_paths  # noqa: PLC0415 - here only: `tag` and `rm` ingest nothing
+
     report = ingest_paths([path], warehouse, {}, jobs)
     for outcome in report.outcomes:
         if outcome.status == "failed":
