@@ -9,7 +9,9 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import duckdb
@@ -204,3 +206,24 @@ def test_rm_frees_a_full_disk(two_traces: Path, small_disk: Path) -> None:
     assert [row["trace_id"] for row in json.loads(listed.stdout)] == [kept]
     assert not (folder / JOURNAL_FILE).exists()
     assert _files_holding(folder, strings) == {}
+
+
+ANALYZE_RACES = 3
+
+
+def test_analyze_of_the_trace_rm_removes_is_whole_or_one_line(warehouse: Path) -> None:
+    removed = _trace_id(warehouse, REMOVED)
+    for race in range(ANALYZE_RACES):
+        analyzing = subprocess.Popen([sys.executable, "-m", "tracelake", "analyze", str(REMOVED), "--warehouse",
+                                      str(warehouse), "--out", str(warehouse.parent / f"report{race}"), "--quiet"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env={**os.environ, "DO_NOT_TRACK": "1"})
+        time.sleep(0.5 + 0.5 * race)  # the rm lands in the ingest, between it and the reads, or in the reads
+        removing = run_cli("rm", removed, "--warehouse", str(warehouse))
+        _, stderr = analyzing.communicate(timeout=600)
+        assert "Traceback" not in stderr and "internal error" not in stderr, stderr
+        assert analyzing.returncode == 0 or (analyzing.returncode == 2 and "was removed" in stderr), stderr
+        assert removing.returncode in (0, 2), removing.stderr  # 2: the analyze ingested it again after rm chose
+        assert "internal error" not in removing.stderr, removing.stderr
+        again = run_cli("ingest", str(REMOVED), "--warehouse", str(warehouse), "--quiet")
+        assert again.returncode == 0, again.stderr

@@ -337,7 +337,6 @@ def run_analysis(
     captures = _capture_links(trace, options)  # a bad capture folder is refused before any work
     target = _claim_out_dir(trace, warehouse, options)
     out_dir = target.path
-    warehouse.prepare_for_writing()
     record = ReportRecord(warehouse, out_dir)  # first: a kill from here on leaves nothing unknown
     try:
         output = OutputStaging(target)
@@ -345,12 +344,11 @@ def run_analysis(
         record.close()
         raise BadTraceError(f"cannot write the report next to {out_dir} ({exc.strerror}); choose a writable "
                             "folder with --out") from None
-    staging = output.content
     run = _Run(RunMetadata(
         tracelake_version=__version__, trace_path=str(trace.resolve()), out_dir=str(out_dir),
         warehouse=str(warehouse.root), started_at=datetime.now(timezone.utc),
         agents_runner=options.agents, comparison_scope="comparative" if options.compare else "standalone",
-        trace2_path=str(options.compare.resolve()) if options.compare else None), staging)
+        trace2_path=str(options.compare.resolve()) if options.compare else None), output.content)
     plot = PlotProcess()  # imports matplotlib in a child process while the trace is ingested
     try:
         outcome = _analyze(trace, warehouse, options, (chosen_platform, chosen_platform2), out_dir, run, plot,
@@ -358,14 +356,12 @@ def run_analysis(
         record.decide(output.content / "analysis.md")  # the rows land with this report, or not at all
         crash_point("report-staged")
         output.publish()
-        record.published()
         crash_point("report-published")
         record.commit()
         return outcome
     finally:
-        plot.close()
-        output.close()
-        record.close()
+        for part in (plot, output, record):  # the record last: it keeps its rows if the report is in place
+            part.close()
 
 
 def _trace_platform(db: duckdb.DuckDBPyConnection, trace_id: str, chosen: str | None,
@@ -407,6 +403,10 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
     release_free_memory()  # what the ingest's decode and model update left behind
     db = warehouse.connect_read_only()
     try:
+        for analyzed in (trace_id, trace2_id):  # a `tracelake rm` may have taken it out since the ingest
+            if analyzed is not None and not db.execute("select 1 from traces where trace_id = ?", [analyzed]).fetchone():
+                raise BadTraceError(f"trace {analyzed} was removed from {warehouse.root} (tracelake rm) while this "
+                                    "analyze ran; run it again to ingest it anew")
         platform, source, warning, platform_title = _trace_platform(
             db, trace_id, chosen_platforms[0], "trace 1" if comparative else "the trace", "--platform")
         run.warnings += [warning] if warning else []
