@@ -333,7 +333,6 @@ class _Start(msgspec.Struct, gc=False):
 
 
 _STARTS = msgspec.json.Decoder(list[_Start])
-_ONE_START = msgspec.json.Decoder(_Start)
 
 
 def trace_window(raw_events: Sequence[msgspec.Raw]) -> TraceWindow | None:
@@ -346,9 +345,11 @@ def trace_window(raw_events: Sequence[msgspec.Raw]) -> TraceWindow | None:
         starts = []
         for raw in sample:
             try:
-                starts.append(_ONE_START.decode(raw))
+                loose = _LOOSE_EVENT.decode(raw)
             except _UNDECODABLE:
                 continue
+            # a number written as a string ("1694128201435418.5") still places the trace on its clock
+            starts.append(_Start(_str_or_none(loose.ph), _number_or_none(loose.ts, Counter())))
     ts = np.array([s.ts for s in starts if s.ts is not None and s.ph != "M"], dtype=np.float64)
     if ts.size == 0:
         return None

@@ -29,13 +29,14 @@ TIMELINE = ("computation_time_ms", "exposed_comm_time_ms", "exposed_memcpy_time_
 NS_IN_MS = 1e-6
 
 
-def _shifted(target: Path) -> None:
-    """The source with EPOCH_US added to every ts, computed and written as exact decimal text."""
+def _shifted(target: Path, as_strings: bool = False) -> None:
+    """The source with EPOCH_US added to every ts, computed and written as exact decimal text (as JSON
+    strings with `as_strings`, as some tools write them)."""
     trace = json.loads(gzip.decompress(SOURCE.read_bytes()))
     for event in trace["traceEvents"]:
         if isinstance(event.get("ts"), (int, float)):
             event["ts"] = f"@exact@{Decimal(repr(event['ts'])) + EPOCH_US}@exact@"
-    text = re.sub(r'"@exact@([0-9.]+)@exact@"', r"\1", json.dumps(trace))
+    text = re.sub(r'"@exact@([0-9.]+)@exact@"', r'"\1"' if as_strings else r"\1", json.dumps(trace))
     target.write_bytes(gzip.compress(text.encode(), mtime=0))
 
 
@@ -45,8 +46,10 @@ def shifted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Warehouse, Path, 
     original, absolute = folder / "original.json.gz", folder / "absolute.json.gz"
     original.write_bytes(SOURCE.read_bytes())
     _shifted(absolute)
+    _shifted(folder / "absolute_strings.json.gz", as_strings=True)
     wh = Warehouse(tmp_path_factory.mktemp("absolute_clock_warehouse"))
-    report = ingest_paths([original, absolute], wh, tags={"suite": "exact-ts"}, jobs=2)
+    report = ingest_paths([original, absolute, folder / "absolute_strings.json.gz"], wh, tags={"suite": "exact-ts"},
+                          jobs=2)
     assert not report.failed, report.failed
     return wh, original, absolute
 
@@ -66,6 +69,8 @@ def test_absolute_clock_gives_the_same_timeline_to_the_ns(shifted: tuple[Warehou
     assert got == pytest.approx(expected, abs=NS_IN_MS)
     all_events = "select busy_time_ms from gpu_timeline_all_events join traces using (trace_id) where source_path = ?"
     assert _one(wh, all_events, absolute)[0] == pytest.approx(_one(wh, all_events, original)[0], abs=NS_IN_MS)
+    # the same with every ts written as a JSON string
+    assert _one(wh, sql, absolute.with_name("absolute_strings.json.gz")) == pytest.approx(expected, abs=NS_IN_MS)
 
 
 def test_each_kernel_keeps_its_exact_start(shifted: tuple[Warehouse, Path, Path]) -> None:
