@@ -227,3 +227,38 @@ def test_analyze_of_the_trace_rm_removes_is_whole_or_one_line(warehouse: Path) -
         assert "internal error" not in removing.stderr, removing.stderr
         again = run_cli("ingest", str(REMOVED), "--warehouse", str(warehouse), "--quiet")
         assert again.returncode == 0, again.stderr
+
+
+HOLD_A_READER = f"""
+import sys
+from pathlib import Path
+from tracelake.warehouse import Warehouse
+con = Warehouse(Path(sys.argv[1])).connect_read_only()  # as every tracelake reader opens the warehouse
+query = {READ_ONCE!r}
+print(dict(con.execute(query).fetchall()), flush=True)
+sys.stdin.readline()  # holds the connection (its snapshot) until told
+print(dict(con.execute(query).fetchall()), flush=True)
+"""
+
+
+def test_rm_beside_an_open_reader_keeps_its_files_until_it_is_done(warehouse: Path) -> None:
+    kept, removed = _trace_id(warehouse, KEPT), _trace_id(warehouse, REMOVED)
+    reader = subprocess.Popen([sys.executable, "-c", HOLD_A_READER, str(warehouse)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        opened = reader.stdout.readline()
+        result = run_cli("rm", removed, "--warehouse", str(warehouse))
+        assert result.returncode == 0, result.stderr
+        assert "a reader of an older snapshot is open" in result.stderr
+        assert set(_counts(warehouse)) == {kept}  # a new reader sees the trace gone
+        assert list(warehouse.glob(f"parquet/*/trace_id={removed}"))  # the old snapshot's files stay
+        reader.stdin.write("\n")
+        reader.stdin.flush()
+        assert reader.stdout.readline() == opened  # the open reader read its snapshot whole
+    finally:
+        reader.communicate(timeout=60)
+    assert reader.returncode == 0
+    listed = run_cli("traces", "--warehouse", str(warehouse))  # no reader left: the next command deletes them
+    assert listed.returncode == 0, listed.stderr
+    assert not list(warehouse.glob(f"parquet/*/trace_id={removed}"))
+    assert not (warehouse / JOURNAL_FILE).exists()

@@ -48,9 +48,8 @@ JOURNAL_FILE = ".removal.json"
 READERS_FILE = ".readers"
 # Bytes of the journal read back: a trace id is 16 hex digits, so this holds thousands of them.
 JOURNAL_MAX_BYTES = 1 << 20
-# A reader waits this long for the readers' lock, which a writer holds exclusively only for an
-# instant, or while it removes traces in place on a full disk (a model update of a 1 GB trace takes
-# ~30 s: bench/ingest.py).
+# A reader waits this long for the readers' lock, which a writer holds exclusively only for the
+# instant of its check: far longer means something else holds it.
 READER_WAIT_SECONDS = 60.0
 READER_POLL_SECONDS = 0.05
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -166,8 +165,9 @@ def register_reader(root: Path) -> int | None:
         except BlockingIOError:
             if time.monotonic() > deadline:
                 os.close(fd)
-                raise WarehouseError(f"warehouse {root} is busy: a `tracelake rm` on a full disk has held it for "
-                                     f"over {READER_WAIT_SECONDS:g} s; re-run when it is done") from None
+                raise WarehouseError(f"{root / READERS_FILE} has been locked exclusively for over "
+                                     f"{READER_WAIT_SECONDS:g} s, which no TraceLake writer does; find the process "
+                                     "holding it (fuser), then re-run") from None
             time.sleep(READER_POLL_SECONDS)
 
 
@@ -181,22 +181,20 @@ def _close(fd: int | None) -> None:
         os.close(fd)
 
 
-def no_readers(root: Path, hold: bool = False) -> int | None:
-    """If no reader is registered now, a descriptor holding the readers' lock exclusively (None
-    otherwise). Without `hold` it is released at once: a reader registering after this opens the
-    snapshot already published, so the files only older snapshots name can go."""
+def no_readers(root: Path) -> bool:
+    """Whether no reader is registered now (the readers' lock is taken exclusively and released at
+    once): a reader registering after this opens the snapshot already published, so the files only
+    older snapshots name can go."""
     fd = _readers_file(root, create=True)
     if fd is None:
-        return None
+        return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
+        return False
+    finally:
         os.close(fd)
-        return None
-    if hold:
-        return fd
-    os.close(fd)
-    return -1
+    return True
 
 
 def _quoted(name: str) -> str:
@@ -245,7 +243,7 @@ def finish_removals(warehouse: Warehouse) -> bool:
         crash_point("removal-published")
         for folder in ("target", "logs"):  # dbt's SQL and logs name the traces it modelled; the next run writes them
             shutil.rmtree(warehouse.dbt_dir / folder, ignore_errors=True)
-    if journal.published and no_readers(warehouse.root) is not None:
+    if journal.published and no_readers(warehouse.root):
         for trace_id in journal.published:
             for partition in warehouse.partitions_of(trace_id):
                 shutil.rmtree(partition, ignore_errors=True)

@@ -469,7 +469,11 @@ class Warehouse:
         write_journal(self.root, RemovalJournal(journal.unpublished + list(trace_ids), journal.published,
                                                 journal.compact))
         crash_point("removal-journaled")
-        return self.finish_removals()
+        finished = self.finish_removals()
+        if not finished and read_journal(self.root).published:
+            print("tracelake: note: a reader of an older snapshot is open: the removed traces' Parquet stays until it "
+                  "is done, and the next command deletes it", file=sys.stderr, flush=True)
+        return finished
 
     def finish_removals(self) -> bool:
         """Finish the journaled removals (caller holds the write lock): tracelake/removal.py."""
