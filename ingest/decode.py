@@ -23,7 +23,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracelake.decoding.checks import CLIPPED_LABELS
 from tracelake.decoding.event_variants import (
     BEGIN_END_PHASES,
     BEGIN_END_SCHEMA,
@@ -32,9 +31,8 @@ from tracelake.decoding.event_variants import (
     unrecognized_device_mask,
 )
 from tracelake.decoding.exact_time import exact_offsets, ts_base_us, ts_texts
-from tracelake.decoding.limits import MAX_LABEL_CHARS
+from tracelake.decoding.long_names import clip_long_names
 from tracelake.decoding.limits import TRACE_WINDOW_MADS, TRACE_WINDOW_MIN_HALF_WIDTH_US, TRACE_WINDOW_SAMPLE_EVENTS
-from tracelake.decoding.metadata import clip_label, clip_label_args
 from tracelake.decoding.table_schemas import EVENT_SCHEMA, FLOW_SCHEMA, GPU_SCHEMA, HOST_SCHEMA
 
 CHUNK_EVENTS = 50_000  # events decoded at once: 100k held ~40 MB more per process at no speed gain (bench/analyze.py)
@@ -457,7 +455,7 @@ def decode_events(
         if window is not None and window.ts_base_us:
             base = base.set_column(base.schema.get_field_index("ts"), "ts",
                                    exact_offsets(ts_texts(joined, chunk), window.ts_base_us, base["ts"]))
-        base = _clip_labels(base, repaired)
+        base = clip_long_names(base, repaired, MODULE_FRAME_PREFIX)
         keep = pa.array(usable, pa.bool_())
         if pairs is not None:
             base, closing = read_pairs(base, pairs)
@@ -532,28 +530,6 @@ def merge_decoded(parts: list[DecodedTrace]) -> DecodedTrace:
         unrecognized_device=sum((p.unrecognized_device for p in parts), Counter()),
         ts_base_us=parts[0].ts_base_us,
     )
-
-
-def _clip_labels(base: pa.Table, repaired: Counter[str]) -> pa.Table:
-    """Process and thread names (the args of ph "M" events) and nn.Module frame names longer than
-    MAX_LABEL_CHARS clipped (counted as repaired "clipped_labels"): downstream each is copied onto
-    every op row of its process, thread or module."""
-    long_args = pc.and_(pc.equal(base["ph"], "M"), pc.greater(pc.binary_length(base["args"]), MAX_LABEL_CHARS))
-    long_names = pc.and_(pc.starts_with(base["name"], MODULE_FRAME_PREFIX),
-                         pc.greater(pc.utf8_length(base["name"]), len(MODULE_FRAME_PREFIX) + MAX_LABEL_CHARS))
-    for column, mask in (("args", long_args), ("name", long_names)):
-        rows = np.flatnonzero(_mask(mask))
-        if rows.size == 0:
-            continue
-        values = base[column].to_pylist()
-        for row in rows.tolist():
-            if column == "args":
-                values[row], clipped = clip_label_args(values[row])
-            else:
-                values[row], clipped = MODULE_FRAME_PREFIX + clip_label(values[row][len(MODULE_FRAME_PREFIX):]), 1
-            repaired[CLIPPED_LABELS] += clipped
-        base = base.set_column(base.schema.get_field_index(column), column, pa.array(values, pa.string()))
-    return base
 
 
 def _mask(array: pa.Array) -> np.ndarray:

@@ -43,6 +43,10 @@ GZIP_OUTPUT_STEP_BYTES = 8 << 20
 # this many characters (a 100 KB thread name made a 124 KB trace take 10.7 GB). The longest in every
 # real trace in tests/data and /work/shared/traces: 31 ("thread 2919752 (pt_main_thread)"); 10x:
 MAX_LABEL_CHARS = 320
+# Any other event name (an op, a kernel, an annotation) longer than this is clipped too: a name is
+# copied onto every row it is joined to (a kernel's onto each op signature it serves). The longest in
+# the real traces: a 2,004-character composable-kernel GEMM (resnet_act_checkpoint); 10x:
+MAX_EVENT_NAME_CHARS = 20_000
 
 # ---- the JSON ----
 # Containers nested deeper than this are stored as null. Kineto's deepest values are an op's

@@ -105,9 +105,9 @@ def _clean(root: dict[str, Any], repaired: Counter[str]) -> int:
     return masked
 
 
-def clip_label(text: str) -> str:
-    """`text` cut to MAX_LABEL_CHARS characters (and marked) when longer."""
-    return text[:MAX_LABEL_CHARS] + CLIPPED_MARK if len(text) > MAX_LABEL_CHARS else text
+def clip_label(text: str, limit: int = MAX_LABEL_CHARS) -> str:
+    """`text` cut to `limit` characters (and marked) when longer."""
+    return text[:limit] + CLIPPED_MARK if len(text) > limit else text
 
 
 def clip_label_args(args_json: str) -> tuple[str, int]:

@@ -27,6 +27,7 @@ import pytest
 from tracelake.decoding.event_list import EventList
 from tracelake.decoding.limits import (
     EVENT_PIECE_BYTES,
+    MAX_EVENT_NAME_CHARS,
     GZIP_OUTPUT_STEP_BYTES,
     GZIP_RATIO_CHECK_AFTER_BYTES,
     MAX_LABEL_CHARS,
@@ -174,8 +175,10 @@ def test_other_formats_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_long_process_and_thread_names_are_clipped_once_at_ingest(tmp_path: Path, startup_rss: int) -> None:
-    """100 KB process, thread and nn.Module names on a small real trace: was 10.7 GB and 30 s (the
-    probe's 124 KB trace); each name is now clipped and counted, and memory stays near a normal ingest."""
+    """100 KB process, thread and nn.Module names and a 40,000-character kernel name on a small real
+    trace: the probe's 124 KB trace took 10.7 GB and 30 s, and a long kernel name was copied onto each op
+    signature it serves (op_perf_kernels); each is now clipped and counted, and memory stays near a
+    normal ingest."""
     doc = json.loads(gzip.decompress(SMALL_TRACE.read_bytes()))
     huge = "n" * 100_000
     long_labels = 0
@@ -186,6 +189,8 @@ def test_long_process_and_thread_names_are_clipped_once_at_ingest(tmp_path: Path
     first_op = next(e for e in doc["traceEvents"] if e.get("cat") == "cpu_op")
     doc["traceEvents"].append({**first_op, "cat": "python_function", "name": "nn.Module: " + huge,
                                "dur": first_op["dur"] + 2, "ts": first_op["ts"] - 1, "args": {}})
+    kernel = next(e for e in doc["traceEvents"] if e.get("cat") == "kernel")
+    kernel["name"] = "k" * (2 * MAX_EVENT_NAME_CHARS)
     path = tmp_path / "names.json"
     path.write_text(json.dumps(doc))
     normal = _ingest(SMALL_TRACE, tmp_path / "normal")
@@ -197,9 +202,12 @@ def test_long_process_and_thread_names_are_clipped_once_at_ingest(tmp_path: Path
         check = db.sql("select value, verdict from trace_quality where check_name = 'clipped_labels'").fetchall()
         longest = db.sql("select max(length(thread_name)), max(length(process_name)) from op_perf_instances").fetchall()[0]
         modules = db.sql("select max(length(name)) from events where name like 'nn.Module: %'").fetchall()[0]
+        kernel_names = db.sql("select max(length(kernel_name)) from op_perf_kernels").fetchall()[0][0]
+        repaired = db.sql("select detail from trace_quality where check_name = 'repaired_values'").fetchall()
     assert check == [(float(long_labels + 1), "warn")]
     assert longest is not None and all(v is None or v <= MAX_LABEL_CHARS + 3 for v in longest)
     assert modules is not None and modules[0] <= len("nn.Module: ") + MAX_LABEL_CHARS + 3
+    assert kernel_names <= MAX_EVENT_NAME_CHARS + 3 and "clipped_names=1" in repaired[0][0]
 
 
 def test_a_json_bomb_in_the_ratio_check_is_never_refused_below_its_floor() -> None:
