@@ -73,7 +73,7 @@ class Analysis(BaseModel):
 
     trace_id: str
     platform: str
-    platform_source: str  # given | detected | default
+    platform_source: str  # given | detected | unknown (device matches no platform row) | default (no device name)
     trace2_id: str | None
     platform2: str | None
     out_dir: Path

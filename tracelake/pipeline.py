@@ -366,18 +366,20 @@ def run_analysis(
 
 def _trace_platform(db: duckdb.DuckDBPyConnection, trace_id: str, chosen: str | None,
                     label: str, option: str) -> tuple[str, str, str | None, str]:
-    """(platform, how it was chosen: given | detected | default, a warning for the default, the
-    platform as the report title names it: a default roofline says the device is unknown,
+    """(platform, how it was chosen: given | detected | unknown (a device no row matches) | default (no
+    device name), a warning for the last two, the platform as the report title names it: a default
+    roofline says the device is unknown,
     "MI300X roofline (device 'Foo GPU' unknown)")."""
     device = trace_overview.trace_device(db, trace_id)
     detected, is_detected, device_name, gpu_events = (
         device["platform"], device["platform_detected"], device["device_name"], device["gpu_event_count"])
     platform = chosen or detected
-    source = "given" if chosen else ("detected" if is_detected else "default")
+    # a device name no platform row matches is unknown, never passed off as the default platform
+    source = "given" if chosen else ("detected" if is_detected else ("unknown" if device_name else "default"))
     # without GPU events no roofline is drawn, so the default platform is nothing to warn about
     device = f"the device name {device_name!r} matches no known platform" if device_name else "the trace names no device"
     warning = (f"{label}: {device}; the roofline uses {platform} (pass {option} to choose)"
-               if source == "default" and gpu_events else None)
+               if source in ("default", "unknown") and gpu_events else None)
     unknown = f"device {device_name!r} unknown" if device_name else "no device name in the trace"
     title = f"{platform} roofline ({unknown})" if warning else platform
     return platform, source, warning, title

@@ -9,10 +9,12 @@ tests/data and ingested, so the real int_trace_platforms model picks the row.
 from __future__ import annotations
 
 import csv
+import json
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import TRACES
+from tests.conftest import TRACES, run_cli
 from tests.reports.trace_variants import write_with_device_name
 from tracelake.ingestion import ingest_paths
 from tracelake.platforms import SEEDS, load_platforms
@@ -110,3 +112,16 @@ def test_every_platform_row_has_peaks_and_a_source() -> None:
         # every row but the announced MI455X has a published peak to draw a roofline with
         assert spec.peaks_tflops or spec.platform == "MI455X", spec.platform
 
+
+
+def test_an_unknown_device_is_reported_as_unknown(tmp_path: Path) -> None:
+    """A device name no row matches: platform_source says unknown (never a silent MI300X), with a warning."""
+    trace = tmp_path / "foo_gpu.json.gz"
+    write_with_device_name(SOURCE, trace, "Foo GPU")
+    out = tmp_path / "report"
+    result = run_cli("analyze", str(trace), "--warehouse", str(tmp_path / "wh"), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    run = json.loads((out / "metadata" / "run.json").read_text())
+    assert run["platform_source"] == "unknown"
+    assert "'Foo GPU' matches no known platform" in result.stderr + result.stdout
+    assert "(device 'Foo GPU' unknown)" in (out / "analysis.md").read_text().splitlines()[0]
