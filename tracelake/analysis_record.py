@@ -149,6 +149,7 @@ class ReportRecord(OutputNote):
     drops otherwise (`finish_dead_records`)."""
 
     def __init__(self, warehouse: Warehouse, out_dir: Path) -> None:
+        warehouse.prepare_for_writing()
         super().__init__(warehouse, out_dir, required=True)
         self.warehouse = warehouse
         self._record: dict[str, Any] | None = None
@@ -166,13 +167,11 @@ class ReportRecord(OutputNote):
         self._record["report"] = [info.st_dev, info.st_ino]  # a rename into place keeps both
         replace_file(self.path / RECORD_FILE, json.dumps(self._record).encode())
 
-    def published(self) -> None:
-        self._published = True
-
     def commit(self) -> None:
         """Write the rows (the report is in place)."""
         if self._record is None:
             return
+        self._published = True  # from here on, a failure leaves the rows for the next command
         with self.warehouse.write_lock(), self.warehouse.writing() as con:
             _apply(con, self.path, self._record)
         self._published = False
