@@ -139,7 +139,7 @@ def metadata_storm(rng: random.Random, doc: Any, raw: bytes, size: int | None = 
 
 def nested_ops(rng: random.Random, doc: Any, raw: bytes, size: int | None = None) -> bytes:
     """`size` cpu ops each nested in the one before (the probe: 20,000 deep), on a host thread."""
-    depth = size if size is not None else rng.choice((500, 2_000, 5_000))
+    depth = size if size is not None else rng.choice((300, 1_000, 3_000))
     pid, tid, ts = _host_thread(doc)
     events = _events(doc)
     for level in range(depth):
@@ -149,7 +149,7 @@ def nested_ops(rng: random.Random, doc: Any, raw: bytes, size: int | None = None
 
 def same_time_ops(rng: random.Random, doc: Any, raw: bytes, size: int | None = None) -> bytes:
     """`size` cpu ops with one start and one duration on one thread (the probe: 20,000)."""
-    count = size if size is not None else rng.choice((500, 2_000, 5_000))
+    count = size if size is not None else rng.choice((300, 1_000, 3_000))
     pid, tid, ts = _host_thread(doc)
     _events(doc).extend(_cpu_op(f"aten::same_{i % 3}", pid, tid, ts - 10.0, 5.0) for i in range(count))
     return _dump(doc)
@@ -157,7 +157,7 @@ def same_time_ops(rng: random.Random, doc: Any, raw: bytes, size: int | None = N
 
 def nested_modules(rng: random.Random, doc: Any, raw: bytes, size: int | None = None) -> bytes:
     """`size` nested `nn.Module` python frames, a cpu op at the top of each (the probe: 5,000)."""
-    depth = size if size is not None else rng.choice((200, 1_000, 2_000))
+    depth = size if size is not None else rng.choice((100, 300, 1_000))
     pid, tid, ts = _host_thread(doc)
     start = ts - 4.0 * depth - 10.0
     events = _events(doc)
@@ -172,11 +172,11 @@ def nested_modules(rng: random.Random, doc: Any, raw: bytes, size: int | None = 
 
 def identical_ops(rng: random.Random, doc: Any, raw: bytes, size: int | None = None) -> bytes:
     """`size` copies of one cpu op, same name, thread, start and duration (the probe: 3 M)."""
-    count = size if size is not None else rng.choice((1_000, 10_000, 50_000))
+    count = size if size is not None else rng.choice((1_000, 5_000, 20_000))
     ops = [e for e in _dicts(doc) if e.get("cat") == "cpu_op" and isinstance(e.get("ts"), (int, float))]
     pid, tid, ts = _host_thread(doc)
     template = rng.choice(ops) if ops else _cpu_op("aten::add", pid, tid, ts, 1.0)
-    _events(doc).extend(copy.deepcopy(template) for _ in range(count))
+    _events(doc).extend([copy.deepcopy(template)] * count)  # one object, written `count` times
     return _dump(doc)
 
 
@@ -184,7 +184,7 @@ def identical_ops(rng: random.Random, doc: Any, raw: bytes, size: int | None = N
 
 def empty_events(rng: random.Random, doc: Any, raw: bytes, size: int | None = None) -> bytes:
     """`size` empty events `{}` after the real ones (the probe: 30 M in 90 MB)."""
-    count = size if size is not None else rng.choice((1_000, 100_000, 1_000_000))
+    count = size if size is not None else rng.choice((1_000, 100_000, 300_000))
     data = _dump(doc)
     head, tail = data.rsplit(b"]", 1) if b'"traceEvents"' in data else (data, b"")
     return head + b", {}" * count + b"]" + tail if tail else data
@@ -193,7 +193,7 @@ def empty_events(rng: random.Random, doc: Any, raw: bytes, size: int | None = No
 def gzip_bomb(rng: random.Random, doc: Any, raw: bytes, size: int | None = None) -> bytes:
     """A .json.gz of `size` bytes of whitespace around one event (the probe: 3.9 GiB in 4.1 MB).
     The caller writes it with the .json.gz suffix (the bytes are the gzip)."""
-    whitespace = size if size is not None else rng.choice((1 << 20, 16 << 20, 64 << 20))
+    whitespace = size if size is not None else rng.choice((1 << 20, 16 << 20))
     pid, tid, ts = _host_thread(doc)
     compressor = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: one gzip member
     parts = [compressor.compress(b'{"traceEvents": [' + _dump(_cpu_op("aten::bomb", pid, tid, ts, 1.0)))]

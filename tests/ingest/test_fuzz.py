@@ -3,7 +3,10 @@
 With a fixed seed, every real trace below is mutated in each class of MUTATIONS (byte flips,
 truncation, type swaps, deleted fields, huge / negative / non-finite numbers, deep nesting, hostile
 strings, dangling flows, shuffled timestamps, bad metadata, impossible times, broken structure,
-duplicates, and several of these at once). Every case is staged through `stage_trace`, which must
+duplicates, and several of these at once), and in each of the reliability probe's classes
+(tests/ingest/probe_cases.py: GPU category and phase variants, string and epoch timestamps, long
+names, deep and same-time op nesting, nested nn.Module frames, gzip bombs, metadata storms,
+identical ops, empty events). Every case is staged through `stage_trace`, which must
 return or raise a TraceLakeError, never anything else. A sample of the cases goes through the real
 CLI one by one (exit 0 or 2, one line on stderr for 2, never a traceback), then a few more staged
 cases of each class go in as one folder; the warehouse must then hold every committed trace's rows
@@ -35,6 +38,7 @@ import pytest
 from tracelake.core.errors import TraceLakeError
 from tracelake.decoding.trace_ingest import stage_trace
 from tests.conftest import TRACES
+from tests.ingest.probe_cases import GZIP_CLASSES, PROBE_CLASSES
 from tracelake.cli import main
 
 SEED = 20261201
@@ -293,6 +297,9 @@ def combined(rng: random.Random, doc: Any, raw: bytes) -> bytes:
 
 
 MUTATIONS["combined"] = combined
+# The reliability probe's classes (issue 27), at small seeded sizes; test_resource_limits.py runs
+# them at the probe's sizes under a memory limit.
+MUTATIONS.update(PROBE_CLASSES)
 
 
 def make_cases() -> list[Case]:
@@ -304,7 +311,9 @@ def make_cases() -> list[Case]:
             for _ in range(CASES_PER_CLASS_PER_SOURCE):
                 data = mutate(rng, json.loads(raw), raw)
                 suffix = ".json"
-                if rng.random() < 0.25:  # some as .gz, some of those cut short after compressing
+                if mutation in GZIP_CLASSES:
+                    suffix = ".json.gz"
+                elif rng.random() < 0.25:  # some as .gz, some of those cut short after compressing
                     data = gzip.compress(data, compresslevel=1)
                     suffix = ".json.gz"
                     if mutation == "truncation":
