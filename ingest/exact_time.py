@@ -15,6 +15,7 @@ import math
 from decimal import Decimal, InvalidOperation
 
 import msgspec
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -42,26 +43,29 @@ def ts_base_us(window_start_us: float) -> int:
     return math.floor(window_start_us / _US_PER_SECOND) * _US_PER_SECOND
 
 
-def ts_texts(joined: bytes, chunk: list[msgspec.Raw]) -> list[bytes]:
-    """Each event's `ts` as written (its JSON text; b"" when absent), from the chunk as one JSON array."""
+def ts_texts(joined: bytes, chunk: list[msgspec.Raw]) -> pa.Array:
+    """Each event's `ts` as written (its JSON text, quotes removed; null when absent), from the chunk as
+    one JSON array, built as one Arrow buffer (no Python object per event)."""
     try:
-        return [bytes(e.ts) for e in _TS_ONLY.decode(joined)]
+        raws = [e.ts for e in _TS_ONLY.decode(joined)]
     except (msgspec.DecodeError, RecursionError):  # an element that is not an object
-        pass
-    texts = []
-    for raw in chunk:
-        try:
-            texts.append(bytes(_ONE_TS.decode(raw).ts))
-        except (msgspec.DecodeError, RecursionError):
-            texts.append(b"")
-    return texts
+        raws = []
+        for raw in chunk:
+            try:
+                raws.append(_ONE_TS.decode(raw).ts)
+            except (msgspec.DecodeError, RecursionError):
+                raws.append(_NO_RAW)
+    lengths = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
+    offsets = np.zeros(len(raws) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    texts = pa.LargeStringArray.from_buffers(len(raws), pa.py_buffer(offsets), pa.py_buffer(b"".join(raws)))
+    texts = pc.utf8_trim(texts.cast(pa.string()), '"')
+    return pc.if_else(pc.is_in(texts, value_set=pa.array(["", "null"])), pa.scalar(None, pa.string()), texts)
 
 
-def exact_offsets(texts: list[bytes], base_us: int, parsed: pa.Array) -> pa.Array:
-    """`ts - base_us` (float64 µs) computed in decimal from each ts's JSON text (a number, or a string
-    spelling one); where the text holds no number, the float the decode `parsed` (its nulls stay)."""
-    strings = pa.array([t.strip(b'"').decode("utf-8", "replace") if t and t != b"null" else None for t in texts],
-                       pa.string())
+def exact_offsets(strings: pa.Array, base_us: int, parsed: pa.Array) -> pa.Array:
+    """`ts - base_us` (float64 µs) computed in decimal from each ts's text (`ts_texts`: a number, or a
+    string spelling one); where the text holds no number, the float the decode `parsed` (its nulls stay)."""
     try:
         exact = pc.subtract(pc.cast(strings, _EXACT), pa.scalar(Decimal(base_us), _EXACT))
         offsets = pc.cast(exact, pa.float64())
