@@ -249,7 +249,8 @@ def test_the_event_list_splits_only_between_events() -> None:
         events.append({"ph": "X", "name": name, "ts": i, "args": {"nested": [{}, {"a": "},{"}] * (i % 3)}})
     events.append({})
     text = json.dumps(events).encode()
-    expected = [bytes(raw) for raw in msgspec.json.decode(text, type=list[msgspec.Raw])]
+    whole: msgspec.json.Decoder[list[msgspec.Raw]] = msgspec.json.Decoder(list[msgspec.Raw])
+    expected = [bytes(raw) for raw in whole.decode(text)]
     listed = EventList(memoryview(text))
     assert len(text) > 4 * EVENT_PIECE_BYTES and len(listed._first) > 2
     assert len(listed) == len(expected)
