@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
+
 from tracelake.crashpoints import crash_point
 from tracelake.staging import StagingFolder, dead_staging, replace_file
 
@@ -131,3 +133,24 @@ def roll_forward_dead(pending_dir: Path) -> list[TagJournal]:
 def finish_journals(journals: list[TagJournal]) -> None:
     for journal in journals:
         journal.close()
+
+
+def forget_tag_modelled(con: duckdb.DuckDBPyConnection, every_trace: dict[str, dict[str, str]],
+                        retagged: set[str]) -> None:
+    """Before dbt's incremental run (`tracelake build`): take the rows of the traces whose marts read
+    graph-capture tags out of every model table, so that dbt models them again from the tags as they
+    are now: the replay traces (listing captures in `every_trace`, the tags of every trace, or merged
+    with one before) and `retagged`. A tag is no trace content: a trace id does not change with it."""
+    from tracelake.analysis_record import ANALYSIS_TABLES  # noqa: PLC0415 - it imports the warehouse
+    from tracelake.graph_captures import linked_captures  # noqa: PLC0415 - it reads trace files
+
+    replays = {trace_id for trace_id, tags in every_trace.items() if linked_captures(tags)}
+    tables = con.execute(
+        "select t.schema_name, t.table_name from duckdb_tables() t join duckdb_columns() c "
+        "on c.table_oid = t.table_oid and c.column_name = 'trace_id' where t.schema_name <> 'raw'").fetchall()
+    if ("main", "graph_kernel_map") in tables:
+        replays |= {row[0] for row in con.execute("select distinct trace_id from graph_kernel_map").fetchall()}
+    forget = sorted(replays | retagged)
+    for schema, table in tables:
+        if forget and not (schema == "main" and table in ANALYSIS_TABLES):
+            con.execute(f'delete from "{schema}"."{table}" where trace_id in (select unnest($ids))', {"ids": forget})

@@ -55,7 +55,8 @@ from tracelake.shipped_plan import ShippedPlans, execute_build_plan, load_shippe
 from tracelake.snapshot import Snapshot
 from tracelake.sql_guard import literal_glob, lock_down
 from tracelake.staging import StagingFolder, has_dead_staging, remove_dead_staging, replace_file
-from tracelake.tag_journal import TagJournal, finish_journals, read_tags, roll_forward_dead, traces_to_remodel
+from tracelake.tag_journal import (TagJournal, finish_journals, forget_tag_modelled, read_tags, roll_forward_dead,
+                                   traces_to_remodel)
 
 COMMIT_TABLE = "trace_files"
 PARTITION_PREFIX = "trace_id="
@@ -543,7 +544,7 @@ class Warehouse:
             with duckdb.connect(str(snapshot.path)) as con:
                 self._refresh_raw_views(con)
                 if not full_refresh:
-                    self._forget_tag_modelled(con, {t for journal in journals for t in journal.remodel})
+                    forget_tag_modelled(con, self._all_tags(), {t for journal in journals for t in journal.remodel})
             crash_point("dbt-build")
             manifest = parse_project(snapshot.path, self.dbt_dir)
             run_dbt(snapshot.path, self.dbt_dir, args, manifest, on_node_done)
@@ -556,25 +557,6 @@ class Warehouse:
             snapshot.discard()
         finish_journals(journals)
         self._write_plan(plan.to_json())
-
-    def _forget_tag_modelled(self, con: duckdb.DuckDBPyConnection, retagged: set[str]) -> None:
-        """Take the rows of the traces whose marts read graph-capture tags out of every model table, so
-        that dbt's incremental run models them again from the tags as they are now: the replay traces
-        (those listing captures, or merged with one before) and `retagged`. A tag is no trace content:
-        a trace id does not change with it."""
-        from tracelake.analysis_record import ANALYSIS_TABLES  # noqa: PLC0415 - it imports this module
-        from tracelake.graph_captures import linked_captures  # noqa: PLC0415 - it reads trace files
-
-        replays = {trace_id for trace_id, tags in self._all_tags().items() if linked_captures(tags)}
-        tables = con.execute(
-            "select t.schema_name, t.table_name from duckdb_tables() t join duckdb_columns() c "
-            "on c.table_oid = t.table_oid and c.column_name = 'trace_id' where t.schema_name <> 'raw'").fetchall()
-        if ("main", "graph_kernel_map") in tables:
-            replays |= {row[0] for row in con.execute("select distinct trace_id from graph_kernel_map").fetchall()}
-        forget = sorted(replays | retagged)
-        for schema, table in tables:
-            if forget and not (schema == "main" and table in ANALYSIS_TABLES):
-                con.execute(f'delete from "{schema}"."{table}" where trace_id in (select unnest($ids))', {"ids": forget})
 
     def _write_plan(self, text: str) -> None:
         self.dbt_dir.mkdir(parents=True, exist_ok=True)
