@@ -43,7 +43,7 @@ from tracelake.cli import main
 
 SEED = 20261201
 CASES_PER_CLASS_PER_SOURCE = 3
-CLI_SAMPLE_CASES = 22  # cases ingested one by one through the CLI
+CLI_SAMPLE_CASES = 34  # cases ingested one by one through the CLI: one of each of the 28 classes, then refused ones
 # Staged cases ingested as one folder after them, a few of each class: `tracelake build` over the
 # warehouse costs ~30 s plus ~0.25 s per trace, so not all ~200 go in.
 BATCH_CASES_PER_CLASS = 3
