@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,6 +110,8 @@ def parse_cache_path() -> Path:
     return Path(cache_home) / "tracelake" / "dbt" / project_fingerprint()[:16] / "partial_parse.msgpack"
 
 
+DBT_LOG = "dbt.log"
+DBT_LOG_KEPT_BYTES = 10 << 20  # the earlier runs' log kept per warehouse: dbt's own rotation size for dbt.log
 NodeProgress = Callable[[int, int, str], None]  # (nodes done, nodes in all, the node just done)
 _NODE_RESULT_EVENTS = ("LogModelResult", "LogTestResult", "LogSeedResult", "LogSnapshotResult")
 
@@ -180,12 +183,30 @@ def run_dbt(db_path: Path, work_dir: Path, args: list[str], manifest: Any = None
     raise WarehouseError("dbt " + args[0] + " failed: " + ("; ".join(messages) or "see " + str(work_dir / "logs")))
 
 
+def _keep_earlier_log(earlier: Path, new: Path) -> None:
+    """The earlier runs' log (its last DBT_LOG_KEPT_BYTES, read without following a link) put ahead of
+    this run's, as dbt itself appends to one log."""
+    try:
+        handle = os.open(earlier, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return
+    with os.fdopen(handle, "rb") as stream:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            return
+        stream.seek(max(0, info.st_size - DBT_LOG_KEPT_BYTES))
+        kept = stream.read()
+    new.write_bytes(kept + (new.read_bytes() if new.is_file() else b""))  # in the private folder
+
+
 def _keep_dbt_output(private: Path, work_dir: Path) -> None:
     """dbt's target/ and logs/ of this run put in place of the last run's in `work_dir`."""
     for name in ("target", "logs"):
         made, kept = private / name, work_dir / name
         if not made.is_dir():
             continue
+        if name == "logs" and kept.is_dir() and not kept.is_symlink():
+            _keep_earlier_log(kept / DBT_LOG, made / DBT_LOG)
         if kept.is_symlink() or kept.is_file():
             kept.unlink()
         elif kept.is_dir():
