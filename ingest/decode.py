@@ -402,6 +402,32 @@ def _drop_masks(columns: pa.Table, window: TraceWindow | None) -> dict[str, pa.A
     return masks
 
 
+def _base_table(start: int, events: Sequence[Any], args: list[EventArgs], joined: bytes, chunk: Sequence[msgspec.Raw],
+                window: TraceWindow | None, repaired: Counter[str]) -> pa.Table:
+    """One chunk's events as columns (timestamps exact past the window's base, when it has one)."""
+    base = pa.table(
+        {
+            "event_idx": pa.array(np.arange(start, start + len(events), dtype=np.int64)),
+            "ph": pa.array([e.ph for e in events], pa.string()),
+            "cat": normalized_categories(pa.array([e.cat for e in events], pa.string())),
+            "name": pa.array([e.name for e in events], pa.string()),
+            "ts": pa.array([e.ts for e in events], pa.float64()),
+            "dur": pa.array([e.dur for e in events], pa.float64()),
+            "pid": _text_column([e.pid for e in events]),
+            "tid": _text_column([e.tid for e in events]),
+            "flow_id": _int_column([e.id for e in events], repaired),
+            "correlation": _int_column([a.correlation for a in args], repaired),
+            "external_id": _int_column([a.external_id for a in args], repaired),
+            "args": _json_text_array([e.args for e in events]),
+        }
+    )
+    base = base.append_column("has_args", pc.is_valid(base["args"]))
+    if window is not None and window.ts_base_us:
+        base = base.set_column(base.schema.get_field_index("ts"), "ts",
+                               exact_offsets(ts_texts(joined, chunk), window.ts_base_us, base["ts"]))
+    return base
+
+
 def decode_events(
     raw_events: Sequence[msgspec.Raw],
     on_event_batch: Callable[[pa.RecordBatch], None],
@@ -435,26 +461,7 @@ def decode_events(
         else:
             usable = [True] * len(events)
             args = _decode_chunk_args(joined, events)
-        base = pa.table(
-            {
-                "event_idx": pa.array(np.arange(start, start + len(events), dtype=np.int64)),
-                "ph": pa.array([e.ph for e in events], pa.string()),
-                "cat": normalized_categories(pa.array([e.cat for e in events], pa.string())),
-                "name": pa.array([e.name for e in events], pa.string()),
-                "ts": pa.array([e.ts for e in events], pa.float64()),
-                "dur": pa.array([e.dur for e in events], pa.float64()),
-                "pid": _text_column([e.pid for e in events]),
-                "tid": _text_column([e.tid for e in events]),
-                "flow_id": _int_column([e.id for e in events], repaired),
-                "correlation": _int_column([a.correlation for a in args], repaired),
-                "external_id": _int_column([a.external_id for a in args], repaired),
-                "args": _json_text_array([e.args for e in events]),
-            }
-        )
-        base = base.append_column("has_args", pc.is_valid(base["args"]))
-        if window is not None and window.ts_base_us:
-            base = base.set_column(base.schema.get_field_index("ts"), "ts",
-                                   exact_offsets(ts_texts(joined, chunk), window.ts_base_us, base["ts"]))
+        base = _base_table(start, events, args, joined, chunk, window, repaired)
         base = clip_long_names(base, repaired, MODULE_FRAME_PREFIX)
         keep = pa.array(usable, pa.bool_())
         if pairs is not None:

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TRACES, run_cli
-from tracelake.warehouse import WRITER_WAIT_ENV, Warehouse
+from tracelake.warehouse import Warehouse
+from tracelake.writer_lock import WRITER_WAIT_ENV
 
 FIRST = TRACES / "torch_compile_triton" / "trace.json.gz"
 OTHERS = [TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz",

@@ -53,17 +53,8 @@ from tracelake.graph_captures import CaptureFile, read_capture_folder
 from tracelake.ingestion import IngestProgress, ingest_paths, trace_files_in
 from tracelake.memory import release_free_memory
 from tracelake.platforms import load_platforms, resolve_platform
-from tracelake.run_contracts import (
-    AgentTiming,
-    CategoryEntry,
-    CategoryManifest,
-    CategoryMetadata,
-    GpuUtilization,
-    QualityCheck,
-    QualityGate,
-    RunMetadata,
-    StepTiming,
-)
+from tracelake.run_contracts import (AgentTiming, CategoryEntry, CategoryManifest, CategoryMetadata, GpuUtilization,
+                                     QualityCheck, QualityGate, RunMetadata, StepTiming)
 from tracelake.warehouse import Warehouse
 
 

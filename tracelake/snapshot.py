@@ -1,15 +1,21 @@
-"""A writer's private copy of the warehouse database, published by a rename (tracelake/warehouse.py)."""
+"""A writer's private copy of the warehouse database, published by a rename, and a model update
+open on one (tracelake/warehouse.py)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from tracelake.crashpoints import crash_point
 from tracelake.staging import StagingFolder
+
+if TYPE_CHECKING:
+    from tracelake.dbt_runner import IncrementalPlan
 
 
 class Snapshot:
@@ -65,3 +71,35 @@ def _copy_file(source: Path, target: Path) -> None:
             dst.seek(0)
             dst.truncate()
             shutil.copyfileobj(src, dst, 8 << 20)
+
+
+@dataclass
+class PreparedUpdate:
+    """A private copy of the warehouse open for a model update, or (no plan yet) the sign that
+    dbt must run. Closing it without `publish` discards the copy."""
+
+    plan: IncrementalPlan | None
+    connection: duckdb.DuckDBPyConnection | None
+    snapshot: Snapshot | None
+
+    def __enter__(self) -> PreparedUpdate:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _close_connection(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+
+    def publish(self) -> None:
+        self._close_connection()
+        if self.snapshot is not None:
+            self.snapshot.publish()
+
+    def close(self) -> None:
+        self._close_connection()
+        if self.snapshot is not None:
+            self.snapshot.discard()
+            self.snapshot = None

@@ -31,7 +31,6 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -40,7 +39,7 @@ from tracelake.core.errors import WarehouseError
 from tracelake.decoding.staged import TABLES, StagedTrace
 from tracelake.config import default_jobs
 from tracelake.crashpoints import crash_point
-from tracelake.lock_file import LockFile
+from tracelake.writer_lock import LOCK_POLL_SECONDS, hold_writer_lock
 from tracelake.dbt_runner import (
     IncrementalPlan,
     NodeProgress,
@@ -52,7 +51,7 @@ from tracelake.dbt_runner import (
 )
 from tracelake.removal import RemovalJournal, finish_removals, read_journal, register_reader, release_with, write_journal
 from tracelake.shipped_plan import ShippedPlans, execute_build_plan, load_shipped_plans
-from tracelake.snapshot import Snapshot
+from tracelake.snapshot import PreparedUpdate, Snapshot
 from tracelake.sql_guard import literal_glob, lock_down
 from tracelake.staging import StagingFolder, has_dead_staging, remove_dead_staging, replace_file
 from tracelake.tag_journal import (TagJournal, finish_journals, forget_tag_modelled, read_tags, roll_forward_dead,
@@ -72,37 +71,15 @@ UPDATE_CHECKPOINT_THRESHOLD = "1MB"
 # A reader retries this long when the database is locked by a process that writes it in place
 # (a TraceLake older than the private-copy writers, or a user's own read-write connection).
 READ_RETRY_SECONDS = 10.0
-# A writer waits this long for another writer (`TRACELAKE_WRITER_WAIT_SECONDS` overrides): a model
-# update of a 1 GB trace takes ~30 s here (bench/ingest.py), so ten minutes is a stuck writer.
-WRITER_WAIT_SECONDS = 600.0
-WRITER_WAIT_ENV = "TRACELAKE_WRITER_WAIT_SECONDS"
-WRITER_WAIT_NOTICE_SECONDS = 1.0  # waiting longer than this is said on stderr
-LOCK_POLL_SECONDS = 0.1
 # Model statements run at once in a model update or a new warehouse's build (tracelake/plan_executor.py):
 # one per core. BERT-small's first build: 1.15-1.47 s on one cursor, 0.68-0.91 s on two cursors (2 cores).
 MODEL_UPDATE_WORKERS = default_jobs()
 LEDGER_TABLE = "trace_model_updates"  # the mart listing every trace whose models are up to date
-_held_locks: dict[Path, int] = {}  # write locks this process holds, with their nesting depth
 
 
 def _ledger(con: duckdb.DuckDBPyConnection) -> set[str]:
     """The traces whose models are up to date, as the database `con` reads lists them."""
     return {row[0] for row in con.execute(f"select trace_id from {LEDGER_TABLE}").fetchall()}
-
-
-def _lock_holder(lock: LockFile) -> str:
-    note = lock.note()
-    pid, command, since = note.get("pid"), note.get("command"), note.get("since")
-    if not isinstance(since, (int, float)) or pid is None or command is None:
-        return "another TraceLake writer"
-    return f"pid {pid} ({command}, for {time.time() - since:.0f} s)"
-
-
-def _writer_wait_seconds() -> float:
-    try:
-        return float(os.environ.get(WRITER_WAIT_ENV, WRITER_WAIT_SECONDS))
-    except ValueError:
-        raise WarehouseError(f"{WRITER_WAIT_ENV}={os.environ[WRITER_WAIT_ENV]!r} is not a number of seconds") from None
 
 
 class Warehouse:
@@ -163,59 +140,10 @@ class Warehouse:
 
     @contextmanager
     def write_lock(self, wait: bool = True) -> Iterator[bool]:
-        """Hold the writers' lock (re-entrant in this process). Yields False at once when `wait` is
-        off and another writer holds it; else waits for it, saying so on stderr, up to
-        WRITER_WAIT_SECONDS, then refuses with one line naming the holder."""
-        if _held_locks.get(self.lock_path):
-            if not wait:  # this process is writing already: what it does, it finishes itself
-                yield False
-                return
-            _held_locks[self.lock_path] += 1
-            try:
-                yield True
-            finally:
-                _held_locks[self.lock_path] -= 1
-            return
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            lock = LockFile(self.lock_path)  # never through a link, never someone else's file
-        except OSError as exc:
-            raise WarehouseError(f"cannot take the writers' lock {self.lock_path} ({exc.strerror}); writing to this "
-                                 "warehouse needs write access to its folder") from None
-        try:
-            if not self._acquire(lock, wait):
-                yield False
-                return
-            lock.write_note({"pid": os.getpid(), "command": " ".join(sys.argv[:3]), "since": time.time()})
-            _held_locks[self.lock_path] = 1
-            try:
-                yield True
-            finally:
-                del _held_locks[self.lock_path]
-                lock.release()
-        finally:
-            lock.close()
-
-    def _acquire(self, lock: LockFile, wait: bool) -> bool:
-        limit = _writer_wait_seconds()
-        started = time.monotonic()
-        said = False
-        while True:
-            if lock.try_lock():
-                return True
-            if not wait:
-                return False
-            if self.stop_waiting.is_set():
-                raise WarehouseError(f"stopped waiting for the writers' lock of {self.root}")
-            waited = time.monotonic() - started
-            if waited > limit:
-                raise WarehouseError(f"warehouse {self.root} is busy: {_lock_holder(lock)} has held it for over "
-                                     f"{limit:g} s; let it finish or stop it, then re-run (or raise {WRITER_WAIT_ENV})")
-            if waited > WRITER_WAIT_NOTICE_SECONDS and not said:
-                print(f"tracelake: waiting for {_lock_holder(lock)} to finish writing {self.root} "
-                      f"(up to {limit:g} s)", file=sys.stderr, flush=True)
-                said = True
-            time.sleep(LOCK_POLL_SECONDS)
+        """Hold the writers' lock (tracelake/writer_lock.py): re-entrant in this process; False at once
+        when `wait` is off and another writer holds it."""
+        with hold_writer_lock(self.root, self.lock_path, self.stop_waiting, wait) as held:
+            yield held
 
     def connect_read_only(self, repair: bool = True) -> duckdb.DuckDBPyConnection:
         """A read-only connection to the current snapshot. With `repair`, what a killed writer left
@@ -670,35 +598,3 @@ class Warehouse:
             crash_point("models-updated")
             prepared.publish()
         return "fast"
-
-
-@dataclass
-class PreparedUpdate:
-    """A private copy of the warehouse open for a model update, or (no plan yet) the sign that
-    dbt must run. Closing it without `publish` discards the copy."""
-
-    plan: IncrementalPlan | None
-    connection: duckdb.DuckDBPyConnection | None
-    snapshot: Snapshot | None
-
-    def __enter__(self) -> PreparedUpdate:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
-
-    def _close_connection(self) -> None:
-        if self.connection is not None:
-            self.connection.close()
-            self.connection = None
-
-    def publish(self) -> None:
-        self._close_connection()
-        if self.snapshot is not None:
-            self.snapshot.publish()
-
-    def close(self) -> None:
-        self._close_connection()
-        if self.snapshot is not None:
-            self.snapshot.discard()
-            self.snapshot = None
