@@ -1,14 +1,15 @@
 """Rebuild the host call tree per (pid, tid) from timestamps, as TraceLens' TraceToTree does.
 
-Events are visited thread by thread in start order (ties keep file order). A stack holds the
+Events are visited thread by thread in start order (at one start the longer first, as it encloses
+the shorter; full ties keep file order). A stack holds the
 thread's open events; an event nests under the top of the stack. When an event ends after the
 top, an overlap below the bleed tolerance is read as a finished sibling (the top is closed),
 anything larger drops the event from the tree. A cpu op (an `nn.Module` frame) that would open
 inside MAX_HOST_OP_NESTING others, or any event below MAX_HOST_TREE_DEPTH, is left out of the tree
 too (it stays in `events`): the per-op ancestor lists downstream (module chains, op ancestry,
 module call stacks) then stay bounded, where the probe's 20,000 nested ops made them grow with the
-square of the depth. Same-time events nest in file order, as in TraceLens, so those limits bound
-them too. The walk is sequential by nature, so it runs once, over plain lists; everything that can
+square of the depth. Events with the same start and end nest in file order, as in TraceLens, so
+those limits bound them too. The walk is sequential by nature, so it runs once, over plain lists; everything that can
 be is computed with vectorized masks first.
 """
 
@@ -87,7 +88,8 @@ def build_host_tree(host: pa.Table) -> HostTree:
         pc.fill_null(host["pid"], ""), pc.fill_null(host["tid"], ""), "\x00"
     )
     thread = pc.dictionary_encode(thread_key).combine_chunks().indices.to_numpy()
-    order = np.lexsort((uid, starts_np, thread)).tolist()
+    # at one start the longer event opens first: it encloses the other, which ends inside it
+    order = np.lexsort((uid, -ends_np, starts_np, thread)).tolist()
     thread_of = thread.tolist()
     ends = ends_np.tolist()
     starts = starts_np.tolist()
