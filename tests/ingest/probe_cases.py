@@ -34,7 +34,7 @@ def _dicts(doc: Any) -> list[dict[str, Any]]:
 
 
 def _dump(doc: Any) -> bytes:
-    return json.dumps(doc).encode()
+    return json.dumps(doc).encode()  # Python's json writes NaN / Infinity for non-finite floats
 
 
 def _host_thread(doc: Any) -> tuple[Any, Any, float]:

@@ -38,7 +38,7 @@ import pytest
 from tracelake.core.errors import TraceLakeError
 from tracelake.decoding.trace_ingest import stage_trace
 from tests.conftest import TRACES
-from tests.ingest.probe_cases import GZIP_CLASSES, PROBE_CLASSES
+from tests.ingest.probe_cases import GZIP_CLASSES, PROBE_CLASSES, _dicts, _dump, _events
 from tracelake.cli import main
 
 SEED = 20261201
@@ -74,19 +74,6 @@ class Case:
     source: str
     data: bytes
     suffix: str = ".json"
-
-
-def _events(doc: Any) -> list[Any]:
-    events = doc.get("traceEvents") if isinstance(doc, dict) else None
-    return events if isinstance(events, list) else []
-
-
-def _dicts(doc: Any) -> list[dict[str, Any]]:
-    return [e for e in _events(doc) if isinstance(e, dict)]
-
-
-def _dump(doc: Any) -> bytes:
-    return json.dumps(doc).encode()  # Python's json writes NaN / Infinity for non-finite floats
 
 
 def _pick(rng: random.Random, items: list[Any], count: int) -> list[Any]:
