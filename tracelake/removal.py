@@ -28,7 +28,6 @@ import shutil
 import stat
 import sys
 import time
-import uuid
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +39,7 @@ from tracelake.cli_exit import disk_full
 from tracelake.core.errors import WarehouseError
 from tracelake.crashpoints import crash_point
 from tracelake.snapshot import Snapshot
+from tracelake.staging import replace_file, sync_folder
 
 if TYPE_CHECKING:
     from tracelake.warehouse import Warehouse
@@ -114,29 +114,15 @@ def read_journal(root: Path) -> RemovalJournal:
 
 def write_journal(root: Path, journal: RemovalJournal) -> None:
     """Replace the journal whole (renamed over, so a kill leaves the old one or the new one), or
-    delete it when nothing is pending. The directory is synced: a power cut keeps the intent."""
+    delete it when nothing is pending. The folder is synced: a power cut keeps the intent."""
     path = root / JOURNAL_FILE
     if not journal:
         path.unlink(missing_ok=True)
-    else:
-        temporary = root / f".{JOURNAL_FILE}.{uuid.uuid4().hex[:8]}.tmp"
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        try:
-            try:
-                os.write(fd, json.dumps({"unpublished": sorted(set(journal.unpublished)),
-                                         "published": sorted(set(journal.published)),
-                                         "compact": journal.compact}).encode())
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temporary, path)
-        finally:
-            temporary.unlink(missing_ok=True)
-    directory = os.open(root, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+        sync_folder(root)
+        return
+    replace_file(path, json.dumps({"unpublished": sorted(set(journal.unpublished)),
+                                   "published": sorted(set(journal.published)),
+                                   "compact": journal.compact}).encode(), durable=True)
 
 
 def _readers_file(root: Path, create: bool) -> int | None:

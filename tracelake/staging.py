@@ -132,18 +132,33 @@ def fit_name(stem: str, suffix: str = "") -> str:
     return clipped + tag + suffix
 
 
-def replace_file(path: Path, data: bytes) -> None:
+def replace_file(path: Path, data: bytes, durable: bool = False) -> None:
     """Write `data` beside `path` and rename it over: a reader sees the old file or the whole new
-    one, and nothing is left behind when the write fails."""
+    one, and nothing is left behind when the write fails. `durable` syncs the file before the rename
+    and the folder after it, so a power cut keeps the new file (journals of intent)."""
     temporary = path.with_name(fit_name(f".{path.name}", f".{uuid.uuid4().hex[:8]}.tmp"))
     try:
         # a new file of our own (a link or file planted under the name is refused, never written through)
         handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
+            if durable:
+                stream.flush()
+                os.fsync(stream.fileno())
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
+    if durable:
+        sync_folder(path.parent)
+
+
+def sync_folder(folder: Path) -> None:
+    """fsync a folder, so the renames and unlinks in it survive a power cut."""
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
 
 
 def dead_staging(parent: Path, label: str) -> Iterator[Path]:
