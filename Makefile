@@ -7,7 +7,7 @@ SAMPLE_MI300X := tests/data/traces/mi300/gaunernst_bert-small-uncased__1016001.j
 DEMO_WAREHOUSE := demo_output/warehouse
 export DO_NOT_TRACK := 1
 
-.PHONY: setup browser demo test bench clean
+.PHONY: setup browser demo lint test bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +34,17 @@ browser:
 	@command -v chromium >/dev/null || ($(SUDO) apt-get update && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium)
 
-test: setup browser
+# ruff and mypy as configured in pyproject.toml. mypy reads the package through .typecheck/tracelake,
+# a tree of links that lays the stage folders out as their import names (it cannot follow setuptools'
+# package-dir mapping of an editable install).
+lint: setup
+	$(BIN)/ruff check .
+	rm -rf .typecheck && mkdir -p .typecheck/tracelake
+	for entry in tracelake/*; do ln -s ../../$$entry .typecheck/tracelake/; done
+	for stage in core ingest analyzers agents reports; do ln -s ../../$$stage .typecheck/tracelake/$$stage; done
+	$(BIN)/mypy
+
+test: setup browser lint
 	$(BIN)/python -m pytest
 
 bench: setup

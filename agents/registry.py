@@ -9,7 +9,18 @@ from pathlib import Path
 import duckdb
 
 from tracelake.analyzers import (
-    convolution, cpu_idle, elementwise, gemm, generic, kernel_fusion, moe, multi_kernel, norm, reduce, sdpa, triton,
+    convolution,
+    cpu_idle,
+    elementwise,
+    gemm,
+    generic,
+    kernel_fusion,
+    moe,
+    multi_kernel,
+    norm,
+    reduce,
+    sdpa,
+    triton,
 )
 from tracelake.analyzers.contracts import AgentResult, AnalysisContext, Tier
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from tracelake.agents.registry import AgentDefinition
 from tracelake.analyzers.contracts import AgentResult, AnalysisContext
 from tracelake.core.kernel_names import short_kernel_name, shortens
-from tracelake.core.templates import markdown_environment
 from tracelake.core.markdown_text import TraceStrings, one_line
+from tracelake.core.templates import markdown_environment
 
 TEMPLATES = Path(__file__).parent / "templates"
 

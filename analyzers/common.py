@@ -7,10 +7,9 @@ from typing import Any
 
 import duckdb
 
-from tracelake.core.markdown_text import sql_literal
-
 from tracelake.analyzers import settings
 from tracelake.analyzers.contracts import AgentResult, Confidence, Tier
+from tracelake.core.markdown_text import sql_literal
 
 CONFIDENCE_ORDER: tuple[Confidence, ...] = ("high", "medium", "low")
 

@@ -30,10 +30,9 @@ from typing import Any, Literal
 import duckdb
 from pydantic import BaseModel, Field, SerializeAsAny
 
-from tracelake.analyzers import settings
-from tracelake.analyzers import comparison
-from tracelake.analyzers.comparison import SignatureMatch, signature_matches
+from tracelake.analyzers import comparison, settings
 from tracelake.analyzers.agent_categories import load_agent_categories
+from tracelake.analyzers.comparison import SignatureMatch, signature_matches
 from tracelake.analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
 from tracelake.core.markdown_text import sql_literal
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import duckdb
 from pydantic import BaseModel
 
-from tracelake.analyzers import compute
-from tracelake.analyzers import settings
+from tracelake.analyzers import compute, settings
 from tracelake.analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
 from tracelake.analyzers.contracts import AgentResult, AnalysisContext
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import duckdb
+
 from tracelake.analyzers import settings
 from tracelake.analyzers.compute import OpRecord, near_roofline_summary, reaches_attainable
 from tracelake.analyzers.contracts import AgentResult, AnalysisContext, UnaddressedOp

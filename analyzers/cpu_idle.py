@@ -28,7 +28,12 @@ from pydantic import BaseModel
 
 from tracelake.analyzers import settings
 from tracelake.analyzers.common import (
-    NO_GPU_TIMELINE, confidence_from_quality, gpu_timeline_row, inline_trace_id, no_data_result, query_rows,
+    NO_GPU_TIMELINE,
+    confidence_from_quality,
+    gpu_timeline_row,
+    inline_trace_id,
+    no_data_result,
+    query_rows,
 )
 from tracelake.analyzers.contracts import AgentResult, AnalysisContext, Finding
 

@@ -7,9 +7,9 @@ import duckdb
 from pydantic import BaseModel
 
 from tracelake.analyzers import compute, settings
-from tracelake.core.kernel_names import short_kernel_name
 from tracelake.analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
 from tracelake.analyzers.contracts import AgentResult, AnalysisContext
+from tracelake.core.kernel_names import short_kernel_name
 
 AGENT_NAME = "moe"
 TIER = "compute"

@@ -25,9 +25,14 @@ from pydantic import BaseModel
 
 from tracelake.analyzers import settings
 from tracelake.analyzers.common import (
-    NO_GPU_TIMELINE, confidence_from_quality, gpu_timeline_row, inline_trace_id, no_data_result, query_rows,
+    NO_GPU_TIMELINE,
+    confidence_from_quality,
+    gpu_timeline_row,
+    inline_trace_id,
+    no_data_result,
+    query_rows,
 )
-from tracelake.analyzers.contracts import AgentResult, AnalysisContext, Confidence, Finding
+from tracelake.analyzers.contracts import AgentResult, AnalysisContext, Finding
 
 AGENT_NAME = "multi_kernel"
 TIER = "system"

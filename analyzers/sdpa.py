@@ -10,8 +10,7 @@ import re
 import duckdb
 from pydantic import BaseModel
 
-from tracelake.analyzers import compute
-from tracelake.analyzers import settings
+from tracelake.analyzers import compute, settings
 from tracelake.analyzers.common import expected_attention_band
 from tracelake.analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
 from tracelake.analyzers.contracts import AgentResult, AnalysisContext

@@ -37,15 +37,15 @@ import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import duckdb
-
-from tracelake.decoding import fmt, git_revision, json_bytes, plan_stamp, print_table  # bench/ is sys.path[0]
 from make_big_trace import SourceTrace, is_number, load_source, tile_event, write_trace
 from measure import MB, Child, run_child
+
+from tracelake.ingest import fmt, git_revision, json_bytes, plan_stamp, print_table  # bench/ is sys.path[0]
 
 REPO = Path(__file__).resolve().parent.parent
 TRACES_DIR = REPO / "tests" / "data" / "traces"
@@ -108,7 +108,7 @@ KERNEL_CLASSES = tuple((name, re.compile(pattern, re.IGNORECASE)) for name, patt
 ))
 
 
-@lru_cache(maxsize=None)
+@cache
 def kernel_class(category: str, name: str) -> str:
     if category != "kernel":
         return "memcpy"

@@ -26,15 +26,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
-
 from make_big_trace import make_big_trace  # bench/ is sys.path[0] when this file runs
-from measure import MB, Child, child_env, copy_warehouse, run_child
+from measure import MB, Child, copy_warehouse, run_child
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED_TRACES = REPO.parent / "shared" / "traces"
 # the repo's copies of the shared traces when ../shared is not beside the checkout (a fresh clone)

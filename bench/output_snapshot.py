@@ -6,8 +6,8 @@
 
 Runs `tracelake analyze` on each trace (with its capture folder when one sits beside it) into one
 warehouse, one comparison of the first two traces and the dashboard; then writes every table of the
-warehouse as CSV sorted on all columns. The work happens in one fixed folder (paths inside the
-outputs are the same from run to run) that is moved to the named folder at the end. Times and clock
+warehouse as CSV sorted on all columns. The work happens beside the named folder and is moved there
+at the end; the work folder's path is written `<work>` in every output, and times and clock
 readings are blanked: they differ from run to run by nature.
 """
 
@@ -22,7 +22,6 @@ from pathlib import Path
 
 import duckdb
 
-WORK = Path("/tmp/tracelake-output-snapshot")
 CLOCK_KEYS = {"started_at", "finished_at", "seconds", "ingested_at", "analyzed_at", "generated_at", "created_at"}
 CLOCK_TEXT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z?")
 
@@ -51,12 +50,13 @@ def blank_clock(value: object) -> object:
 def normalise_outputs(folder: Path) -> None:
     for path in folder.rglob("*.json"):
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(path.read_text().replace(str(folder), "<work>"))
         except ValueError:
             continue
         path.write_text(json.dumps(blank_clock(data), indent=1, sort_keys=True) + "\n")
-    for path in list(folder.rglob("*.html")) + list(folder.rglob("*.md")):
-        path.write_text(CLOCK_TEXT.sub("<clock>", path.read_text()))
+    for suffix in ("*.html", "*.md", "*.csv"):
+        for path in folder.rglob(suffix):
+            path.write_text(CLOCK_TEXT.sub("<clock>", path.read_text().replace(str(folder), "<work>")))
 
 
 def dump_tables(database: Path, into: Path) -> None:
@@ -77,23 +77,24 @@ def main() -> None:
     if target.exists():
         sys.exit(f"{target} exists; give a new folder")
     tracelake = str(Path(sys.executable).with_name("tracelake"))
-    shutil.rmtree(WORK, ignore_errors=True)
-    warehouse = WORK / "warehouse"
+    work = target.with_name(target.name + ".work")
+    shutil.rmtree(work, ignore_errors=True)
+    warehouse = work / "warehouse"
     traces = traces_under(traces_root)
     for number, trace in enumerate(traces):
-        out = WORK / "reports" / f"{number:02d}_{trace.parent.name}_{trace.name.split('.')[0]}"
+        out = work / "reports" / f"{number:02d}_{trace.parent.name}_{trace.name.split('.')[0]}"
         args = [tracelake, "analyze", str(trace), "--warehouse", str(warehouse), "--out", str(out)]
         if (trace.parent / "capture_traces").is_dir():
             args += ["--capture-folder", str(trace.parent / "capture_traces")]
         run(args)
     run([tracelake, "analyze", str(traces[0]), "--compare", str(traces[1]), "--warehouse", str(warehouse),
-         "--out", str(WORK / "reports" / "compare")])
-    run([tracelake, "dashboard", "--warehouse", str(warehouse), "--out", str(WORK / "dashboard")])
-    dump_tables(warehouse / "warehouse.duckdb", WORK / "tables")
+         "--out", str(work / "reports" / "compare")])
+    run([tracelake, "dashboard", "--warehouse", str(warehouse), "--out", str(work / "dashboard")])
+    dump_tables(warehouse / "warehouse.duckdb", work / "tables")
     shutil.rmtree(warehouse)
-    normalise_outputs(WORK)
+    normalise_outputs(work)
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(WORK), str(target))
+    shutil.move(str(work), str(target))
     print(f"{len(traces)} traces, {sum(1 for _ in target.rglob('*') if _.is_file())} files in {target}")
 
 

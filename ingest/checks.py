@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from tracelake.decoding.limits import MAX_LABEL_CHARS
-from tracelake.decoding.limits import DROPPED_EVENTS_MAX, MAX_HOST_OP_NESTING, MAX_HOST_TREE_DEPTH
+from tracelake.ingest.limits import DROPPED_EVENTS_MAX, MAX_HOST_OP_NESTING, MAX_HOST_TREE_DEPTH, MAX_LABEL_CHARS
 
 # The count of clipped labels travels with the repaired values (by reason) and gets a row of its own.
 CLIPPED_LABELS = "clipped_labels"

@@ -23,17 +23,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracelake.decoding.event_variants import (
+from tracelake.ingest.event_variants import (
     BEGIN_END_PHASES,
     BEGIN_END_SCHEMA,
     BeginEndPairs,
     read_pairs,
     unrecognized_device_mask,
 )
-from tracelake.decoding.exact_time import exact_offsets, ts_base_us, ts_texts
-from tracelake.decoding.long_names import clip_long_names
-from tracelake.decoding.limits import TRACE_WINDOW_MADS, TRACE_WINDOW_MIN_HALF_WIDTH_US, TRACE_WINDOW_SAMPLE_EVENTS
-from tracelake.decoding.table_schemas import EVENT_SCHEMA, FLOW_SCHEMA, GPU_SCHEMA, HOST_SCHEMA
+from tracelake.ingest.exact_time import exact_offsets, ts_base_us, ts_texts
+from tracelake.ingest.limits import TRACE_WINDOW_MADS, TRACE_WINDOW_MIN_HALF_WIDTH_US, TRACE_WINDOW_SAMPLE_EVENTS
+from tracelake.ingest.long_names import clip_long_names
+from tracelake.ingest.table_schemas import EVENT_SCHEMA, FLOW_SCHEMA, GPU_SCHEMA, HOST_SCHEMA
 
 CHUNK_EVENTS = 50_000  # events decoded at once: 100k held ~40 MB more per process at no speed gain (bench/analyze.py)
 HOST_CATEGORIES = ("cpu_op", "cuda_runtime", "cuda_driver")

@@ -18,7 +18,7 @@ from typing import overload
 
 import msgspec
 
-from tracelake.decoding.limits import EVENT_PIECE_BYTES, TRACE_WINDOW_SAMPLE_EVENTS
+from tracelake.ingest.limits import EVENT_PIECE_BYTES, TRACE_WINDOW_SAMPLE_EVENTS
 
 _GAP = re.compile(rb"\}\s*,\s*\{")
 _RAWS: msgspec.json.Decoder[list[msgspec.Raw]] = msgspec.json.Decoder(list[msgspec.Raw])

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracelake.decoding.limits import EXACT_TS_ABOVE_US
+from tracelake.ingest.limits import EXACT_TS_ABOVE_US
 
 _US_PER_SECOND = 1_000_000
 # Decimal digits the offsets are computed with: 19 integer digits (int64 µs) and 9 fraction digits

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from tracelake.decoding.limits import MAX_HOST_OP_NESTING, MAX_HOST_TREE_DEPTH
+
+from tracelake.ingest.limits import MAX_HOST_OP_NESTING, MAX_HOST_TREE_DEPTH
 
 # TraceLens TraceToTree: a launch that starts < 1 us before its sibling ends is still a sibling.
 BLEED_TOLERANCE_US = 1.0

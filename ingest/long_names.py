@@ -8,9 +8,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracelake.decoding.checks import CLIPPED_LABELS
-from tracelake.decoding.limits import MAX_EVENT_NAME_CHARS, MAX_LABEL_CHARS
-from tracelake.decoding.metadata import clip_label, clip_label_args
+from tracelake.ingest.checks import CLIPPED_LABELS
+from tracelake.ingest.limits import MAX_EVENT_NAME_CHARS, MAX_LABEL_CHARS
+from tracelake.ingest.metadata import clip_label, clip_label_args
 
 
 def clip_long_names(base: pa.Table, repaired: Counter[str], module_prefix: str) -> pa.Table:

@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from tracelake.decoding.limits import MAX_JSON_DEPTH, MAX_LABEL_CHARS
+from tracelake.ingest.limits import MAX_JSON_DEPTH, MAX_LABEL_CHARS
 
 MASK = "***"
 CLIPPED_MARK = "..."  # ends a label clipped to MAX_LABEL_CHARS

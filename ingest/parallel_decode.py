@@ -17,7 +17,7 @@ from pathlib import Path
 
 import msgspec
 
-from tracelake.decoding.decode import (
+from tracelake.ingest.decode import (
     CHUNK_EVENTS,
     EVENT_SCHEMA,
     DecodedTrace,
@@ -26,10 +26,10 @@ from tracelake.decoding.decode import (
     merge_decoded,
     trace_window,
 )
-from tracelake.decoding.event_variants import BeginEndPairs, pair_begin_end
-from tracelake.decoding.event_list import window_sample
-from tracelake.decoding.parquet_io import open_writer
-from tracelake.decoding.process_lifetime import die_with_parent
+from tracelake.ingest.event_list import window_sample
+from tracelake.ingest.event_variants import BeginEndPairs, pair_begin_end
+from tracelake.ingest.parquet_io import open_writer
+from tracelake.ingest.process_lifetime import die_with_parent
 
 # Below this many events a second process costs more (fork, result transfer) than it saves.
 MIN_EVENTS_PER_WORKER = CHUNK_EVENTS

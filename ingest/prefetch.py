@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracelake.core.errors import TraceLakeError
-from tracelake.decoding.limits import MAX_TRACE_FILE_BYTES
+from tracelake.ingest.limits import MAX_TRACE_FILE_BYTES
 
 
 @dataclass
@@ -44,7 +44,7 @@ def _identity(path: Path) -> tuple[int, int, int, int] | None:
 
 
 def _read_into(job: _Prefetch) -> None:
-    from tracelake.decoding.reader import read_and_hash  # noqa: PLC0415 - here: msgspec stays out of every command's start-up
+    from tracelake.ingest.reader import read_and_hash  # noqa: PLC0415 - here: msgspec stays out of every command's start-up
 
     try:
         job.data, job.sha256 = read_and_hash(job.path)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from tracelake.core.errors import BadTraceError, NotATraceError
-from tracelake.decoding.limits import (
+from tracelake.ingest.limits import (
     GZIP_INPUT_STEP_BYTES,
     GZIP_OUTPUT_STEP_BYTES,
     GZIP_RATIO_CHECK_AFTER_BYTES,
@@ -34,7 +34,7 @@ from tracelake.decoding.limits import (
 )
 
 if TYPE_CHECKING:
-    from tracelake.decoding.event_list import EventList
+    from tracelake.ingest.event_list import EventList
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 HASH_CHUNK_BYTES = 8 << 20
@@ -268,7 +268,7 @@ def _top_level(path: Path, data: bytes) -> dict[str, msgspec.Raw]:
 def _decode_top_level(path: Path, data: bytes) -> tuple[dict[str, msgspec.Raw], bytes, Counter[str]]:
     """The top-level object with its values undecoded; JSON msgspec rejects is repaired once
     (ingest/json_repair.py) before the file is refused."""
-    from tracelake.decoding.json_repair import repair_json, repair_utf8, valid_utf8  # noqa: PLC0415 - numpy stays out of the read-ahead thread
+    from tracelake.ingest.json_repair import repair_json, repair_utf8, valid_utf8  # noqa: PLC0415 - numpy stays out of the read-ahead thread
 
     repaired: Counter[str] = Counter()
     if not valid_utf8(data):  # msgspec leaves the strings inside skipped values unchecked
@@ -288,8 +288,8 @@ def _decode_top_level(path: Path, data: bytes) -> tuple[dict[str, msgspec.Raw], 
 
 def parse_trace_document(path: Path, data: bytes) -> TraceDocument:
     """Validate the JSON and return the event list as raw slices plus the other top-level keys."""
-    from tracelake.decoding.event_list import EventList, NotAnEventArray  # noqa: PLC0415 - see _decode_top_level
-    from tracelake.decoding.metadata import decode_metadata  # noqa: PLC0415 - see _decode_top_level
+    from tracelake.ingest.event_list import EventList, NotAnEventArray  # noqa: PLC0415 - see _decode_top_level
+    from tracelake.ingest.metadata import decode_metadata  # noqa: PLC0415 - see _decode_top_level
 
     uncompressed_bytes = len(data)
     top, data, repaired = _decode_top_level(path, data)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +142,7 @@ def trace_file_row(
         "file_size_bytes": path.stat().st_size,
         "uncompressed_bytes": uncompressed_bytes,
         "sha256": sha256,
-        "ingested_at": datetime.now(timezone.utc),
+        "ingested_at": datetime.now(UTC),
         "tags": list(tags.items()),
         "device_name": columns.device_name,
         "device_count": columns.device_count,

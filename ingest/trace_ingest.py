@@ -7,14 +7,14 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tracelake.decoding.checks import DeviceWorkCounts, ingest_checks
 from tracelake.core.errors import BadTraceError
-from tracelake.decoding.host_tree import build_host_tree
-from tracelake.decoding.parallel_decode import decode_to_parquet
-from tracelake.decoding.parquet_io import write_table
-from tracelake.decoding.reader import PreRead, parse_trace_document, read_trace_bytes
-from tracelake.decoding.staged import StagedTrace
-from tracelake.decoding.trace_info import metadata_columns, trace_file_row
+from tracelake.ingest.checks import DeviceWorkCounts, ingest_checks
+from tracelake.ingest.host_tree import build_host_tree
+from tracelake.ingest.parallel_decode import decode_to_parquet
+from tracelake.ingest.parquet_io import write_table
+from tracelake.ingest.reader import PreRead, parse_trace_document, read_trace_bytes
+from tracelake.ingest.staged import StagedTrace
+from tracelake.ingest.trace_info import metadata_columns, trace_file_row
 
 TRACE_ID_HEX_CHARS = 16
 _TIMED_PHASES = frozenset({"X", "i", "I"})

@@ -19,13 +19,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from tracelake.core.templates import markdown_environment
 from tracelake.analyzers import settings
 from tracelake.analyzers.contracts import AgentResult, PriorityData, RankedFinding, TracePhases
-from tracelake.core.kernel_names import KERNEL_NAME_MAX_CHARS, short_kernel_name, shortens
-from tracelake.core.markdown_text import (EMPTY, Markdown, TraceStrings, blank_code, code, code_cell, one_line,
-                                   safe_markdown, text)
 from tracelake.analyzers.model_id import UNKNOWN
+from tracelake.core.kernel_names import KERNEL_NAME_MAX_CHARS, short_kernel_name, shortens
+from tracelake.core.markdown_text import EMPTY, Markdown, TraceStrings, blank_code, code, code_cell, one_line, safe_markdown, text
+from tracelake.core.templates import markdown_environment
 from tracelake.reports.report_inputs import PLOT_PENDING, ReportInputs
 
 TEMPLATES = Path(__file__).parent / "templates"

@@ -69,7 +69,7 @@ def matching_note(comparison: OpComparison) -> str:
 
     by_module = sum(1 for m in comparison.matched if m.matched_by == "module_path")
     parts = [
-        f"Ops are matched by name, input shapes and dtypes"
+        "Ops are matched by name, input shapes and dtypes"
         + (f" ({by_module} by model layer where the names differ)" if by_module else "")
         + f": {len(comparison.matched)} matched op(s) cover {share(comparison.matched_time_trace1_ms, comparison.time_trace1_ms)} "
         f"of trace 1's op kernel time and {share(comparison.matched_time_trace2_ms, comparison.time_trace2_ms)} of trace 2's. "

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from tracelake.analyzers import settings
 from tracelake.analyzers.contracts import PriorityData
-from tracelake.decoding.process_lifetime import die_with_parent
+from tracelake.ingest.process_lifetime import die_with_parent
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -6,8 +6,15 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from tracelake.analyzers import settings
-from tracelake.analyzers.contracts import (AgentResult, AnalysisContext, CategoryPriority, Finding, PriorityData,
-                                 RankedFinding, UnaddressedOp)
+from tracelake.analyzers.contracts import (
+    AgentResult,
+    AnalysisContext,
+    CategoryPriority,
+    Finding,
+    PriorityData,
+    RankedFinding,
+    UnaddressedOp,
+)
 
 
 def _heuristics_below_larger_measured(ordered: list[Finding]) -> list[Finding]:

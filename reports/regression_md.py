@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from tracelake.core.templates import markdown_environment
 from tracelake.analyzers import settings
 from tracelake.analyzers.regression import MetricChange, OpSignatureChange, RegressionVerdict, SideSamples
 from tracelake.core.markdown_text import Markdown, code, one_line, text
+from tracelake.core.templates import markdown_environment
 
 TEMPLATES = Path(__file__).parent / "templates"
 TEMPLATE = "regression.md.j2"

@@ -14,9 +14,14 @@ import duckdb
 import pytest
 import yaml
 
-from tests.reports.trace_variants import (write_legacy_categories, write_model_pipeline, write_with_device_name,
-                                          write_with_pause, write_with_renamed_launch_flows,
-                                          write_without_launch_flows)
+from tests.reports.trace_variants import (
+    write_legacy_categories,
+    write_model_pipeline,
+    write_with_device_name,
+    write_with_pause,
+    write_with_renamed_launch_flows,
+    write_without_launch_flows,
+)
 from tracelake.ingestion import ingest_paths
 from tracelake.warehouse import Warehouse
 

@@ -21,9 +21,9 @@ import duckdb
 import pytest
 
 from tests.conftest import TRACES, run_cli
-from tracelake.decoding.decode import CHUNK_EVENTS
 from tests.reports.trace_variants import write_repeated
 from tracelake.crashpoints import CRASH_AT_ENV
+from tracelake.ingest.decode import CHUNK_EVENTS
 
 FIRST = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
 SECOND = TRACES / "torch_compile_triton" / "trace.json.gz"

@@ -57,7 +57,7 @@ def test_the_wheel_holds_one_package_with_its_data(installed: tuple[Path, Path])
         names = archive.namelist()
     tops = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
     assert tops == {"tracelake"}
-    for expected in ("tracelake/decoding/decode.py", "tracelake/analyzers/gemm.py", "tracelake/compiled/build_plan.json",
+    for expected in ("tracelake/ingest/decode.py", "tracelake/analyzers/gemm.py", "tracelake/compiled/build_plan.json",
                      "tracelake/compiled/seeds/platforms.parquet", "tracelake/agents/templates/compute.md.j2",
                      "tracelake/reports/templates/analysis.md.j2"):
         assert expected in names, expected
@@ -73,7 +73,7 @@ def test_in_a_fresh_venv_only_tracelake_imports(installed: tuple[Path, Path], tm
     assert result.returncode == 0, result.stderr
     location, names = result.stdout.splitlines()
     assert str(python.parents[1]) in location  # the installed copy, not the checkout
-    assert "'analyze'" in names and "'open'" in names and "'ingest'" in names
+    assert "'analyze'" in names and "'open'" in names
 
 
 def test_the_installed_command_ingests_and_analyzes_without_the_dbt_project(installed: tuple[Path, Path],
@@ -88,3 +88,12 @@ def test_the_installed_command_ingests_and_analyzes_without_the_dbt_project(inst
     assert listed.returncode == 0 and '"MI300X"' in listed.stdout
     build = _run(python, "-m", "tracelake", "build", "--warehouse", str(warehouse), cwd=tmp_path)
     assert build.returncode == 2 and "source checkout" in build.stderr and build.stderr.count("\n") == 1
+
+
+def test_from_the_checkout_no_stage_folder_imports_under_a_bare_name() -> None:
+    """Run from the repository root, `import ingest` would find the folder: it refuses, naming its package."""
+    for folder in ("ingest", "core", "analyzers", "agents", "reports"):
+        result = _run(Path(sys.executable), "-c", f"import {folder}", cwd=ROOT)
+        assert result.returncode != 0, folder
+        assert f"{folder}/ is the package tracelake.{folder}" in result.stderr, result.stderr[-500:]
+        assert _run(Path(sys.executable), "-c", f"import tracelake.{folder}", cwd=ROOT).returncode == 0

@@ -3,15 +3,18 @@
 From Python (tracelake/api.py):
 
     import tracelake
-    wh = tracelake.open()              # a read-only handle: .sql(), .table(), .traces()
-    tracelake.ingest(["trace.json.gz"], tags={"run": "nightly-42"})
-    result = tracelake.analyze("trace.json.gz", out="report/")
+    wh = tracelake.open()              # a handle: .sql(), .table(), .traces() read; .ingest(), .analyze() write
+    wh.ingest(["trace.json.gz"], tags={"run": "nightly-42"})
+    result = wh.analyze("trace.json.gz", out="report/")
+
+The stage folders are subpackages (tracelake.ingest, tracelake.analyzers, ...), so the API's verbs
+are the handle's methods.
 """
 
 __version__ = "0.1.0"
 
 # the API is imported on first use: the command line starts without pydantic and polars
-_API = ("open", "ingest", "analyze", "WarehouseHandle", "IngestResult", "IngestedTrace", "Analysis")
+_API = ("open", "analyze", "WarehouseHandle", "IngestResult", "IngestedTrace", "Analysis")
 __all__ = ["__version__", *_API]
 
 

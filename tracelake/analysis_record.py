@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +65,7 @@ def _claims(results: list[AgentResult], ctx: AnalysisContext, ranked: set[str]) 
 def _staged_rows(folder: Path, ctx: AnalysisContext, priority: PriorityData, results: list[AgentResult],
                  out_dir: Path) -> None:
     """Write the analysis's rows into `folder`, one Parquet file per table, as the tables type them."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     rows = [(ctx.trace_id, ctx.trace2_id, f.global_rank, f.tier, f.category, f.agent, f.finding_id, f.title,
              f.impact_low, f.impact_score, f.impact_high, f.recoverable_ms, f.claimed_time_ms,
              f.claimed_kernel_count, f.claimed_gap_count, f.estimate_method, f.confidence, f.evidence_sql,

@@ -5,10 +5,11 @@ lock like the command does.
 
     import tracelake
     wh = tracelake.open()                                  # $TRACELAKE_WAREHOUSE or the default
+    wh.ingest(["runs/nightly-42/"], tags={"run": "nightly-42"})   # tracelake.open(path, create=True) for a new one
     wh.traces()                                            # polars DataFrame
     wh.sql("select * from gpu_timeline where idle_time_percent > $p", {"p": 20}).pl()
     wh.table("kernels", trace="model=bert,run=nightly-42")
-    result = tracelake.analyze("trace.json.gz", out="report/")
+    result = wh.analyze("trace.json.gz", out="report/")    # or tracelake.analyze(..., warehouse=...)
     result.findings[0].title
 """
 
@@ -24,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from tracelake.analyzers.contracts import RankedFinding
-from tracelake.core.errors import TraceLakeError, WarehouseError
 from tracelake.config import default_jobs, default_warehouse
+from tracelake.core.errors import TraceLakeError, WarehouseError
 
 if TYPE_CHECKING:
     import duckdb
@@ -91,14 +92,15 @@ class WarehouseHandle:
     writer (the CLI, `ingest`, `analyze`) published a new one since the last query, the handle
     reconnects. Within one process DuckDB hands every connection to a file path the database it
     has open, so reconnecting closes the handle's earlier connections first: relations made before
-    a newer snapshot are closed with them (query again). `tracelake.ingest` and `tracelake.analyze`
-    release every open handle's connection before they write, for the same reason."""
+    a newer snapshot are closed with them (query again). `ingest` and `analyze` release every open
+    handle's connection before they write, for the same reason."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, create: bool = False) -> None:
         from tracelake.warehouse import Warehouse  # noqa: PLC0415
 
         self.warehouse = Warehouse(root)
-        self.warehouse.require_existing()
+        if not create:
+            self.warehouse.require_existing()
         self._connections: list[duckdb.DuckDBPyConnection] = []
         self._cursors: list[duckdb.DuckDBPyConnection] = []
         self._snapshot: tuple[int, int] | None = None
@@ -167,6 +169,16 @@ class WarehouseHandle:
         """One row per trace whose tables are up to date, oldest first."""
         return self.sql(f"select {TRACES_COLUMNS} from traces order by ingested_at, trace_id").pl()
 
+    def ingest(self, paths: PathLike | Iterable[PathLike], tags: dict[str, str] | None = None,
+               jobs: int | None = None) -> IngestResult:
+        """Ingest trace files or folders into this warehouse (as `tracelake ingest`)."""
+        return ingest(paths, warehouse=self.path, tags=tags, jobs=jobs)
+
+    def analyze(self, trace: PathLike, out: PathLike | None = None, platform: str | None = None,
+                **options: Any) -> Analysis:
+        """Analyze one trace in this warehouse (as `tracelake analyze`); the options of `tracelake.analyze`."""
+        return analyze(trace, out, platform, warehouse=self.path, **options)
+
     def trace_ids(self, trace: str | Iterable[str]) -> list[str]:
         """The trace ids a selector (or several) names; nothing is ingested."""
         from tracelake.selectors import resolve_traces  # noqa: PLC0415
@@ -185,9 +197,10 @@ def _release_readers() -> None:
         handle.close()
 
 
-def open(warehouse: PathLike | None = None) -> WarehouseHandle:  # noqa: A001 - tracelake.open reads as intended
-    """A read-only handle on a warehouse (default: $TRACELAKE_WAREHOUSE, else the per-user one)."""
-    return WarehouseHandle(Path(warehouse) if warehouse is not None else default_warehouse())
+def open(warehouse: PathLike | None = None, create: bool = False) -> WarehouseHandle:  # noqa: A001 - reads as intended
+    """A handle on a warehouse (default: $TRACELAKE_WAREHOUSE, else the per-user one); `create=True`
+    accepts a folder that holds no warehouse yet (its first `ingest` makes it)."""
+    return WarehouseHandle(Path(warehouse) if warehouse is not None else default_warehouse(), create)
 
 
 def ingest(paths: PathLike | Iterable[PathLike], warehouse: PathLike | None = None,

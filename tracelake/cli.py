@@ -11,7 +11,7 @@ import signal
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from typer import Abort, Exit
@@ -22,12 +22,21 @@ except ImportError:  # pragma: no cover - older typer uses click itself
     from click.exceptions import ClickException
 
 from tracelake.analyzers.settings import COMPARE_THRESHOLD_PERCENT
-from tracelake.core.errors import TraceLakeError, WarehouseError
-from tracelake.decoding.prefetch import prefetch
-from tracelake.cli_exit import (EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Stopped, exit_if_disk_full,
-                                exit_if_stopped, exit_stopped, install_stop_handlers, permission_denied,
-                                stop_state)
+from tracelake.cli_exit import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_OK,
+    Stopped,
+    exit_if_disk_full,
+    exit_if_stopped,
+    exit_stopped,
+    install_stop_handlers,
+    permission_denied,
+    stop_state,
+)
 from tracelake.config import default_jobs, default_warehouse
+from tracelake.core.errors import TraceLakeError, WarehouseError
+from tracelake.ingest.prefetch import prefetch
 from tracelake.output import render
 from tracelake.progress import ProgressBar
 
@@ -76,12 +85,12 @@ class ListFormat(str, Enum):
 
 
 WarehouseOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--warehouse", help="Warehouse folder (default: $TRACELAKE_WAREHOUSE or a per-user data folder)."),
 ]
 
 
-def _warehouse(path: Optional[Path]) -> Warehouse:
+def _warehouse(path: Path | None) -> Warehouse:
     from tracelake.warehouse import Warehouse  # noqa: PLC0415 - see the note on the imports
 
     return Warehouse(path or default_warehouse())
@@ -129,7 +138,7 @@ def _root(
 
 @app.command("help", epilog="Example: tracelake help analyze")
 def help_command(
-    command: Annotated[Optional[str], typer.Argument(help="The command to explain (default: all of them).")] = None,
+    command: Annotated[str | None, typer.Argument(help="The command to explain (default: all of them).")] = None,
 ) -> None:
     """Show the help of a command, or the list of commands."""
     raise typer.Exit(app(args=[command, "--help"] if command else ["--help"], prog_name="tracelake",
@@ -141,7 +150,7 @@ def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Trace files (.json, .json.gz) or folders of them.")],
     warehouse: WarehouseOption = None,
     tag: Annotated[list[str], typer.Option("--tag", help="KEY=VALUE label for these traces (repeatable).")] = [],
-    jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Parallel parse workers (default: cores).")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="Parallel parse workers (default: cores).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
     """Ingest traces into the warehouse; the marts are up to date when it returns."""
@@ -189,26 +198,26 @@ class AgentsRunner(str, Enum):
 @app.command(epilog='Example: tracelake analyze trace.json.gz --out report/   (then open report/analysis.md)')
 def analyze(
     trace: Annotated[Path, typer.Argument(help="Trace file (.json or .json.gz); the baseline with --compare.")],
-    compare: Annotated[Optional[Path], typer.Option("--compare", help="Second trace (the target): comparative analysis against TRACE.")] = None,
-    platform: Annotated[Optional[str], typer.Option("--platform", help="Roofline platform (default: detected from the trace).")] = None,
-    platform2: Annotated[Optional[str], typer.Option("--platform2", help="Platform of the --compare trace (default: detected).")] = None,
+    compare: Annotated[Path | None, typer.Option("--compare", help="Second trace (the target): comparative analysis against TRACE.")] = None,
+    platform: Annotated[str | None, typer.Option("--platform", help="Roofline platform (default: detected from the trace).")] = None,
+    platform2: Annotated[str | None, typer.Option("--platform2", help="Platform of the --compare trace (default: detected).")] = None,
     mode: Annotated[Mode, typer.Option("--mode", help=(
         "What the run does: training | inference, with -graph for GPU graph replays (the words of runs.mode and the "
         "mode tag). auto reads runs.mode: backward-pass ops mean training; serving-engine ops, graph replays or "
         "GPU work without a backward pass mean inference. inference or inference-graph, given here, also writes "
         "TraceLens' inference perf-report layout (ops summaries per parent_module, <family>_fwd sheets)."))] = Mode.auto,
-    capture_folder: Annotated[Optional[Path], typer.Option("--capture-folder", help="Graph-capture traces for a graph-replay trace.")] = None,
-    capture_folder2: Annotated[Optional[Path], typer.Option("--capture-folder2", help="Graph-capture traces for the --compare trace.")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help=(
+    capture_folder: Annotated[Path | None, typer.Option("--capture-folder", help="Graph-capture traces for a graph-replay trace.")] = None,
+    capture_folder2: Annotated[Path | None, typer.Option("--capture-folder2", help="Graph-capture traces for the --compare trace.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help=(
         "Output folder (default: <trace dir>/<trace name>_analysis). Only a new, empty or TraceLake report folder "
         "is replaced; any other folder is refused."))] = None,
     force: Annotated[bool, typer.Option("--force", help=(
         "Replace a TraceLake report folder that also holds files of yours (they are kept). Never replaces a "
         "folder TraceLake did not write."))] = False,
     warehouse: WarehouseOption = None,
-    jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Parse workers (default: cores).")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="Parse workers (default: cores).")] = None,
     agents: Annotated[AgentsRunner, typer.Option("--agents", help="Write findings deterministically or through --llm-cmd.")] = AgentsRunner.deterministic,
-    llm_cmd: Annotated[Optional[str], typer.Option("--llm-cmd", help="Command that reads an agent's spec + metrics on stdin and prints findings markdown.")] = None,
+    llm_cmd: Annotated[str | None, typer.Option("--llm-cmd", help="Command that reads an agent's spec + metrics on stdin and prints findings markdown.")] = None,
     xlsx: Annotated[bool, typer.Option("--xlsx", help="Also write perf_report.xlsx (one sheet per CSV).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
@@ -280,7 +289,7 @@ def platforms(
 def build(
     warehouse: WarehouseOption = None,
     full_refresh: Annotated[bool, typer.Option("--full-refresh", help="Rebuild every model from scratch.")] = False,
-    jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="dbt threads (models and data tests at once); default: cores.")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="dbt threads (models and data tests at once); default: cores.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
     """Run the dbt project (models and tests) over the warehouse."""
@@ -307,7 +316,7 @@ def sql(
     query: Annotated[str, typer.Argument(help="SQL over the warehouse (DuckDB dialect).")],
     warehouse: WarehouseOption = None,
     format: Annotated[TableFormat, typer.Option("--format", help="Output format.")] = TableFormat.table,
-    timeout: Annotated[Optional[float], typer.Option("--timeout", help=(
+    timeout: Annotated[float | None, typer.Option("--timeout", help=(
         "Stop the query after this many seconds (0 = no limit; default 600, or $TRACELAKE_SQL_TIMEOUT_SECONDS)."))] = None,
 ) -> None:
     """Run an ad-hoc SQL query against the warehouse."""
@@ -341,7 +350,7 @@ def traces(
 @app.command(epilog='Example: tracelake dashboard --out site/   (then open site/index.html)')
 def dashboard(
     warehouse: WarehouseOption = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help=(
+    out: Annotated[Path | None, typer.Option("--out", help=(
         "Output folder (default: <warehouse>/dashboard). Only a new, empty or TraceLake dashboard folder is "
         "replaced; any other folder is refused."))] = None,
 ) -> None:
@@ -359,16 +368,23 @@ STORED_TRACE_HELP = ("a trace file already ingested, a trace id (or a unique pre
 def export(
     trace: Annotated[str, typer.Argument(help="The trace (one): " + STORED_TRACE_HELP + ".")],
     out: Annotated[Path, typer.Option("--out", help="Chrome-trace JSON to write (.json, or .json.gz to compress).")],
-    finding: Annotated[Optional[str], typer.Option("--finding", help="P<n>: the window of that finding of the trace's latest report.")] = None,
-    window: Annotated[Optional[str], typer.Option("--window", help="START:END in trace microseconds.")] = None,
-    step: Annotated[Optional[int], typer.Option("--step", help="ProfilerStep#N's host and GPU span.")] = None,
+    finding: Annotated[str | None, typer.Option("--finding", help="P<n>: the window of that finding of the trace's latest report.")] = None,
+    window: Annotated[str | None, typer.Option("--window", help="START:END in trace microseconds.")] = None,
+    step: Annotated[int | None, typer.Option("--step", help="ProfilerStep#N's host and GPU span.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace --out if it exists.")] = False,
     warehouse: WarehouseOption = None,
 ) -> None:
     """Write a window of a trace (a finding's, a step's or START:END; default the whole trace) as a
     Chrome trace for Perfetto or chrome://tracing, with the findings on a track of their own."""
-    from tracelake.reports.trace_export import (FINDINGS_PID, finding_window, parse_window, step_window,  # noqa: PLC0415
-                                                trimmed_trace, whole_trace, within_trace)
+    from tracelake.reports.trace_export import (  # noqa: PLC0415
+        FINDINGS_PID,
+        finding_window,
+        parse_window,
+        step_window,
+        trimmed_trace,
+        whole_trace,
+        within_trace,
+    )
     from tracelake.selectors import resolve_traces  # noqa: PLC0415
 
     chosen = [name for name, value in (("--finding", finding), ("--window", window), ("--step", step)) if value is not None]
@@ -442,7 +458,7 @@ def remove(
 @app.command(epilog="Example: tracelake tag model=bert,run=nightly-42 commit=3f2a1c --remove stale_key")
 def tag(
     selector: Annotated[str, typer.Argument(help="Traces to tag: " + STORED_TRACE_HELP + ".")],
-    tags: Annotated[Optional[list[str]], typer.Argument(help="KEY=VALUE tags to set (repeatable).")] = None,
+    tags: Annotated[list[str] | None, typer.Argument(help="KEY=VALUE tags to set (repeatable).")] = None,
     remove: Annotated[list[str], typer.Option("--remove", help="A tag key to drop (repeatable).")] = [],
     warehouse: WarehouseOption = None,
 ) -> None:
@@ -479,11 +495,11 @@ TRACE_SELECTOR_HELP = ("trace file (.json/.json.gz, ingested if new), trace id (
 def compare(
     baseline: Annotated[str, typer.Argument(help="Baseline: " + TRACE_SELECTOR_HELP + ".")],
     candidate: Annotated[str, typer.Argument(help="Candidate, given like the baseline.")],
-    threshold_pct: Annotated[Optional[float], typer.Option(
+    threshold_pct: Annotated[float | None, typer.Option(
         "--threshold-pct", help=f"Percent slower that counts as a regression (default: {COMPARE_THRESHOLD_PERCENT:g}).")] = None,
     format: Annotated[CompareFormat, typer.Option("--format", help="Output format.")] = CompareFormat.md,
     warehouse: WarehouseOption = None,
-    jobs: Annotated[Optional[int], typer.Option("--jobs", min=1, help="Parse workers for trace files (default: cores).")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="Parse workers for trace files (default: cores).")] = None,
 ) -> None:
     """Regression verdict for CI: exit 0 = no regression beyond the threshold, 1 = regression, 2 = bad input,
     3 = internal error."""

@@ -8,11 +8,11 @@ a half-written dashboard and an existing one is replaced whole.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-from tracelake.core.errors import TraceLakeError, WarehouseError
 from tracelake import __version__
+from tracelake.core.errors import TraceLakeError, WarehouseError
 from tracelake.folders import FolderKind, OutputStaging, claim_output_folder
 from tracelake.warehouse import Warehouse
 
@@ -31,7 +31,8 @@ def _dashboard_folder() -> FolderKind:
 
 def write_dashboard(warehouse: Warehouse, out_dir: Path | None = None) -> Path:
     """Gather the dashboard's data, write the page, and return the path of its index.html."""
-    from tracelake.reports.dashboard import INDEX, write_dashboard as write_page  # noqa: PLC0415
+    from tracelake.reports.dashboard import INDEX  # noqa: PLC0415
+    from tracelake.reports.dashboard import write_dashboard as write_page
     from tracelake.reports.dashboard_data import DashboardRequest, gather_dashboard  # noqa: PLC0415
 
     warehouse.require_existing()
@@ -43,7 +44,7 @@ def write_dashboard(warehouse: Warehouse, out_dir: Path | None = None) -> Path:
         protected=[warehouse.parquet_dir, warehouse.db_path, warehouse.dbt_dir],
         reserved=[warehouse.parquet_dir, warehouse.staging_dir, warehouse.dbt_dir], force_option=None)
     request = DashboardRequest(warehouse=str(warehouse.root.resolve()), out_dir=target.path,
-                               generated_at=datetime.now(timezone.utc), tracelake_version=__version__)
+                               generated_at=datetime.now(UTC), tracelake_version=__version__)
     with warehouse.connect_read_only() as db:
         data = gather_dashboard(db, request)
     if data.trace_count == 0:

@@ -21,9 +21,9 @@ from typing import Any
 
 import duckdb
 
-from tracelake.core.errors import WarehouseError
 from tracelake import __version__
 from tracelake.config import PROJECT_ROOT, SHIPPED_DIR
+from tracelake.core.errors import WarehouseError
 from tracelake.staging import StagingFolder, replace_file
 
 NEW_TRACE_IDS_PLACEHOLDER = "@@NEW_TRACE_IDS@@"

@@ -18,13 +18,13 @@ import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel
 
-from tracelake.core.errors import TraceLakeError
 from tracelake import __version__
+from tracelake.core.errors import TraceLakeError
 from tracelake.staging import StagingFolder
 
 MARKER_NAME = ".tracelake-output.json"
@@ -193,7 +193,7 @@ class OutputStaging(StagingFolder):
         target = claim_output_folder(self.target.path, self.target.kind, force=self.target.force)
         entries = sorted(entry.name for entry in self.content.iterdir() if entry.name != MARKER_NAME)
         marker = OutputMarker(kind=target.kind.name, tracelake_version=__version__,
-                              written_at=datetime.now(timezone.utc), entries=entries)
+                              written_at=datetime.now(UTC), entries=entries)
         (self.content / MARKER_NAME).write_text(marker.model_dump_json(indent=1))
         retired = self.path / RETIRED_CONTENT
         if not target.foreign:  # the whole folder is swapped (an empty folder is replaced by rename too)

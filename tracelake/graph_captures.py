@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracelake.core.errors import BadTraceError
-from tracelake.decoding.reader import is_trace_file
+from tracelake.ingest.reader import is_trace_file
 
 EXECUTION_DETAILS = "execution_details.json"
 # TraceLens' folder name for capture traces (dbt var capture_trace_folder says the same)

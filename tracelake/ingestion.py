@@ -17,18 +17,17 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from tracelake.core.errors import BadTraceError, NotATraceError, TraceLakeError
-from tracelake.decoding.prefetch import take_prefetched
-from tracelake.decoding.process_lifetime import die_with_parent
-from tracelake.decoding.reader import PreRead, file_sha256, is_trace_file, read_and_hash
-from tracelake.decoding.staged import StagedTrace
-from tracelake.decoding.trace_ingest import stage_trace, trace_id_from_sha256
 from tracelake import __version__
+from tracelake.core.errors import BadTraceError, NotATraceError, TraceLakeError
 from tracelake.crashpoints import crash_point
 from tracelake.graph_captures import REPLAY_TAG, CaptureFile, folder_capture_links
+from tracelake.ingest.prefetch import take_prefetched
+from tracelake.ingest.process_lifetime import die_with_parent
+from tracelake.ingest.reader import PreRead, file_sha256, is_trace_file, read_and_hash
+from tracelake.ingest.staged import StagedTrace
+from tracelake.ingest.trace_ingest import stage_trace, trace_id_from_sha256
 from tracelake.memory import release_free_memory
 from tracelake.warehouse import PreparedUpdate, Warehouse
-
 
 # Files a process needs open besides the staging locks: Python, DuckDB, pyarrow, the pool's pipes.
 OPEN_FILE_HEADROOM = 256

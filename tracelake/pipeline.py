@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,40 +23,48 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel
 
+from tracelake import __version__
 from tracelake.agents.claims import assign_claims, with_ledger_sql
 from tracelake.agents.llm import LlmCommand
 from tracelake.agents.registry import COMPUTE_AGENTS, FUSION_AGENT, SYSTEM_AGENTS, by_name
 from tracelake.agents.runner import RunnerSettings, render, run_tier
 from tracelake.agents.trace_scope import limit_findings, opening_sentences
+from tracelake.analysis_record import ReportRecord
 from tracelake.analyzers import settings, trace_overview
 from tracelake.analyzers.agent_categories import load_agent_categories
-from tracelake.analyzers.coverage import near_roofline_lines, unaddressed_ops
 from tracelake.analyzers.comparison import category_times, compare_ops
 from tracelake.analyzers.contracts import AgentResult, AnalysisContext, WorkloadFacts
+from tracelake.analyzers.coverage import near_roofline_lines, unaddressed_ops
 from tracelake.analyzers.finding_windows import with_finding_windows
-from tracelake.core.errors import BadTraceError
-from tracelake.reports.comparative_report import op_comparison_table, report_fields
-from tracelake.reports.csv_files import write_csv
 from tracelake.analyzers.model_id import ModelInfo, identify_model
-from tracelake.reports.perf_report import perf_report_tables, write_perf_report
-from tracelake.reports.plot_process import PlotProcess
-from tracelake.reports.priority import build_priority_data
-from tracelake.reports.trace_export import ts_base_us
-from tracelake.reports.report_inputs import PLOT_PENDING, ReportInputs
-from tracelake.reports.validation import validate
-from tracelake import __version__
-from tracelake.analysis_record import ReportRecord
+from tracelake.core.errors import BadTraceError
 from tracelake.crashpoints import crash_point
 from tracelake.folders import FolderKind, OutputStaging, OutputTarget, claim_output_folder
-from tracelake.staging import fit_name
 from tracelake.graph_captures import CaptureFile, read_capture_folder
 from tracelake.ingestion import IngestProgress, ingest_paths, trace_files_in
 from tracelake.memory import release_free_memory
 from tracelake.platforms import load_platforms, resolve_platform
-from tracelake.run_contracts import (AgentTiming, CategoryEntry, CategoryManifest, CategoryMetadata, GpuUtilization,
-                                     QualityCheck, QualityGate, RunMetadata, StepTiming)
+from tracelake.reports.comparative_report import op_comparison_table, report_fields
+from tracelake.reports.csv_files import write_csv
+from tracelake.reports.perf_report import perf_report_tables, write_perf_report
+from tracelake.reports.plot_process import PlotProcess
+from tracelake.reports.priority import build_priority_data
+from tracelake.reports.report_inputs import PLOT_PENDING, ReportInputs
+from tracelake.reports.trace_export import ts_base_us
+from tracelake.reports.validation import validate
+from tracelake.run_contracts import (
+    AgentTiming,
+    CategoryEntry,
+    CategoryManifest,
+    CategoryMetadata,
+    GpuUtilization,
+    QualityCheck,
+    QualityGate,
+    RunMetadata,
+    StepTiming,
+)
+from tracelake.staging import fit_name
 from tracelake.warehouse import Warehouse
-
 
 # --mode values that write TraceLens' inference perf-report layout (parent_module op summaries,
 # `<family>_fwd` sheets); given on the command line, never auto-detected.
@@ -115,13 +123,13 @@ class _Run:
     @contextmanager
     def step(self, name: str, on_stage: Callable[[str], None]) -> Iterator[None]:
         on_stage(STAGE_LABELS.get(name, name))
-        started = datetime.now(timezone.utc)
+        started = datetime.now(UTC)
         clock = time.perf_counter()
         try:
             yield
         finally:
             self.metadata.steps.append(StepTiming(
-                step=name, started_at=started, finished_at=datetime.now(timezone.utc),
+                step=name, started_at=started, finished_at=datetime.now(UTC),
                 seconds=round(time.perf_counter() - clock, 4),
             ))
 
@@ -337,7 +345,7 @@ def run_analysis(
                             "folder with --out") from None
     run = _Run(RunMetadata(
         tracelake_version=__version__, trace_path=str(trace.resolve()), out_dir=str(out_dir),
-        warehouse=str(warehouse.root), started_at=datetime.now(timezone.utc),
+        warehouse=str(warehouse.root), started_at=datetime.now(UTC),
         agents_runner=options.agents, comparison_scope="comparative" if options.compare else "standalone",
         trace2_path=str(options.compare.resolve()) if options.compare else None), output.content)
     plot = PlotProcess()  # imports matplotlib in a child process while the trace is ingested
@@ -555,7 +563,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
         db.close()
 
     record.stage(ctx, priority, results, out_dir)
-    run.metadata.finished_at = datetime.now(timezone.utc)
+    run.metadata.finished_at = datetime.now(UTC)
     run.metadata.warnings = list(run.warnings)
     run.write("metadata/run.json", run.metadata)
     return AnalysisOutcome(trace_id, platform, source, trace2_id, platform2, out_dir, out_dir / "analysis.md",

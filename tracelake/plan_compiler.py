@@ -22,11 +22,11 @@ from pathlib import Path
 
 import duckdb
 
-from tracelake.decoding.reader import file_sha256
-from tracelake.decoding.trace_ingest import stage_trace, trace_id_from_sha256
 from tracelake import __version__
 from tracelake.config import PROJECT_ROOT
 from tracelake.dbt_runner import NEW_TRACE_IDS_PLACEHOLDER, IncrementalPlan, dependency_order, run_dbt
+from tracelake.ingest.reader import file_sha256
+from tracelake.ingest.trace_ingest import stage_trace, trace_id_from_sha256
 from tracelake.plan_file import BuildNodeFile, BuildPlanFile, SeedFile
 from tracelake.shipped_plan import BUILD_PLAN_FILE, INCREMENTAL_PLAN_FILE, SEEDS_FOLDER, SHIPPED_DIR
 from tracelake.warehouse import Warehouse
@@ -123,7 +123,7 @@ def differences(compiled: Path, shipped: Path) -> list[str]:
                 continue
             tables = []
             for file in (seed, twin):
-                cursor = con.execute(f"select * from read_parquet(?) order by all", [file.as_posix()])
+                cursor = con.execute("select * from read_parquet(?) order by all", [file.as_posix()])
                 tables.append((cursor.description, cursor.fetchall()))
             if tables[0] != tables[1]:
                 found.append(f"seed {seed.stem}: differs")

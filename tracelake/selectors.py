@@ -63,8 +63,8 @@ def _ingest_file(warehouse: Warehouse, path: Path, jobs: int) -> str:
 
 
 def _stored_file(warehouse: Warehouse, path: Path) -> str:
-    from tracelake.decoding.reader import file_sha256  # noqa: PLC0415
-    from tracelake.decoding.trace_ingest import trace_id_from_sha256  # noqa: PLC0415
+    from tracelake.ingest.reader import file_sha256  # noqa: PLC0415
+    from tracelake.ingest.trace_ingest import trace_id_from_sha256  # noqa: PLC0415
 
     trace_id = trace_id_from_sha256(file_sha256(path))
     if trace_id not in warehouse.modelled_trace_ids():

@@ -79,7 +79,7 @@ class TagJournal:
 
     def stage(self, trace_id: str, table: object, target: Path) -> None:
         """Write the new `trace_files` table of `trace_id`, which will replace `target`."""
-        from tracelake.decoding.parquet_io import write_file  # noqa: PLC0415 - the settings every trace table has
+        from tracelake.ingest.parquet_io import write_file  # noqa: PLC0415 - the settings every trace table has
 
         write_file(table, self.folder / f"{trace_id}.parquet")  # type: ignore[arg-type]
         self.renames[trace_id] = str(target)

@@ -35,27 +35,33 @@ from pathlib import Path
 
 import duckdb
 
-from tracelake.core.errors import WarehouseError
-from tracelake.decoding.staged import TABLES, StagedTrace
 from tracelake.config import default_jobs
+from tracelake.core.errors import WarehouseError
 from tracelake.crashpoints import crash_point
-from tracelake.writer_lock import LOCK_POLL_SECONDS, hold_writer_lock
 from tracelake.dbt_runner import (
     IncrementalPlan,
     NodeProgress,
     compile_incremental_plan,
-    parse_project,
     execute_plan,
+    parse_project,
     project_fingerprint,
     run_dbt,
 )
+from tracelake.ingest.staged import TABLES, StagedTrace
 from tracelake.removal import RemovalJournal, finish_removals, read_journal, register_reader, release_with, write_journal
 from tracelake.shipped_plan import ShippedPlans, execute_build_plan, load_shipped_plans
 from tracelake.snapshot import PreparedUpdate, Snapshot
 from tracelake.sql_guard import literal_glob, lock_down
 from tracelake.staging import StagingFolder, has_dead_staging, remove_dead_staging, replace_file
-from tracelake.tag_journal import (TagJournal, finish_journals, forget_tag_modelled, read_tags, roll_forward_dead,
-                                   traces_to_remodel)
+from tracelake.tag_journal import (
+    TagJournal,
+    finish_journals,
+    forget_tag_modelled,
+    read_tags,
+    roll_forward_dead,
+    traces_to_remodel,
+)
+from tracelake.writer_lock import LOCK_POLL_SECONDS, hold_writer_lock
 
 COMMIT_TABLE = "trace_files"
 PARTITION_PREFIX = "trace_id="

@@ -10,13 +10,13 @@ import duckdb
 import jinja2
 import pytest
 
+from tests.conftest import EXPECTED_TRACES, trace_id_of
 from tracelake.agents.registry import COMPUTE_AGENTS, by_name
 from tracelake.agents.render import TEMPLATES, render_findings
 from tracelake.analyzers import compute, settings
 from tracelake.analyzers.agent_categories import load_agent_categories
 from tracelake.analyzers.compute import OpRecord
 from tracelake.analyzers.contracts import AgentResult, AnalysisContext
-from tests.conftest import EXPECTED_TRACES, trace_id_of
 
 AGENTS = ("gemm", "sdpa", "elementwise", "reduce", "norm", "convolution", "moe", "triton", "generic")
 TRACES = sorted(EXPECTED_TRACES.values())

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tracelake.analyzers.model_id import UNKNOWN, ModelInfo, identify_model
 from tests.conftest import trace_id_of
+from tracelake.analyzers.model_id import UNKNOWN, ModelInfo, identify_model
 
 BERT = ("h100/gaunernst_bert-small-uncased__1016001.json.gz", "mi300/gaunernst_bert-small-uncased__1016001.json.gz")
 TIMESFORMER = "h100/facebook_timesformer-base-finetuned-k400__1016002.json.gz"

@@ -11,11 +11,11 @@ import duckdb
 import jinja2
 import pytest
 
+from tests.conftest import TRACES as DATA_TRACES
+from tests.conftest import trace_id_of
 from tracelake.agents.render import TEMPLATES
 from tracelake.analyzers import cpu_idle, kernel_fusion, multi_kernel, settings, trace_overview
 from tracelake.analyzers.contracts import AgentResult, AnalysisContext
-from tests.conftest import TRACES as DATA_TRACES
-from tests.conftest import trace_id_of
 
 BERT_H100 = "h100/gaunernst_bert-small-uncased__1016001.json.gz"
 BERT_MI300 = "mi300/gaunernst_bert-small-uncased__1016001.json.gz"

@@ -7,9 +7,9 @@ from __future__ import annotations
 import duckdb
 import pytest
 
+from tests.analyzers.test_system_analyzers import context_of
 from tracelake.analyzers import cpu_idle, multi_kernel, settings
 from tracelake.analyzers.contracts import AnalysisContext, Finding
-from tests.analyzers.test_system_analyzers import context_of
 
 # finding slug -> the mid fraction its impact ladder applies to the claimed time
 MID_FRACTION = {

@@ -17,7 +17,7 @@ first, second, written_by_cli = os.environ["NOTEBOOK_TRACES"].split(os.pathsep)
 report = os.environ["NOTEBOOK_OUT"]
 
 # %% Ingest a trace with tags
-ingested = tracelake.ingest([first], warehouse=warehouse, tags={"model": "bert", "run": "notebook"})
+ingested = tracelake.open(warehouse, create=True).ingest([first], tags={"model": "bert", "run": "notebook"})
 assert not ingested.failed, ingested.failed
 first_id = ingested.trace_ids[0]
 

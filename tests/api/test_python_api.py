@@ -3,6 +3,7 @@ ingest writes the same warehouse beside it; handles, selectors and typed results
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -14,9 +15,9 @@ import polars as pl
 import pytest
 
 import tracelake
+from tests.conftest import TRACES
 from tracelake.analyzers.contracts import PriorityData
 from tracelake.core.errors import TraceLakeError
-from tests.conftest import TRACES
 
 NOTEBOOK = Path(__file__).parent / "notebook_example.py"
 H100_BERT = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
@@ -56,13 +57,16 @@ def test_a_notebook_ingests_queries_and_analyzes_while_the_cli_writes(tmp_path: 
 @pytest.fixture(scope="module")
 def api_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("api") / "wh"
-    result = tracelake.ingest([H100_BERT, MI300_BERT], warehouse=folder, tags={"model": "bert"}, jobs=1)
+    result = tracelake.open(folder, create=True).ingest([H100_BERT, MI300_BERT], tags={"model": "bert"}, jobs=1)
     assert result.model_update == "compiled" and len(result.trace_ids) == 2
     return folder
 
 
 def test_the_package_names_its_api() -> None:
-    assert {"open", "ingest", "analyze", "__version__"} <= set(dir(tracelake))
+    assert {"open", "analyze", "__version__"} <= set(dir(tracelake))
+    assert callable(tracelake.open) and callable(tracelake.analyze)
+    stage = importlib.import_module("tracelake.ingest")  # the stage folder ingest/, not a function
+    assert stage is tracelake.ingest and not callable(stage)
 
 
 def test_a_handle_queries_tables_and_selectors(api_warehouse: Path) -> None:
@@ -87,7 +91,7 @@ def test_a_handle_queries_tables_and_selectors(api_warehouse: Path) -> None:
 def test_ingest_reports_known_and_failed_files(api_warehouse: Path, tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text('{"traceEvents": [')
-    result = tracelake.ingest([H100_BERT, broken], warehouse=api_warehouse, jobs=1)
+    result = tracelake.open(api_warehouse).ingest([H100_BERT, broken], jobs=1)
     statuses = {t.path.name: t.status for t in result.traces}
     assert statuses == {H100_BERT.name: "known", "broken.json": "failed"}
     assert result.failed[0].message

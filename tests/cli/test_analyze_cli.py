@@ -7,8 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
-from tracelake.analyzers.contracts import PriorityData
 from tests.conftest import TRACES, run_cli
+from tracelake.analyzers.contracts import PriorityData
 from tracelake.cli import TOP_FINDINGS_PRINTED
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tracelake.decoding.limits import MAX_TRACE_FILE_BYTES
 from tests.cli.conftest import SMALL_TRACE, snapshot
 from tests.conftest import TRACES, run_cli
+from tracelake.ingest.limits import MAX_TRACE_FILE_BYTES
 
 GOOD_EVENT = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 10.0, "dur": 5.0, "pid": 1, "tid": 1}
 
@@ -436,8 +436,8 @@ def test_file_above_the_size_limit_is_refused_unread(small_warehouse: Path, tmp_
 
 def test_gzip_that_expands_above_the_limit_is_refused(small_warehouse: Path, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from tracelake.decoding import reader
     from tracelake.cli import main
+    from tracelake.ingest import reader
 
     limit = 1 << 20
     monkeypatch.setattr(reader, "MAX_TRACE_JSON_BYTES", limit)  # 4 GiB of JSON would take this test too long

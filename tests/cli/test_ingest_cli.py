@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from tracelake.decoding.parquet_io import PARQUET_COMPRESSION
 from tests.cli.conftest import SMALL_TRACE, snapshot
 from tests.conftest import TRACES, run_cli
+from tracelake.ingest.parquet_io import PARQUET_COMPRESSION
 
 
 def test_ingest_prints_one_line_per_trace_and_the_marts_answer(small_warehouse: Path) -> None:

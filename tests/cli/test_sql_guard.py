@@ -12,9 +12,9 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from tracelake.core.errors import TraceLakeError
 from tests.cli.conftest import snapshot
 from tests.conftest import run_cli
+from tracelake.core.errors import TraceLakeError
 from tracelake.sql_guard import ReadOnlyQueryError, check_query, lock_down
 
 # (id, statement, text the one stderr line must contain). Placeholders: {partition} is the

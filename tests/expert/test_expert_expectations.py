@@ -17,8 +17,21 @@ from typing import Any
 
 import pytest
 
-from tests.expert.conftest import (ALL_TRACES, B200, BERT_H100, BERT_MI300, COMPILED, GPU_ONLY, QWEN_H100,
-                                   QWEN_MI300, RESNET, SGLANG, TIMESFORMER, VLLM, ExpertReport)
+from tests.expert.conftest import (
+    ALL_TRACES,
+    B200,
+    BERT_H100,
+    BERT_MI300,
+    COMPILED,
+    GPU_ONLY,
+    QWEN_H100,
+    QWEN_MI300,
+    RESNET,
+    SGLANG,
+    TIMESFORMER,
+    VLLM,
+    ExpertReport,
+)
 
 # TODO: replace with the attainable-share setting of analyzers/settings.py once it exists (issue 13);
 # the expectations: "at or above its attainable share (say 70-80 % of the roofline)".

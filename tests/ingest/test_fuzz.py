@@ -35,11 +35,11 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from tracelake.core.errors import TraceLakeError
-from tracelake.decoding.trace_ingest import stage_trace
 from tests.conftest import TRACES
 from tests.ingest.probe_cases import GZIP_CLASSES, PROBE_CLASSES, _dicts, _dump, _events
 from tracelake.cli import main
+from tracelake.core.errors import TraceLakeError
+from tracelake.ingest.trace_ingest import stage_trace
 
 SEED = 20261201
 CASES_PER_CLASS_PER_SOURCE = 3

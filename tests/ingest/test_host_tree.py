@@ -10,11 +10,11 @@ from typing import Any
 
 import duckdb
 import pytest
-from tracelake.decoding.limits import MAX_HOST_OP_NESTING
 
 from tests.conftest import TRACES, trace_id_of
 from tests.ingest.probe_cases import make_probe_case
 from tracelake.cli import main
+from tracelake.ingest.limits import MAX_HOST_OP_NESTING
 
 BERT_H100 = "h100/gaunernst_bert-small-uncased__1016001.json.gz"
 CPU_MLP = "cpu_only/cpu_mlp_training.json.gz"

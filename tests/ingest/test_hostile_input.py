@@ -10,14 +10,14 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from tracelake.decoding import reader
-from tracelake.decoding.decode import trace_window
-from tracelake.core.errors import BadTraceError, NotATraceError
-from tracelake.decoding.json_repair import repair_json, repair_utf8, valid_utf8
-from tracelake.decoding.limits import TRACE_WINDOW_MIN_HALF_WIDTH_US
-from tracelake.decoding.metadata import decode_metadata
-from tracelake.decoding.reader import parse_trace_document, read_trace_bytes
 from tests.conftest import TRACES
+from tracelake.core.errors import BadTraceError, NotATraceError
+from tracelake.ingest import reader
+from tracelake.ingest.decode import trace_window
+from tracelake.ingest.json_repair import repair_json, repair_utf8, valid_utf8
+from tracelake.ingest.limits import TRACE_WINDOW_MIN_HALF_WIDTH_US
+from tracelake.ingest.metadata import decode_metadata
+from tracelake.ingest.reader import parse_trace_document, read_trace_bytes
 
 
 def _repaired(text: bytes, max_depth: int = 64) -> tuple[object, dict[str, int]]:

@@ -24,19 +24,19 @@ import duckdb
 import msgspec
 import pytest
 
-from tracelake.decoding.event_list import EventList
-from tracelake.decoding.limits import (
+from tests.conftest import TRACES
+from tracelake.cli import main
+from tracelake.ingest.event_list import EventList
+from tracelake.ingest.limits import (
     EVENT_PIECE_BYTES,
-    MAX_EVENT_NAME_CHARS,
     GZIP_OUTPUT_STEP_BYTES,
     GZIP_RATIO_CHECK_AFTER_BYTES,
+    MAX_EVENT_NAME_CHARS,
     MAX_LABEL_CHARS,
     MAX_TRACE_JSON_BYTES_ENV,
     TRACE_WINDOW_SAMPLE_EVENTS,
 )
-from tracelake.cli import main
-from tracelake.decoding.reader import _gunzip
-from tests.conftest import TRACES
+from tracelake.ingest.reader import _gunzip
 
 MIB = 1 << 20
 # Address space for one ingest: DuckDB, Arrow and the decode workers reserve far more than they

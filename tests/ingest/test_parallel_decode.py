@@ -9,9 +9,9 @@ import msgspec
 import pyarrow.parquet as pq
 import pytest
 
-from tracelake.decoding import parallel_decode
-from tracelake.decoding.reader import parse_trace_document, read_trace_bytes
 from tests.conftest import TRACES
+from tracelake.ingest import parallel_decode
+from tracelake.ingest.reader import parse_trace_document, read_trace_bytes
 
 RESNET = TRACES / "mi300" / "resnet_act_checkpoint.json.gz"
 

@@ -7,9 +7,9 @@ import os
 import shutil
 from pathlib import Path
 
-from tracelake.decoding.limits import MAX_TRACE_FILE_BYTES
-from tracelake.decoding.prefetch import prefetch, take_prefetched
 from tests.conftest import TRACES
+from tracelake.ingest.limits import MAX_TRACE_FILE_BYTES
+from tracelake.ingest.prefetch import prefetch, take_prefetched
 
 TRACE = TRACES / "torch_compile_triton" / "trace.json.gz"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tracelake.decoding import parallel_decode
 from tests.conftest import TRACES
 from tracelake import warehouse as warehouse_module
+from tracelake.ingest import parallel_decode
 from tracelake.ingestion import ingest_paths
 from tracelake.warehouse import Warehouse
 

@@ -4,7 +4,6 @@ the real serving traces; and the report's phase table and per-phase findings."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import duckdb

@@ -6,7 +6,6 @@ InferenceAttention_fwd / MoE_unfused_fwd) to 1e-3 where TraceLens has the row.""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import duckdb
 import pytest

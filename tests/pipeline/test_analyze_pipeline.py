@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 import csv
-import re
 import json
-import os
+import re
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import EXPECTED, TRACES, run_cli
+from tests.pipeline.conftest import copy_of
+from tests.reports.markdown_checks import card_ranks, leaks, long_names
 from tracelake.analyzers import settings
 from tracelake.analyzers.contracts import PriorityData
-from tracelake.reports.analysis_md import validate_analysis
 from tracelake.core.kernel_names import KERNEL_NAME_MAX_CHARS
-from tracelake.reports.analysis_md import NAME_MAX_CHARS
-from tests.conftest import EXPECTED, TRACES, run_cli
-from tests.reports.markdown_checks import card_ranks, leaks, long_names
-from tests.pipeline.conftest import copy_of
 from tracelake.folders import OutputFolderError
 from tracelake.pipeline import AnalyzeOptions, run_analysis
+from tracelake.reports.analysis_md import NAME_MAX_CHARS, validate_analysis
 from tracelake.warehouse import Warehouse
 
 SECTIONS = ["## Executive Summary", "## Compute Kernel Optimizations", "## Kernel Fusion Opportunities (Experimental)",

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tracelake.analyzers.contracts import AgentResult, PriorityData
-from tracelake.reports.analysis_md import validate_analysis
 from tests.conftest import EXPECTED, TRACES, run_cli
 from tests.pipeline.conftest import copy_of
+from tracelake.analyzers.contracts import AgentResult, PriorityData
 from tracelake.pipeline import AnalyzeOptions, run_analysis
+from tracelake.reports.analysis_md import validate_analysis
 from tracelake.warehouse import Warehouse
 
 PAIRS = {

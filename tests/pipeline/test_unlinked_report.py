@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tracelake.analyzers.contracts import PriorityData
-from tracelake.reports.analysis_md import validate_analysis
 from tests.conftest import LinkingTraces
 from tests.pipeline.conftest import copy_of
+from tracelake.analyzers.contracts import PriorityData
 from tracelake.pipeline import AnalyzeOptions, run_analysis
+from tracelake.reports.analysis_md import validate_analysis
 
 FIRST_SCREEN_LINES = 10  # what a reader sees before scrolling
 

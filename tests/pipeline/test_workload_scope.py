@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tracelake.analyzers.contracts import PriorityData
-from tracelake.reports.analysis_md import validate_analysis
 from tests.pipeline.conftest import copy_of
+from tracelake.analyzers.contracts import PriorityData
 from tracelake.pipeline import AnalyzeOptions, run_analysis
+from tracelake.reports.analysis_md import validate_analysis
 
 
 @pytest.fixture(scope="module")

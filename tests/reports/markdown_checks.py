@@ -8,9 +8,9 @@ import re
 from collections.abc import Iterator
 
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from tracelake.core.kernel_names import is_kernel_name
-from markdown_it.token import Token
 
 RENDERER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 # the only raw HTML the templates write: the card, Detailed Analysis and SQL anchors and the findings' comments

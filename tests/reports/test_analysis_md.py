@@ -7,14 +7,14 @@ import re
 
 import pytest
 
-from tracelake.core.kernel_names import KERNEL_NAME_MAX_CHARS, short_kernel_name
+from tests.conftest import trace_id_of
 from tracelake.analyzers.contracts import AgentResult, CategoryPriority, Finding, PriorityData, RankedFinding
-from tracelake.reports.analysis_md import SECTIONS, render_analysis, validate_analysis
 from tracelake.analyzers.model_id import ModelInfo, identify_model
+from tracelake.core.kernel_names import KERNEL_NAME_MAX_CHARS, short_kernel_name
+from tracelake.reports.analysis_md import SECTIONS, render_analysis, validate_analysis
 from tracelake.reports.plot import perf_improvement_png
 from tracelake.reports.plot_process import PNG_SIGNATURE, PlotProcess
 from tracelake.reports.report_inputs import ReportInputs
-from tests.conftest import trace_id_of
 
 GPU = {
     "total_time_ms": 12.5, "computation_time_ms": 9.0, "exposed_comm_time_ms": 0.5, "exposed_memcpy_time_ms": 0.25,

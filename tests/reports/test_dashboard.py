@@ -9,20 +9,21 @@ the first run is analyzed, so its row links to analysis.md.
 from __future__ import annotations
 
 import re
+from datetime import UTC
 from pathlib import Path
 
 import duckdb
 import pytest
 from PIL import Image
 
-from tracelake.reports import svg_charts
-from tracelake.reports.dashboard import DATA_JSON, INDEX, render_dashboard
-from tracelake.reports.dashboard_data import DashboardData, report_href
 from tests.cli.conftest import snapshot
 from tests.conftest import HTA_TRACES, TRACES, run_cli
 from tests.reports.headless import browser, console_messages, open_page
 from tests.reports.trace_variants import write_slower_run
 from tracelake.folders import MARKER_NAME
+from tracelake.reports import svg_charts
+from tracelake.reports.dashboard import DATA_JSON, INDEX, render_dashboard
+from tracelake.reports.dashboard_data import DashboardData, report_href
 
 BERT = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
 CPU_ONLY = TRACES / "cpu_only" / "cpu_mlp_training.json.gz"
@@ -169,12 +170,12 @@ def test_traces_sharing_a_run_tag_get_a_note_not_a_renamed_run(data: DashboardDa
 
 
 def test_serving_phases_split_groups() -> None:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from tracelake.reports.dashboard_data import _ordered_runs
 
     def row(trace_id: str, phase: str | None) -> dict:
-        return {"trace_id": trace_id, "file_name": f"{trace_id}.json", "ingested_at": datetime.now(timezone.utc),
+        return {"trace_id": trace_id, "file_name": f"{trace_id}.json", "ingested_at": datetime.now(UTC),
                 "model": "qwen", "model_source": "tag", "run": trace_id, "commit": None, "mode": "inference-graph",
                 "mode_source": "tag", "platform": "MI300X", "phase": phase, "device_name": None, "rank": None,
                 "world_size": None, "source_path": None, "tags": {}, "quality_verdict": "pass",

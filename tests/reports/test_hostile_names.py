@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tracelake.analyzers.contracts import PriorityData
-from tracelake.reports.analysis_md import shown_name, validate_analysis
-from tracelake.core.markdown_text import one_line
-from tracelake.reports.plot_process import PNG_SIGNATURE
 from tests.conftest import TRACES, run_cli
 from tests.reports.markdown_checks import RENDERER, markup_problems, tables, visible_text
 from tests.reports.trace_variants import HOSTILE_KERNELS, HOSTILE_MODULE, HOSTILE_OPS, write_hostile_names
+from tracelake.analyzers.contracts import PriorityData
+from tracelake.core.markdown_text import one_line
+from tracelake.reports.analysis_md import shown_name, validate_analysis
+from tracelake.reports.plot_process import PNG_SIGNATURE
 from tracelake.warehouse import Warehouse
 
 ORIGINAL = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"

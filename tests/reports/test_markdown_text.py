@@ -6,17 +6,16 @@ from __future__ import annotations
 import duckdb
 import pytest
 
+from tests.reports.markdown_checks import RENDERER, markup_problems, raw_html, tables, tokens, visible_text
+from tests.reports.test_analysis_md import GPU, _finding, _inputs, _priority
 from tracelake.agents.registry import by_name
 from tracelake.agents.render import render_findings
 from tracelake.analyzers.contracts import AgentResult, AnalysisContext
+from tracelake.core.markdown_text import TraceStrings, code, code_cell, fenced, one_line, safe_markdown, sql_literal, text
 from tracelake.reports.analysis_md import embed_plot, render_analysis, validate_analysis
-from tracelake.core.markdown_text import (TraceStrings, code, code_cell, fenced, one_line, safe_markdown, sql_literal,
-                                   text)
 from tracelake.reports.plot import perf_improvement_png
 from tracelake.reports.plot_process import PNG_SIGNATURE
 from tracelake.reports.report_inputs import PLOT_PENDING
-from tests.reports.markdown_checks import RENDERER, markup_problems, raw_html, tables, tokens, visible_text
-from tests.reports.test_analysis_md import GPU, _finding, _inputs, _priority
 
 HOSTILE = [
     "<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "<IMG SRC=x>", "a|b\nc", "a\\|b", "x`y``z",

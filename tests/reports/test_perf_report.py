@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tracelake.reports.perf_report import perf_report_tables
 from tests.conftest import EXPECTED, EXPECTED_TRACES, trace_id_of
+from tracelake.reports.perf_report import perf_report_tables
 
 DEFAULT_MODE = sorted(
     folder for folder in EXPECTED_TRACES

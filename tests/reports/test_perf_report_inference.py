@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tracelake.reports.perf_report import perf_report_tables
 from tests.conftest import EXPECTED, EXPECTED_TRACES, TRACES
 from tests.expert.conftest import CAPTURES
 from tracelake.pipeline import AnalyzeOptions, run_analysis
+from tracelake.reports.perf_report import perf_report_tables
 from tracelake.warehouse import Warehouse
 
 FOLDERS = ("inference__sglang_decode", "inference__vllm_decode_full")
