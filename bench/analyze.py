@@ -17,8 +17,8 @@ no measurement: the reference is a least-squares line through those figures agai
 JSON size, printed with the table; ratios against it are marked "(fit)".
 
 Each figure is the median of --repeats runs, with the min-max spread. A run during which other
-processes kept more than 15 % of the machine busy, or the disk kept the CPUs waiting for a quarter of its time, is counted as disturbed (bench/measure.py) and
-the row says how many were.
+processes kept more than 15 % of the machine busy, or the disk kept the CPUs waiting for a quarter
+of its time, is counted as disturbed (bench/measure.py) and the row says how many were.
 """
 
 from __future__ import annotations

@@ -502,7 +502,8 @@ def decode_events(
         host_tables.append(typed.filter(pa.array(typed_is_host)).select(HOST_SCHEMA.names).cast(HOST_SCHEMA))
         gpu_tables.append(typed.filter(pa.array(~typed_is_host)).select(GPU_SCHEMA.names).cast(GPU_SCHEMA))
         flow_rows = np.flatnonzero(is_flow).tolist()
-        flows = base.drop_columns(["args"]).take(pa.array(flow_rows, pa.int64())).append_column("bp", pa.array([events[i].bp for i in flow_rows], pa.string()))
+        flows = base.drop_columns(["args"]).take(pa.array(flow_rows, pa.int64())).append_column(
+            "bp", pa.array([events[i].bp for i in flow_rows], pa.string()))
         flow_tables.append(flows.select(FLOW_SCHEMA.names).cast(FLOW_SCHEMA))
 
     return DecodedTrace(

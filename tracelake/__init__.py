@@ -20,7 +20,7 @@ __all__ = ["__version__", *_API]
 
 def __getattr__(name: str) -> object:
     if name in _API:
-        from tracelake import api
+        from tracelake import api  # noqa: PLC0415 - the API loads pydantic and polars: only on first use
 
         return getattr(api, name)
     raise AttributeError(f"module 'tracelake' has no attribute {name!r}")

@@ -31,8 +31,7 @@ def _dashboard_folder() -> FolderKind:
 
 def write_dashboard(warehouse: Warehouse, out_dir: Path | None = None) -> Path:
     """Gather the dashboard's data, write the page, and return the path of its index.html."""
-    from tracelake.reports.dashboard import INDEX  # noqa: PLC0415
-    from tracelake.reports.dashboard import write_dashboard as write_page
+    from tracelake.reports.dashboard import INDEX, write_dashboard as write_page  # noqa: PLC0415
     from tracelake.reports.dashboard_data import DashboardRequest, gather_dashboard  # noqa: PLC0415
 
     warehouse.require_existing()

@@ -26,8 +26,8 @@ class ProgressBar:
 
     def __enter__(self) -> ProgressBar:
         if self.enabled:
-            from rich.console import Console
-            from rich.progress import (
+            from rich.console import Console  # noqa: PLC0415 - rich only when a bar is shown
+            from rich.progress import (  # noqa: PLC0415
                 BarColumn,
                 DownloadColumn,
                 MofNCompleteColumn,

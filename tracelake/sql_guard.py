@@ -294,7 +294,8 @@ def _literal_paths(function: str, expression: object) -> list[str]:
         if isinstance(literal, dict) and literal.get("kind") == "STRING":
             return [str(literal.get("text", ""))]
         if expression.get("type") == "FUNCTION" and expression.get("function_name") == "list_value":
-            return [p for argument in expression.get("arguments", []) for p in _literal_paths(function, argument.get("expression"))]
+            return [p for argument in expression.get("arguments", [])
+                    for p in _literal_paths(function, argument.get("expression"))]
     raise ReadOnlyQueryError(f"a computed file path in {function}() is refused",
                              "write the path as a string literal (or a list of them)")
 

@@ -97,7 +97,7 @@ def test_results_and_findings_follow_the_contract(results):
 
 def test_every_evidence_sql_runs_and_returns_rows(db, results):
     checked = 0
-    for (trace, name), (ctx, result) in results.items():
+    for (trace, _name), (ctx, result) in results.items():
         for f in result.findings:
             assert ctx.trace_id in f.evidence_sql and "?" not in f.evidence_sql
             rows = db.execute(f.evidence_sql).fetchall()
@@ -444,7 +444,7 @@ def synthetic() -> duckdb.DuckDBPyConnection:
         ("aten::gelu", "MLP", "vectorized_elementwise_kernel_gelu", "elementwise", 6.0, "vector_bf16"),
     ]
     clock, event = 0.0, 10_000
-    for layer in range(LAYERS):
+    for _layer in range(LAYERS):
         for module in ("SelfAttention", "MLP"):
             module_event = event
             event += 1
@@ -534,7 +534,7 @@ def check_markdown(markdown: str, result: AgentResult) -> None:
 
 def test_templates_render_every_result(environment, results):
     seen_empty = seen_cards = 0
-    for (trace, name), (ctx, result) in results.items():
+    for (_trace, name), (ctx, result) in results.items():
         markdown = environment.get_template(f"{name}.md.j2").render(result=result, ctx=ctx)
         check_markdown(markdown, result)
         assert "## Detailed Analysis" in markdown

@@ -249,7 +249,7 @@ def test_serving_sheets_rows_match(analyzed, folder: str) -> None:
             continue
         expected = _read(EXPECTED / folder, sheet)
         names = {row["name"] for row in expected}
-        def rows(table: list[dict[str, str]]) -> list[tuple]:
+        def rows(table: list[dict[str, str]], names: set[str] = names) -> list[tuple]:
             return sorted((tuple(row[c] for c in SHEET_ROW_KEY), *(float(row[c] or 0) for c in numbers))
                           for row in table if row["name"] in names)
         ours, reference = rows(_read(_ours(analyzed, folder), sheet)), rows(expected)
