@@ -14,6 +14,7 @@ import fcntl
 import json
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from tracelake.core.errors import WarehouseError
@@ -32,11 +33,31 @@ def _refuse(path: Path, what: str) -> LockFileError:
                          "overwrite another file): remove it, then re-run")
 
 
+_NOT_REGULAR = {errno.ELOOP: "a symbolic link", errno.EISDIR: "a folder",
+                errno.ENXIO: "not a regular file (a fifo, a device or a socket)"}  # ENXIO: a socket, or a fifo
+
+
+def open_regular_file(path: Path, flags: int, refuse: Callable[[Path, str], Exception]) -> int | None:
+    """A descriptor of the regular file at `path`, opened without following a link and without
+    waiting on a fifo (flags carry O_NOFOLLOW | O_NONBLOCK); None when there is none (and `flags`
+    do not create it). Anything else there is refused with `refuse(path, what it is)`."""
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in _NOT_REGULAR:
+            raise refuse(path, _NOT_REGULAR[exc.errno]) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise refuse(path, _NOT_REGULAR[errno.ENXIO])
+    return fd
+
+
 def _check(path: Path, fd: int) -> None:
     """Refuse, on the open descriptor (no race with a rename), what is not a lock file of ours."""
     info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        raise _refuse(path, "not a regular file (a fifo, a device or a socket)")
     if info.st_nlink != 1:
         raise _refuse(path, f"a hard link ({info.st_nlink} names for one file)")
     folder_owner = os.stat(path.parent).st_uid
@@ -47,16 +68,9 @@ def _check(path: Path, fd: int) -> None:
 def open_lock_file(path: Path) -> int:
     """The descriptor of the lock file at `path`, made if missing; refused with one line when it is a
     link, not a regular file, or someone else's."""
-    try:
-        fd = os.open(path, _OPEN_FLAGS, 0o644)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise _refuse(path, "a symbolic link") from None
-        if exc.errno == errno.EISDIR:
-            raise _refuse(path, "a folder") from None
-        if exc.errno == errno.ENXIO:  # a socket, or a fifo on some systems
-            raise _refuse(path, "not a regular file (a fifo, a device or a socket)") from None
-        raise
+    fd = open_regular_file(path, _OPEN_FLAGS, _refuse)
+    if fd is None:  # the folder itself is gone
+        raise FileNotFoundError(errno.ENOENT, "no such folder", str(path.parent))
     try:
         _check(path, fd)
     except BaseException:

@@ -20,12 +20,10 @@ disk image) would still find them.
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import json
 import os
 import shutil
-import stat
 import sys
 import time
 import weakref
@@ -38,6 +36,7 @@ import duckdb
 from tracelake.cli_exit import disk_full
 from tracelake.core.errors import WarehouseError
 from tracelake.crashpoints import crash_point
+from tracelake.lock_file import open_regular_file
 from tracelake.snapshot import Snapshot
 from tracelake.staging import replace_file, sync_folder
 
@@ -78,20 +77,7 @@ def _not_ours(path: Path, what: str) -> WarehouseError:
 
 
 def _open_regular(path: Path, flags: int) -> int | None:
-    """A descriptor of the regular file at `path` (never through a link, never a fifo), or None
-    when there is none."""
-    try:
-        fd = os.open(path, flags, 0o644)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise _not_ours(path, "a symbolic link") from None
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise _not_ours(path, "not a regular file")
-    return fd
+    return open_regular_file(path, flags, _not_ours)
 
 
 def read_journal(root: Path) -> RemovalJournal:
