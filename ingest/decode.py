@@ -16,7 +16,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import numpy as np
@@ -136,10 +136,10 @@ class EventArgs(msgspec.Struct, gc=False):
     record_function_id: Any = msgspec.field(default=None, name="Record function id")
 
 
-_EVENTS = msgspec.json.Decoder(list[RawEvent])
-_LOOSE_EVENT = msgspec.json.Decoder(LooseEvent)
-_ARGS = msgspec.json.Decoder(list[EventArgs])
-_ONE_ARGS = msgspec.json.Decoder(EventArgs)
+_EVENTS: msgspec.json.Decoder[list[RawEvent]] = msgspec.json.Decoder(list[RawEvent])
+_LOOSE_EVENT: msgspec.json.Decoder[LooseEvent] = msgspec.json.Decoder(LooseEvent)
+_ARGS: msgspec.json.Decoder[list[EventArgs]] = msgspec.json.Decoder(list[EventArgs])
+_ONE_ARGS: msgspec.json.Decoder[EventArgs] = msgspec.json.Decoder(EventArgs)
 _EMPTY_ARGS = EventArgs()
 
 
@@ -192,7 +192,7 @@ def _decode_events(chunk: list[msgspec.Raw], converted: Counter[str]) -> tuple[l
     JSON array, for the args pass."""
     joined = b"[" + b",".join(chunk) + b"]"
     try:
-        return _EVENTS.decode(joined), {}, joined
+        return cast("list[RawEvent | None]", _EVENTS.decode(joined)), {}, joined
     except _UNDECODABLE:
         pass
     events: list[RawEvent | None] = []
@@ -231,7 +231,7 @@ class _ArgsOnly(msgspec.Struct, gc=False):
     args: EventArgs | None = None
 
 
-_ARGS_ONLY = msgspec.json.Decoder(list[_ArgsOnly])
+_ARGS_ONLY: msgspec.json.Decoder[list[_ArgsOnly]] = msgspec.json.Decoder(list[_ArgsOnly])
 
 
 def _decode_chunk_args(joined: bytes, events: list[RawEvent]) -> list[EventArgs]:
@@ -330,7 +330,7 @@ class _Start(msgspec.Struct, gc=False):
     ts: float | None = None
 
 
-_STARTS = msgspec.json.Decoder(list[_Start])
+_STARTS: msgspec.json.Decoder[list[_Start]] = msgspec.json.Decoder(list[_Start])
 
 
 def trace_window(raw_events: Sequence[msgspec.Raw]) -> TraceWindow | None:
@@ -371,7 +371,7 @@ def normalized_categories(categories: pa.Array) -> pa.Array:
 
 def _chunks(raw_events: Sequence[msgspec.Raw], first: int, stop: int) -> Iterator[tuple[int, list[msgspec.Raw]]]:
     for start in range(first, stop, CHUNK_EVENTS):
-        yield start, raw_events[start : min(start + CHUNK_EVENTS, stop)]
+        yield start, list(raw_events[start : min(start + CHUNK_EVENTS, stop)])
 
 
 def _drop_masks(columns: pa.Table, window: TraceWindow | None) -> dict[str, pa.Array]:
@@ -452,14 +452,16 @@ def decode_events(
     event_count = 0
 
     for start, chunk in _chunks(raw_events, first, len(raw_events) if stop is None else stop):
-        events, pre_reasons, joined = _decode_events(chunk, repaired)
+        decoded, pre_reasons, joined = _decode_events(chunk, repaired)
         dropped.update(pre_reasons.values())
+        events: list[RawEvent]
         if pre_reasons:
-            usable = [e is not None and i not in pre_reasons for i, e in enumerate(events)]
-            events = [e if ok else RawEvent() for e, ok in zip(events, usable)]
+            usable = [e is not None and i not in pre_reasons for i, e in enumerate(decoded)]
+            events = [e if e is not None and ok else RawEvent() for e, ok in zip(decoded, usable)]
             args = _decode_args([e.args for e in events])
-        else:
-            usable = [True] * len(events)
+        else:  # every event decoded: none is None
+            usable = [True] * len(decoded)
+            events = cast(list[RawEvent], decoded)
             args = _decode_chunk_args(joined, events)
         base = _base_table(start, events, args, joined, chunk, window, repaired)
         base = clip_long_names(base, repaired, MODULE_FRAME_PREFIX)

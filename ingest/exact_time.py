@@ -12,6 +12,7 @@ Traces on a relative clock keep base 0 and the plain float decode.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
 
 import msgspec
@@ -43,7 +44,7 @@ def ts_base_us(window_start_us: float) -> int:
     return math.floor(window_start_us / _US_PER_SECOND) * _US_PER_SECOND
 
 
-def ts_texts(joined: bytes, chunk: list[msgspec.Raw]) -> pa.Array:
+def ts_texts(joined: bytes, chunk: Sequence[msgspec.Raw]) -> pa.Array:
     """Each event's `ts` as written (its JSON text, quotes removed; null when absent), from the chunk as
     one JSON array, built as one Arrow buffer (no Python object per event)."""
     try:

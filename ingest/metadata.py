@@ -81,24 +81,24 @@ def _clean(root: dict[str, Any], repaired: Counter[str]) -> int:
     """Clean `root` in place, walking it with an explicit stack (any depth); returns the number
     of masked values."""
     masked = 0
-    stack: list[tuple[dict[str, Any] | list[Any], int]] = [(root, 1)]
+    stack: list[tuple[Any, int]] = [(root, 1)]  # dicts and lists, indexed by key or position
     while stack:
         container, depth = stack.pop()
         items = container.items() if isinstance(container, dict) else enumerate(container)
         for key, value in list(items):
             if isinstance(key, str) and isinstance(value, (str, dict, list)) and SECRET_KEY.search(key):
                 if value != MASK:
-                    container[key] = MASK  # type: ignore[index]
+                    container[key] = MASK
                     masked += 1
             elif isinstance(value, str):
-                container[key], count = _mask_string(value)  # type: ignore[index]
+                container[key], count = _mask_string(value)
                 masked += count
             elif type(value) is float and not math.isfinite(value):
-                container[key] = None  # type: ignore[index]
+                container[key] = None
                 repaired["non_finite_numbers"] += 1
             elif isinstance(value, (dict, list)):
                 if depth >= MAX_JSON_DEPTH:
-                    container[key] = None  # type: ignore[index]
+                    container[key] = None
                     repaired["nesting_too_deep"] += 1
                 else:
                     stack.append((value, depth + 1))

@@ -65,7 +65,7 @@ _UNICODE_BY_NULLS = {
     (True, False, True, False): _UTF16,
     (False, True, False, True): _UTF16,
 }
-_TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_TOP_LEVEL: msgspec.json.Decoder[dict[str, msgspec.Raw]] = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _FILE_KINDS = (
     (stat.S_ISDIR, "a directory"),
     (stat.S_ISFIFO, "a named pipe (FIFO)"),

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Protocol
@@ -339,7 +340,7 @@ def _stage_all(
         for trace_id, (path, sha, folder) in work.items():
             try:
                 staged_trace = _stage(path, sha, folder, tags_of[trace_id], jobs, pending[trace_id].pre_read,
-                                      while_decoding, lambda share, path=path: progress.decoding(path, share))
+                                      while_decoding, partial(progress.decoding, path))
                 record(trace_id, staged_trace, None)
             except TraceLakeError as exc:
                 record(trace_id, None, exc)

@@ -8,6 +8,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
     from tracelake.ingestion import TraceOutcome
 
 
@@ -20,8 +22,8 @@ class ProgressBar:
     def __init__(self, enabled: bool, counting: bool = False) -> None:
         self.enabled = enabled
         self.counting = counting  # counts nodes (`build`), not bytes
-        self._progress = None
-        self._task = None
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
         self._shown: dict[Path, int] = {}  # bytes of a file counted while it was decoding
 
     def __enter__(self) -> ProgressBar:
@@ -37,7 +39,7 @@ class ProgressBar:
                 TimeRemainingColumn,
             )
 
-            self._progress = Progress(
+            progress = self._progress = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
                 MofNCompleteColumn() if self.counting else DownloadColumn(),
@@ -47,7 +49,7 @@ class ProgressBar:
                 console=Console(stderr=True),
                 transient=True,
             )
-            self._progress.start()
+            progress.start()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:

@@ -81,7 +81,7 @@ class TagJournal:
         """Write the new `trace_files` table of `trace_id`, which will replace `target`."""
         from tracelake.ingest.parquet_io import write_file  # noqa: PLC0415 - the settings every trace table has
 
-        write_file(table, self.folder / f"{trace_id}.parquet")  # type: ignore[arg-type]
+        write_file(table, self.folder / f"{trace_id}.parquet")
         self.renames[trace_id] = str(target)
 
     def decide(self, remodel: Iterable[str]) -> None:
