@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-# What dbt compiled from the project, shipped in the package (tracelake/shipped_plan.py)
+# What dbt compiled from the project, shipped in the package: its layout and reading are tracelake/shipped_plan.py
 SHIPPED_DIR = Path(__file__).resolve().parent / "compiled"
 
 

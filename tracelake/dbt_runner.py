@@ -1,9 +1,10 @@
-"""Run the dbt project in process, and keep a compiled plan for the ingest fast path.
+"""Run the dbt project in process, and compile a warehouse's incremental plan for the ingest fast path.
 
 Importing dbt and parsing the project costs ~2 s, too much for every ingested trace. So after a
 full dbt run the incremental models are compiled once more, in incremental mode, with a
 placeholder for the new trace ids. Ingest then executes that compiled SQL directly: the SQL is
-still dbt's (the models stay the single definition), only the placeholder is filled in.
+still dbt's (the models stay the single definition), only the placeholder is filled in. The plan's
+schema, its files and its execution live in tracelake/shipped_plan.py.
 """
 
 from __future__ import annotations
@@ -12,69 +13,19 @@ import gc
 import hashlib
 import json
 import os
-import re
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from tracelake import __version__
-from tracelake.config import PROJECT_ROOT, SHIPPED_DIR
+from tracelake.config import PROJECT_ROOT
 from tracelake.core.errors import WarehouseError
+from tracelake.shipped_plan import NEW_TRACE_IDS_PLACEHOLDER, IncrementalPlan, PlannedModel, shipped_fingerprint
+from tracelake.shipped_plan import execute_plan as execute_plan  # warehouse.py imports it from here, for now
 from tracelake.staging import StagingFolder, replace_file
 
-NEW_TRACE_IDS_PLACEHOLDER = "@@NEW_TRACE_IDS@@"
 _PROJECT_PARTS = ("dbt_project.yml", "profiles.yml", "models", "macros", "seeds", "dbt_tests")
-_TRACE_ID = re.compile(r"^[0-9a-f]{16}$")
-
-
-@dataclass(frozen=True)
-class PlannedModel:
-    name: str
-    relation: str
-    sql: str
-    depends_on: tuple[str, ...] = ()  # relations of the planned models it reads (through views too)
-
-    def select_for(self, trace_ids: list[str]) -> str:
-        """The model's SELECT of the rows of `trace_ids` (checked trace ids, placeholder filled in)."""
-        return self.sql.replace(f"'{NEW_TRACE_IDS_PLACEHOLDER}'", trace_id_list(trace_ids)).strip().rstrip(";")
-
-
-def trace_id_list(trace_ids: list[str]) -> str:
-    """`trace_ids` as a SQL list of literals, each checked to be a trace id first."""
-    for trace_id in trace_ids:
-        if not _TRACE_ID.match(trace_id):
-            raise WarehouseError(f"refusing malformed trace id {trace_id!r}")
-    return ", ".join(f"'{trace_id}'" for trace_id in trace_ids)
-
-
-@dataclass(frozen=True)
-class IncrementalPlan:
-    """Compiled incremental models in dependency order, valid for one project fingerprint.
-    Written as the pydantic model in tracelake/plan_file.py; read back here with plain json so
-    that the per-trace fast path does not import pydantic (~70 ms of start-up)."""
-
-    fingerprint: str
-    models: list[PlannedModel]
-
-    @classmethod
-    def from_json(cls, text: str) -> IncrementalPlan:
-        data = json.loads(text)
-        models: list[PlannedModel] = []
-        for m in data["models"]:
-            # a plan written before dependencies were recorded: each model after all before it
-            depends_on = m.get("depends_on", [earlier.relation for earlier in models])
-            models.append(PlannedModel(m["name"], m["relation"], m["sql"], tuple(depends_on)))
-        return cls(data["fingerprint"], models)
-
-    def to_json(self) -> str:
-        from tracelake.plan_file import PlanFile  # the file contract; only on the (slow) build path
-
-        models = [{**vars(m), "depends_on": list(m.depends_on)} for m in self.models]
-        return PlanFile.model_validate({"fingerprint": self.fingerprint, "models": models}).model_dump_json(indent=1)
 
 
 def project_fingerprint() -> str:
@@ -82,8 +33,8 @@ def project_fingerprint() -> str:
     of the plans shipped with the package, which are then the project."""
     if not (PROJECT_ROOT / "dbt_project.yml").is_file():
         try:
-            return json.loads((SHIPPED_DIR / "build_plan.json").read_text())["fingerprint"]
-        except (OSError, ValueError, KeyError):
+            return shipped_fingerprint()
+        except (OSError, ValueError):
             raise WarehouseError("this TraceLake installation has neither its dbt project nor the plans compiled "
                                  "from it; reinstall it") from None
     digest = hashlib.sha256(__version__.encode())
@@ -141,7 +92,7 @@ def run_dbt(db_path: Path, work_dir: Path, args: list[str], manifest: Any = None
     os.environ["DO_NOT_TRACK"] = "1"
     os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
     os.environ["TRACELAKE_DUCKDB_PATH"] = str(db_path)
-    from dbt.cli.main import dbtRunner  # imported here: ~1 s, only paid when dbt really runs
+    from dbt.cli.main import dbtRunner  # noqa: PLC0415 - ~1 s, only paid when dbt really runs
 
     parse_cache = parse_cache_path()
     # dbt reads a partial parse from this path but writes its own into the target folder: it is
@@ -228,7 +179,7 @@ def _share_parse(written: Path, shared: Path) -> None:
 def _release_duckdb_handle() -> None:
     """dbt-duckdb keeps its database open for the life of the process; close it so that this
     process and others can open the warehouse again (DuckDB allows one writer per file)."""
-    from dbt.adapters.duckdb.connections import DuckDBConnectionManager
+    from dbt.adapters.duckdb.connections import DuckDBConnectionManager  # noqa: PLC0415 - loaded with dbt
 
     environment = DuckDBConnectionManager._ENV
     if environment is not None:
@@ -288,30 +239,3 @@ def compile_incremental_plan(db_path: Path, work_dir: Path, manifest: Any = None
         models.append(PlannedModel(name=node["name"], relation=node["relation_name"], sql=node["compiled_code"],
                                    depends_on=tuple(upstream)))
     return IncrementalPlan(fingerprint=project_fingerprint(), models=models)
-
-
-def execute_plan(con: duckdb.DuckDBPyConnection, plan: IncrementalPlan, trace_ids: list[str],
-                 scope_sources: Callable[[list[str] | None], None] = lambda _: None, workers: int = 1) -> None:
-    """Replace the rows of `trace_ids` in every incremental model, `workers` models at a time, each
-    after the models it reads. Run on a writer's private copy of the database: a failure leaves
-    it part-updated, and the copy is discarded.
-
-    `scope_sources(trace_ids)` narrows the raw sources to the new traces for the inserts and
-    `scope_sources(None)` widens them again afterwards."""
-    from tracelake.plan_executor import PlanStep, run_steps  # noqa: PLC0415 - only when models are updated
-
-    if not trace_ids:
-        return
-    id_list = trace_id_list(trace_ids)  # checked before any statement runs
-
-    def replace_rows(model: PlannedModel) -> Callable[[duckdb.DuckDBPyConnection], None]:
-        def run(cursor: duckdb.DuckDBPyConnection) -> None:
-            cursor.begin()
-            cursor.execute(f"delete from {model.relation} where trace_id in ({id_list})")
-            cursor.execute(f"insert into {model.relation} by name select * from ({model.select_for(trace_ids)})")
-            cursor.commit()
-        return run
-
-    scope_sources(trace_ids)
-    run_steps(con, [PlanStep(m.relation, m.depends_on, replace_rows(m)) for m in plan.models], workers)
-    scope_sources(None)

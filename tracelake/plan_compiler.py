@@ -7,7 +7,7 @@ Run after changing anything under models/, macros/, seeds/ or dbt_project.yml. I
 scratch warehouse of the bundled sample trace with real dbt (seeds, every model, the incremental
 plan a build compiles), then asks dbt to compile the full build (`--full-refresh`) and keeps, in
 dependency order, what it compiled. Seeds are kept as the tables dbt loaded (Parquet), so their
-column types are dbt's.
+column types are dbt's. The folder's layout and schema are tracelake/shipped_plan.py's.
 """
 
 from __future__ import annotations
@@ -21,30 +21,46 @@ import tempfile
 from pathlib import Path
 
 import duckdb
+import msgspec
 
 from tracelake import __version__
-from tracelake.config import PROJECT_ROOT
-from tracelake.dbt_runner import NEW_TRACE_IDS_PLACEHOLDER, IncrementalPlan, dependency_order, run_dbt
+from tracelake.config import PROJECT_ROOT, SHIPPED_DIR
+from tracelake.dbt_runner import dependency_order, run_dbt
 from tracelake.ingest.reader import file_sha256
 from tracelake.ingest.trace_ingest import stage_trace, trace_id_from_sha256
-from tracelake.plan_file import BuildNodeFile, BuildPlanFile, SeedFile
-from tracelake.shipped_plan import BUILD_PLAN_FILE, INCREMENTAL_PLAN_FILE, SEEDS_FOLDER, SHIPPED_DIR
+from tracelake.shipped_plan import (
+    INDEX_FILE,
+    MODELS_FOLDER,
+    NEW_TRACE_IDS_PLACEHOLDER,
+    SEEDS_FOLDER,
+    BuildNode,
+    BuildPlan,
+    IncrementalPlan,
+    SeedEntry,
+    read_compiled_plan,
+    write_compiled_plan,
+)
 from tracelake.warehouse import Warehouse
 
 _NEW_TRACE_FILTER = re.compile(r"[\w.\"]+ in \('" + re.escape(NEW_TRACE_IDS_PLACEHOLDER) + r"'\)")
 SAMPLE_TRACE = PROJECT_ROOT / "tests" / "data" / "traces" / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
 
 
-def _check_incremental_matches_full_build(incremental: IncrementalPlan, models: list[BuildNodeFile]) -> None:
-    """A new warehouse creates each incremental model from its incremental SELECT over every trace
-    (tracelake/shipped_plan.py): that is the full build only if the two differ in the trace filter
-    alone (the `is_new_trace` macro renders `true` in a full build)."""
-    full = {model.relation: model.sql for model in models if model.materialized == "incremental"}
-    for model in incremental.models:
-        as_full_build = _NEW_TRACE_FILTER.sub("true", model.sql)
-        if as_full_build != full.get(model.relation):
-            raise SystemExit(f"model {model.name}: its incremental SQL differs from its full build beyond the "
-                             "new-trace filter; a new warehouse could not be built from it")
+def _with_incremental_selects(models: list[BuildNode], incremental: IncrementalPlan) -> list[BuildNode]:
+    """The build's models, each incremental one with its incremental SELECT, which a new warehouse runs over
+    every trace (tracelake/shipped_plan.py): that is the full build only if the two differ in the trace
+    filter alone (the `is_new_trace` macro renders `true` in a full build)."""
+    planned = {model.relation: model for model in incremental.models}
+    kept: list[BuildNode] = []
+    for node in models:
+        if node.materialized == "incremental":
+            model = planned.get(node.relation)
+            if model is None or _NEW_TRACE_FILTER.sub("true", model.sql) != node.sql:
+                raise SystemExit(f"model {node.name}: its incremental SQL differs from its full build beyond the "
+                                 "new-trace filter; a new warehouse could not be built from it")
+            node = msgspec.structs.replace(node, sql=model.sql)
+        kept.append(node)
+    return kept
 
 
 def _scratch_warehouse(folder: Path) -> Warehouse:
@@ -62,72 +78,86 @@ def _scratch_warehouse(folder: Path) -> Warehouse:
     return warehouse
 
 
+def _build_nodes(nodes: dict[str, dict]) -> tuple[list[SeedEntry], list[BuildNode]]:
+    """The seeds and models of dbt's manifest `nodes`, in dependency order."""
+    seeds: list[SeedEntry] = []
+    models: list[BuildNode] = []
+    for uid in dependency_order(nodes):
+        node = nodes[uid]
+        if node["resource_type"] == "seed":
+            seeds.append(SeedEntry(name=node["name"], relation=node["relation_name"]))
+            continue
+        parents = sorted(nodes[parent]["relation_name"] for parent in node["depends_on"]["nodes"] if parent in nodes)
+        models.append(BuildNode(name=node["name"], relation=node["relation_name"],
+                                materialized=node["config"]["materialized"], depends_on=tuple(parents),
+                                sql=node["compiled_code"]))
+    return seeds, models
+
+
 def compile_shipped_plans(out: Path, scratch: Path) -> None:
     """Write the build plan, the incremental plan and the seeds into `out` (replaced whole)."""
     warehouse = _scratch_warehouse(scratch / "warehouse")
-    incremental = IncrementalPlan.from_json(warehouse.plan_path.read_text())
+    incremental = IncrementalPlan.from_json(warehouse.plan_path.read_bytes())
     work = scratch / "compile"
     run_dbt(warehouse.db_path, work, ["compile", "--full-refresh"])
     manifest = json.loads((work / "target" / "manifest.json").read_text())
     nodes = {uid: node for uid, node in manifest["nodes"].items() if node["resource_type"] in ("model", "seed")}
-    staged = scratch / "out"
-    (staged / SEEDS_FOLDER).mkdir(parents=True)
-    seeds: list[SeedFile] = []
-    models: list[BuildNodeFile] = []
-    with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
-        for uid in dependency_order(nodes):
-            node = nodes[uid]
-            if node["resource_type"] == "seed":
-                file = f"{SEEDS_FOLDER}/{node['name']}.parquet"
-                con.execute(f"copy (select * from {node['relation_name']}) to '{staged / file}' (format parquet)")
-                seeds.append(SeedFile(name=node["name"], relation=node["relation_name"], file=file))
-            else:
-                parents = sorted(nodes[parent]["relation_name"] for parent in node["depends_on"]["nodes"] if parent in nodes)
-                models.append(BuildNodeFile(name=node["name"], relation=node["relation_name"],
-                                            materialized=node["config"]["materialized"], sql=node["compiled_code"],
-                                            depends_on=parents))
-    _check_incremental_matches_full_build(incremental, models)
+    seeds, models = _build_nodes(nodes)
     schemas = sorted({node["schema"] for node in nodes.values()})
-    plan = BuildPlanFile(fingerprint=incremental.fingerprint, schemas=schemas, seeds=seeds, nodes=models)
-    (staged / BUILD_PLAN_FILE).write_text(plan.model_dump_json(indent=1) + "\n")
-    (staged / INCREMENTAL_PLAN_FILE).write_text(warehouse.plan_path.read_text())
+    build = BuildPlan(incremental.fingerprint, schemas, seeds, _with_incremental_selects(models, incremental))
+    staged = scratch / "out"
+    with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
+        write_compiled_plan(staged, build, incremental, con)
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(staged, out)
 
 
-def differences(compiled: Path, shipped: Path) -> list[str]:
-    """What differs between two compiled folders: plan entries (by name) and seed tables (schema and rows)."""
+def _differing(kind: str, ours: dict[str, object], theirs: dict[str, object]) -> list[str]:
+    """`kind` entries (by name) that one side lacks or that differ."""
+    return [f"{kind} {name}: " + ("not shipped" if name not in theirs else "not compiled" if name not in ours else "differs")
+            for name in sorted(set(ours) | set(theirs)) if ours.get(name) != theirs.get(name)]
+
+
+def _differing_seeds(compiled: Path, shipped: Path) -> list[str]:
     found: list[str] = []
-    for file in (BUILD_PLAN_FILE, INCREMENTAL_PLAN_FILE):
-        try:
-            ours, theirs = json.loads((compiled / file).read_text()), json.loads((shipped / file).read_text())
-        except (OSError, ValueError) as exc:
-            found.append(f"{file}: unreadable ({exc})")
-            continue
-        for key in sorted(set(ours) | set(theirs)):
-            if ours.get(key) == theirs.get(key):
-                continue
-            if isinstance(ours.get(key), list) and isinstance(theirs.get(key), list):
-                named = {e.get("name", str(e)): e for e in ours[key] if isinstance(e, dict)}
-                other = {e.get("name", str(e)): e for e in theirs[key] if isinstance(e, dict)}
-                changed = sorted(n for n in set(named) | set(other) if named.get(n) != other.get(n))
-                found.append(f"{file}: {key} differ: {', '.join(changed) or 'order'}")
-            else:
-                found.append(f"{file}: {key} differs")
     with duckdb.connect() as con:
         for seed in sorted((compiled / SEEDS_FOLDER).glob("*.parquet")):
             twin = shipped / SEEDS_FOLDER / seed.name
             if not twin.is_file():
-                found.append(f"seed {seed.stem}: not shipped")
+                found.append(f"seed table {seed.stem}: not shipped")
                 continue
             tables = []
             for file in (seed, twin):
                 cursor = con.execute("select * from read_parquet(?) order by all", [file.as_posix()])
                 tables.append((cursor.description, cursor.fetchall()))
             if tables[0] != tables[1]:
-                found.append(f"seed {seed.stem}: differs")
+                found.append(f"seed table {seed.stem}: differs")
     return found
+
+
+def differences(compiled: Path, shipped: Path) -> list[str]:
+    """What differs between two compiled folders: the index, each model's entry and SQL (by name), the
+    model files no index lists, and the seed tables (schema and rows)."""
+    try:
+        ours, theirs = read_compiled_plan(compiled), read_compiled_plan(shipped)
+    except (OSError, ValueError) as exc:
+        return [f"{INDEX_FILE}: unreadable ({exc})"]
+    found = [f"{INDEX_FILE}: {key} differs" for key in ("fingerprint", "schemas")
+             if getattr(ours.build, key) != getattr(theirs.build, key)]
+    found += _differing("seed", {s.name: s for s in ours.build.seeds}, {s.name: s for s in theirs.build.seeds})
+    found += _differing("model", {n.name: n for n in ours.build.nodes}, {n.name: n for n in theirs.build.nodes})
+    found += _differing("incremental model", {m.name: m for m in ours.incremental.models},
+                        {m.name: m for m in theirs.incremental.models})
+    if [n.name for n in ours.build.nodes] != [n.name for n in theirs.build.nodes]:
+        found.append(f"{INDEX_FILE}: the build's order differs")
+    if [m.name for m in ours.incremental.models] != [m.name for m in theirs.incremental.models]:
+        found.append(f"{INDEX_FILE}: the incremental plan's order differs")
+    for folder, plans in ((compiled, ours), (shipped, theirs)):
+        listed = {f"{node.name}.sql" for node in plans.build.nodes}
+        found += [f"{MODELS_FOLDER}/{file.name}: in {folder}, but in no plan"
+                  for file in sorted((folder / MODELS_FOLDER).glob("*.sql")) if file.name not in listed]
+    return found + _differing_seeds(compiled, shipped)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,15 @@ from tracelake.config import PROJECT_ROOT
 from tracelake.dbt_runner import project_fingerprint
 from tracelake.ingestion import ingest_paths
 from tracelake.plan_compiler import compile_shipped_plans, differences
-from tracelake.shipped_plan import SHIPPED_DIR, load_shipped_plans
+from tracelake.shipped_plan import (
+    INDEX_FILE,
+    MODELS_FOLDER,
+    SHIPPED_DIR,
+    IncrementalPlan,
+    load_shipped_plans,
+    read_compiled_plan,
+    write_compiled_plan,
+)
 from tracelake.warehouse import Warehouse
 
 SMALL = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
@@ -30,6 +38,43 @@ def test_the_shipped_plans_are_what_dbt_compiles_from_the_project(tmp_path: Path
         "tracelake/compiled/ is not from this project: run `python -m tracelake.plan_compiler`")
     compile_shipped_plans(tmp_path / "compiled", tmp_path)
     assert differences(tmp_path / "compiled", SHIPPED_DIR) == []
+
+
+def test_each_model_is_its_own_file_beside_a_small_index() -> None:
+    """A change to one model reads as a change to that model's SQL file in a diff: the index holds
+    only names, relations and order, in short lines."""
+    plans = read_compiled_plan(SHIPPED_DIR)
+    files = sorted(path.stem for path in (SHIPPED_DIR / MODELS_FOLDER).glob("*.sql"))
+    assert files == sorted(node.name for node in plans.build.nodes)
+    index = (SHIPPED_DIR / INDEX_FILE).read_text()
+    assert max(len(line) for line in index.splitlines()) <= 120
+    assert "select" not in index.lower()
+    incremental = {node.name: node.sql for node in plans.build.nodes if node.materialized == "incremental"}
+    assert {model.name: model.sql for model in plans.incremental.models} == incremental
+
+
+def test_the_compiled_folder_reads_back_as_written(tmp_path: Path) -> None:
+    plans = read_compiled_plan(SHIPPED_DIR)
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb")) as con:  # dbt's relations name the database "warehouse"
+        for seed in plans.build.seeds:
+            con.execute(f"create table {seed.relation} as select * from read_parquet(?)", [plans.seed_file(seed).as_posix()])
+        write_compiled_plan(tmp_path / "compiled", plans.build, plans.incremental, con)
+    assert differences(tmp_path / "compiled", SHIPPED_DIR) == []
+    again = read_compiled_plan(tmp_path / "compiled")
+    assert (again.build, again.incremental) == (plans.build, plans.incremental)
+    (tmp_path / "compiled" / MODELS_FOLDER / "gpu_timeline.sql").unlink()
+    assert load_shipped_plans(plans.build.fingerprint, tmp_path / "compiled") is None
+    assert load_shipped_plans("0" * 64) is None
+
+
+def test_a_warehouse_plan_without_dependencies_runs_each_model_after_all_before_it() -> None:
+    """A warehouse plan written before dependencies were recorded."""
+    plan = IncrementalPlan.from_json('{"fingerprint": "f", "models": [{"name": "a", "relation": "ra", "sql": "x"}, '
+                                     '{"name": "b", "relation": "rb", "sql": "y"}]}')
+    assert [model.depends_on for model in plan.models] == [(), ("ra",)]
+    assert IncrementalPlan.from_json(plan.to_json()) == plan
+    with pytest.raises(ValueError):
+        IncrementalPlan.from_json('{"fingerprint": "f"}')
 
 
 def _relations(con: duckdb.DuckDBPyConnection) -> list[str]:
