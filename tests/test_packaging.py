@@ -57,10 +57,12 @@ def test_the_wheel_holds_one_package_with_its_data(installed: tuple[Path, Path])
         names = archive.namelist()
     tops = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
     assert tops == {"tracelake"}
-    for expected in ("tracelake/ingest/decode.py", "tracelake/analyzers/gemm.py", "tracelake/compiled/build_plan.json",
-                     "tracelake/compiled/seeds/platforms.parquet", "tracelake/agents/templates/compute.md.j2",
-                     "tracelake/reports/templates/analysis.md.j2"):
+    for expected in ("tracelake/ingest/decode.py", "tracelake/analyzers/gemm.py", "tracelake/compiled/plan.json",
+                     "tracelake/compiled/models/gpu_timeline.sql", "tracelake/compiled/seeds/platforms.parquet",
+                     "tracelake/agents/templates/compute.md.j2", "tracelake/reports/templates/analysis.md.j2"):
         assert expected in names, expected
+    shipped_models = [n for n in names if n.startswith("tracelake/compiled/models/") and n.endswith(".sql")]
+    assert len(shipped_models) == len(list((ROOT / "tracelake" / "compiled" / "models").glob("*.sql")))
     assert any(n.startswith("tracelake/agents/specs/") and n.endswith(".md") for n in names)
 
 
