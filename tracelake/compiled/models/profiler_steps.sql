@@ -1,0 +1,66 @@
+
+
+with annotations as (
+    select * from "warehouse"."staging"."stg_trace__events"
+    where trace_id in ('@@NEW_TRACE_IDS@@')
+        and category in ('user_annotation', 'gpu_user_annotation')
+        and regexp_matches(name, '^ProfilerStep#[0-9]+$')
+        and dur_us is not null
+),
+
+launched_kernels as (
+    select trace_id, event_idx, dur_us, launch_ts_us from "warehouse"."intermediate"."int_kernel_host_launches"
+    where trace_id in ('@@NEW_TRACE_IDS@@')
+),
+
+step_spans as (
+    select
+        trace_id,
+        cast(split_part(name, '#', 2) as bigint) as step_number,
+        min(ts_us) filter (where category = 'user_annotation') as host_start_us,
+        max(end_us) filter (where category = 'user_annotation') as host_end_us,
+        min(ts_us) filter (where category = 'gpu_user_annotation') as gpu_start_us,
+        max(end_us) filter (where category = 'gpu_user_annotation') as gpu_end_us
+    from annotations
+    group by all
+),
+
+steps as (
+    select * from step_spans
+    where host_start_us is not null
+),
+
+step_kernels as (
+    select
+        steps.trace_id,
+        steps.step_number,
+        count(launched_kernels.event_idx) as kernel_count,
+        coalesce(sum(launched_kernels.dur_us), 0) as kernel_time_us
+    from steps
+    left join launched_kernels
+        on launched_kernels.trace_id = steps.trace_id
+        and launched_kernels.launch_ts_us >= steps.host_start_us
+        and launched_kernels.launch_ts_us < steps.host_end_us
+    group by all
+),
+
+final as (
+    select
+        steps.trace_id,
+        steps.step_number,
+        'ProfilerStep#' || steps.step_number as step_name,
+        steps.host_start_us,
+        (steps.host_end_us - steps.host_start_us) / 1000.0 as host_time_ms,
+        steps.gpu_start_us,
+        (steps.gpu_end_us - steps.gpu_start_us) / 1000.0 as gpu_time_ms,
+        least(steps.host_start_us, coalesce(steps.gpu_start_us, steps.host_start_us)) as span_start_us,
+        greatest(steps.host_end_us, coalesce(steps.gpu_end_us, steps.host_end_us)) as span_end_us,
+        step_kernels.kernel_count,
+        step_kernels.kernel_time_us / 1000.0 as kernel_time_ms
+    from steps
+    inner join step_kernels
+        on steps.trace_id = step_kernels.trace_id
+        and steps.step_number = step_kernels.step_number
+)
+
+select * from final
