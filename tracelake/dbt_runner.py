@@ -21,8 +21,13 @@ from typing import Any
 from tracelake import __version__
 from tracelake.config import PROJECT_ROOT
 from tracelake.core.errors import WarehouseError
-from tracelake.shipped_plan import NEW_TRACE_IDS_PLACEHOLDER, IncrementalPlan, PlannedModel, shipped_fingerprint
-from tracelake.shipped_plan import execute_plan as execute_plan  # warehouse.py imports it from here, for now
+from tracelake.shipped_plan import (
+    NEW_TRACE_IDS_PLACEHOLDER,
+    IncrementalPlan,
+    PlannedModel,
+    execute_plan as execute_plan,  # warehouse.py imports it from here, for now
+    shipped_fingerprint,
+)
 from tracelake.staging import StagingFolder, replace_file
 
 _PROJECT_PARTS = ("dbt_project.yml", "profiles.yml", "models", "macros", "seeds", "dbt_tests")
