@@ -318,6 +318,18 @@ def test_memcpy_rules_flag_host_device_directions_only(results):
     assert finding.impact_score is None and finding.estimate_method == "qualitative"
 
 
+def test_memcpy_evidence_sql_reproduces_the_memcpy_by_direction_mart(db):
+    """The memcpy findings print MEMCPY_SQL as their evidence; the agent reads memcpy_by_direction."""
+    checked = 0
+    for (trace_id,) in db.execute("select trace_id from gpu_timeline order by trace_id").fetchall():
+        evidence = db.execute(multi_kernel.MEMCPY_SQL, [trace_id]).fetchall()
+        mart = db.execute("select * exclude (trace_id) from memcpy_by_direction where trace_id = ? order by direction",
+                          [trace_id]).fetchall()
+        assert evidence == mart, trace_id
+        checked += bool(mart)
+    assert checked >= 5
+
+
 def test_no_multi_kernel_finding_when_nothing_is_flagged(results):
     for trace in (QWEN_H100, BERT_H100, VLLM_GRAPH):
         m = results[(trace, "multi_kernel")][1].metrics
@@ -413,6 +425,15 @@ def test_fusion_evidence_sql_returns_the_printed_chain(db, fusion_findings):
 
 SYNTHETIC_TRACE = "synthetic0000001"
 LAYERS = 4
+MARTS = Path(__file__).parents[2] / "models" / "marts"
+FUSION_MARTS = ("fusion_kernel_units", "cpu_op_perf_models")  # the views kernel_fusion reads, over the tables below
+
+
+def create_mart_view(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """The mart's model SQL as a view of `con`, its refs read as the tables of the same name."""
+    sql = jinja2.Environment().from_string((MARTS / f"{name}.sql").read_text()).render(
+        ref=lambda model: model, config=lambda **_: "")
+    con.execute(f"create view {name} as {sql}")
 
 
 @pytest.fixture(scope="module")
@@ -465,6 +486,8 @@ def synthetic() -> duckdb.DuckDBPyConnection:
             con.execute("insert into module_calls values (?, ?, ?, null, 0, ?)",
                         [SYNTHETIC_TRACE, module_event, module, [module]])
             clock += 5
+    for mart in FUSION_MARTS:
+        create_mart_view(con, mart)
     yield con
     con.close()
 

@@ -1,0 +1,31 @@
+{#- One row per communication GPU event with exposed time (gpu_event_exposure), with the exposed
+    time of the communication events that started before it (start, then event_idx, order): the
+    multi_kernel agent hides the first part of a trace's exposed communication under free
+    computation and claims the events in that order. A view: read one trace at a time. -#}
+{{ config(materialized='view') }}
+
+with exposure as (
+    select * from {{ ref('gpu_event_exposure') }}
+),
+
+exposed_comm as (
+    select trace_id, event_idx, ts_us, exposed_us
+    from exposure
+    where gpu_bucket = 'communication' and exposed_us > 0
+),
+
+final as (
+    select
+        trace_id,
+        event_idx,
+        ts_us,
+        exposed_us,
+        coalesce(sum(exposed_us) over (
+            partition by trace_id
+            order by ts_us, event_idx
+            rows between unbounded preceding and 1 preceding
+        ), 0) as exposed_before_us
+    from exposed_comm
+)
+
+select * from final
