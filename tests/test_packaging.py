@@ -59,7 +59,7 @@ def test_the_wheel_holds_one_package_with_its_data(installed: tuple[Path, Path])
     assert tops == {"tracelake"}
     for expected in ("tracelake/ingest/decode.py", "tracelake/analyzers/gemm.py", "tracelake/compiled/build_plan.json",
                      "tracelake/compiled/seeds/platforms.parquet", "tracelake/agents/templates/compute.md.j2",
-                     "tracelake/reports/templates/analysis.md.j2"):
+                     "tracelake/reports/templates/analysis.md.j2", "tracelake/analyzers/advice/gemm.toml"):
         assert expected in names, expected
     assert any(n.startswith("tracelake/agents/specs/") and n.endswith(".md") for n in names)
 
