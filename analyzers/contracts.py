@@ -104,6 +104,16 @@ class HostActivity(BaseModel):
     calls: int
 
 
+class AdviceText(BaseModel):
+    """An agent's wording for one finding as data: the row of analyzers/advice/<agent>.toml keyed by
+    the fact that triggers it, and the values (numbers, trace strings, flags) its templates print.
+    analyzers/finding_text.py renders it; a sentence is edited in the table, not in the analyzer."""
+
+    agent: str  # the table: analyzers/advice/<agent>.toml
+    fact: str  # the row: what the analyzer found (`compute_bound`, `decode_paged`, ...)
+    values: dict[str, Any] = Field(default_factory=dict)
+
+
 class Finding(BaseModel):
     """One recommendation: what is slow, why, what to do, and how much it would save."""
 

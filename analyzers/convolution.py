@@ -9,12 +9,12 @@ from pydantic import BaseModel
 
 from tracelake.analyzers import compute, settings
 from tracelake.analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
-from tracelake.analyzers.contracts import AgentResult, AnalysisContext
+from tracelake.analyzers.contracts import AdviceText, AgentResult, AnalysisContext
+from tracelake.analyzers.finding_text import render_advice
 
 AGENT_NAME = "convolution"
 TIER = "compute"
 DISPLAY_NAME = "Convolution"
-
 
 
 class ConvolutionFacts(BaseModel):
@@ -76,58 +76,32 @@ def classify(op: OpRecord) -> str:
     return "kxk"
 
 
-
-
 def transpose_percent(ops: list[OpRecord]) -> float:
     kernel_us = sum(op.time_ms for op in ops) * 1000.0
     layout_us = sum(op.layout_kernel_time_us for op in ops)
     return 100.0 * layout_us / kernel_us if kernel_us > 0 else 0.0
 
 
-def advise(group: OpGroup, data: AgentData) -> Advice:
+def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
+    """Which convolution advice applies to the group (a row of analyzers/advice/convolution.toml), with its values."""
     dominant = group.dominant
     kind = dominant.kind
     overhead = transpose_percent(group.members)
     nchw = sum(1 for op in group.members if compute.tensor_layout(op) == "channels_first")
-    layout_text = (
-        f" Layout-transpose kernels take {overhead:.1f} % of these ops' kernel time"
-        + (f" and {nchw} of the {len(group.members)} inputs are NCHW." if nchw else ".")
-    ) if overhead > 0 else ""
+    layout = {"transpose_percent": overhead, "nchw_count": nchw, "member_count": len(group.members)}
     if kind == "depthwise":
-        return Advice(
-            insight=f"Depthwise convolutions have little work per channel, so their efficiency is naturally low.{layout_text}",
-            action="Keep depthwise convolutions in channels-last format and fuse them with the following pointwise (1x1) convolution or activation where the library supports it.",
-            reasoning="A depthwise filter does k x k multiply-adds per output, too little to keep the matrix units busy.",
-            resolution="Channels-last keeps the per-channel accesses contiguous; fusion removes the intermediate tensor between depthwise and pointwise.",
-        )
+        return AdviceText(agent=AGENT_NAME, fact="depthwise", values=layout)
     if group.estimate_method == "heuristic":
-        advice = compute.generic_advice(group, "these convolutions")
-        return Advice(insight=layout_text.strip(), action=advice.action, reasoning=advice.reasoning, resolution=advice.resolution)
-    expected = settings.EXPECTED_EFFICIENCY_PERCENT.get(kind)
-    eff = group.weighted_efficiency or 0.0
-    expected_text = f" {kind} convolutions typically reach {expected:.0f} % or more; this group averages {eff:.1f} %." if expected else ""
-    channels_last = overhead >= settings.TRANSPOSE_OVERHEAD_MODERATE_PERCENT or nchw > 0
-    strength = "strongly " if overhead >= settings.TRANSPOSE_OVERHEAD_HIGH_PERCENT else ""
-    action = (
-        (f"Switch the model and inputs to channels-last (NHWC) memory format ({strength}recommended: the library converts "
-         "layouts around every call), and enable convolution autotuning (cudnn.benchmark / the MIOpen find mode) so the "
-         "fastest algorithm is picked per shape.")
-        if channels_last else
-        "Enable convolution autotuning (cudnn.benchmark / the MIOpen find mode) so the fastest algorithm is picked per shape, "
-        "and keep the input shapes static so the tuned choice is reused."
-    )
-    return Advice(
-        insight=f"{kind} convolutions, {group.bound}-bound.{expected_text}{layout_text}",
-        action=action,
-        reasoning=(
-            "Convolution libraries run their fastest kernels on channels-last data; channels-first tensors are transposed "
-            "before and after each call, and an untuned algorithm choice can be far from the best for a given shape."
-        ),
-        resolution=(
-            "Channels-last removes the transpose kernels (their time is recovered directly) and lets the library use "
-            "implicit-GEMM kernels without layout conversion; autotuning benchmarks the candidate algorithms once per shape."
-        ),
-    )
+        return AdviceText(agent=AGENT_NAME, fact="unmodelled",
+                          values={**layout, "generic": compute.generic_advice(group, "these convolutions")})
+    return AdviceText(agent=AGENT_NAME, fact="modelled", values={
+        **layout, "kind": kind, "bound": group.bound, "efficiency": group.weighted_efficiency or 0.0,
+        "expected_percent": settings.EXPECTED_EFFICIENCY_PERCENT.get(kind),
+        "channels_last": overhead >= settings.TRANSPOSE_OVERHEAD_MODERATE_PERCENT or nchw > 0})
+
+
+def advise(group: OpGroup, data: AgentData) -> Advice:
+    return render_advice(advice_text(group, data))
 
 
 def facts(data: AgentData) -> ConvolutionFacts:

@@ -11,7 +11,8 @@ import duckdb
 
 from tracelake.analyzers import settings
 from tracelake.analyzers.compute import OpRecord, near_roofline_summary, reaches_attainable
-from tracelake.analyzers.contracts import AgentResult, AnalysisContext, UnaddressedOp
+from tracelake.analyzers.contracts import AdviceText, AgentResult, AnalysisContext, UnaddressedOp
+from tracelake.analyzers.finding_text import render_part
 
 # The op signatures above the share, with the GPU events their instances own (op_perf_kernels).
 _BIG_OPS_SQL = """
@@ -88,20 +89,26 @@ def _op_records(results: Sequence[AgentResult]) -> dict[str, tuple[str, dict[str
 
 
 def _reason(agent_op: tuple[str, dict[str, Any]] | None, ctx: AnalysisContext, efficiency: float | None) -> str:
+    """Why no finding claims the op: a row of analyzers/advice/coverage.toml, rendered."""
+    return render_part(_reason_text(agent_op, ctx, efficiency), "reason")
+
+
+def _reason_text(agent_op: tuple[str, dict[str, Any]] | None, ctx: AnalysisContext,
+                 efficiency: float | None) -> AdviceText:
     if agent_op is None:
-        return ("no compute agent analyzes it (its kernels are copies or fills, see the transfer findings, or its "
-                "category has no agent)")
+        return AdviceText(agent="coverage", fact="no_agent")
     agent, op = agent_op
     if op.get("excluded"):
-        return f"the {agent} agent excludes it: {op['excluded']}"
+        return AdviceText(agent="coverage", fact="excluded", values={"agent": agent, "exclusion": op["excluded"]})
     if op["name"] in ctx.fusion_flagged_ops:
-        return f"covered by the fusion candidate `{ctx.fusion_flagged_ops[op['name']]}`"
+        return AdviceText(agent="coverage", fact="fusion_candidate",
+                          values={"candidate": ctx.fusion_flagged_ops[op["name"]]})
     if efficiency is not None and efficiency > settings.EFFICIENCY_ANOMALY_PERCENT:
-        return f"{efficiency:.1f} % of roofline is above {settings.EFFICIENCY_ANOMALY_PERCENT:.0f} %: a measurement anomaly"
+        return AdviceText(agent="coverage", fact="measurement_anomaly", values={"efficiency": efficiency})
     if op.get("impact") is None:
-        return f"the {agent} agent has no estimate for it (no perf model and no time share to credit)"
-    return (f"the {agent} agent's estimate for its group ({op['impact']['mid']:.2f} % of E2E for this op) stays "
-            f"below the {settings.MIN_PITEM_IMPACT_SCORE} % reporting floor once the claims are shared")
+        return AdviceText(agent="coverage", fact="no_estimate", values={"agent": agent})
+    return AdviceText(agent="coverage", fact="below_reporting_floor",
+                      values={"agent": agent, "impact_mid": op["impact"]["mid"]})
 
 
 def unaddressed_ops(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext,

@@ -8,7 +8,8 @@ from pydantic import BaseModel
 
 from tracelake.analyzers import compute, settings
 from tracelake.analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
-from tracelake.analyzers.contracts import AgentResult, AnalysisContext
+from tracelake.analyzers.contracts import AdviceText, AgentResult, AnalysisContext
+from tracelake.analyzers.finding_text import render_advice
 
 AGENT_NAME = "elementwise"
 TIER = "compute"
@@ -64,76 +65,43 @@ def _in_modules(op: OpRecord, markers: tuple[str, ...]) -> bool:
     return any(compute.name_matches(module, markers) for module in op.module_chain)
 
 
-def advise(group: OpGroup, data: AgentData) -> Advice:
-    dominant = group.dominant
-    ctx = data.ctx
-    module = compute.module_hint(group)
-    where = f" in `{module}`" if module else ""
-    calls = group.call_count
-    short = [op for op in group.members if op.mean_us < settings.SHORT_KERNEL_US]
-    launch = (
-        f" {len(short)} of these ops average under {settings.SHORT_KERNEL_US:.0f} µs per call, so launch overhead matters as much as bandwidth."
-        if short else ""
-    )
-    many = any(op.count > settings.HIGH_INVOCATION_CALLS for op in group.members)
+def _mostly_in(ops: list[OpRecord], group: OpGroup) -> bool:
+    return bool(ops) and sum(op.time_ms for op in ops) >= group.time_ms / 2
+
+
+def _where_the_time_goes(group: OpGroup, ctx: AnalysisContext) -> str:
+    """The fact (a row of analyzers/advice/elementwise.toml) of a modelled group."""
     in_norm = [op for op in group.members if _in_modules(op, NORM_MODULE_MARKERS)]
-    in_attention = [op for op in group.members if _in_modules(op, ATTENTION_MODULE_MARKERS)]
     # the attention-module wording is about its layout copies and rotary ops, not a residual add
-    in_attention = [op for op in in_attention if compute.base_op_name(op.name) in ATTENTION_LAYOUT_OPS
-                    or (ctx.facts.has_rotary and compute.base_op_name(op.name) in ROTARY_OPS)]
+    in_attention = [op for op in group.members if _in_modules(op, ATTENTION_MODULE_MARKERS)
+                    and (compute.base_op_name(op.name) in ATTENTION_LAYOUT_OPS
+                         or (ctx.facts.has_rotary and compute.base_op_name(op.name) in ROTARY_OPS))]
+    if _mostly_in(in_norm, group):
+        return "norm_module"
+    if group.family in ("cast", "activation"):
+        return group.family
+    if _mostly_in(in_attention, group):
+        return "attention_rotary" if ctx.facts.has_rotary else "attention_layout"
+    return "outside_compiled" if ctx.facts.is_compiled else "pointwise"
+
+
+def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
+    """Which elementwise advice applies to the group (a row of analyzers/advice/elementwise.toml), with its values."""
+    ctx = data.ctx
+    short_count = sum(1 for op in group.members if op.mean_us < settings.SHORT_KERNEL_US)
     if group.estimate_method == "heuristic":
-        advice = compute.generic_advice(group, f"`{dominant.name}`")
-        return Advice(insight=launch.strip(), action=advice.action, reasoning=advice.reasoning, resolution=advice.resolution)
+        generic = compute.generic_advice(group, f"`{group.dominant.name}`")
+        return AdviceText(agent=AGENT_NAME, fact="unmodelled", values={"short_count": short_count, "generic": generic})
     eff = group.weighted_efficiency or 0.0
-    if in_norm and sum(op.time_ms for op in in_norm) >= group.time_ms / 2:
-        pattern = (
-            f"Most of this time is inside normalization modules ({module or 'norm'}): the norm runs as separate "
-            "pointwise kernels (upcast, square, scale, multiply by weight)."
-        )
-        action = ("Use a fused normalization kernel (fused RMSNorm / LayerNorm) instead of the pointwise composition"
-                  + compute.unless_compiled(ctx, ", or compile the norm module") + ".")
-    elif group.family == "cast":
-        pattern = f"Dtype conversions{where} move each tensor twice (read one precision, write another)."
-        action = "Keep tensors in one precision across the region, or let the producer write the target dtype (fuse the cast into the producing kernel)."
-    elif group.family == "activation":
-        pattern = f"Activations{where} run as separate kernels after the GEMM that produces their input."
-        action = ("Fuse the activation into the GEMM epilogue or into a fused gated-activation kernel (e.g. SiLU-and-multiply)"
-                  + compute.unless_compiled(ctx, ", or compile the block") + ".")
-    elif in_attention and sum(op.time_ms for op in in_attention) >= group.time_ms / 2 and ctx.facts.has_rotary:
-        pattern = (f"Most of this time is inside attention modules ({module}), where the trace has a rotary embedding "
-                   f"(`{ctx.facts.rotary_example}`): rotary embedding and layout copies run as separate kernels.")
-        action = ("Use a fused rotary-embedding kernel and avoid `.contiguous()` copies of Q/K/V before attention"
-                  + compute.unless_compiled(ctx, "; compile the attention block") + ".")
-    elif in_attention and sum(op.time_ms for op in in_attention) >= group.time_ms / 2:
-        pattern = (f"Most of this time is inside attention modules ({module}): layout copies and the separate scale / "
-                   "mask / transpose ops of the attention run as their own kernels.")
-        action = ("Avoid `.contiguous()` copies of Q/K/V before attention: pass the strided tensors to one fused "
-                  "scaled-dot-product attention call" + compute.unless_compiled(ctx, ", or compile the attention block") + ".")
-    elif ctx.facts.is_compiled:
-        pattern = f"These are simple pointwise ops{where} at {eff:.1f} % of HBM bandwidth on average, outside the compiled regions."
-        action = ("Bring them into a compiled region (look for graph breaks around them) or fuse them into the "
-                  "neighbouring kernel by hand, so intermediates stay in registers.")
-    else:
-        pattern = f"These are simple pointwise ops{where} at {eff:.1f} % of HBM bandwidth on average."
-        action = "Fuse chains of pointwise ops (torch.compile or a hand-written fused kernel) so intermediates stay in registers."
-    if many:
-        action += " Batch the many identical launches (foreach / multi-tensor ops, GPU graphs)."
-    low_baseline = group.family == "simple" and eff < settings.BASELINE_EFFICIENCY_MIN_PERCENT
-    reasoning = (
-        "Elementwise ops do almost no math per byte, so each one costs a full read and write of its tensors; "
-        + (f"the simplest ops reach only {eff:.1f} % of the bandwidth roofline (below the {settings.BASELINE_EFFICIENCY_MIN_PERCENT:.0f} % "
-           "expected), which points to small tensors, broadcasts or strided inputs rather than the kernel's math."
-           if low_baseline else "a chain of them multiplies that traffic.")
-    )
-    return Advice(
-        insight=f"{pattern}{launch} {calls} calls in total.",
-        action=action,
-        reasoning=reasoning,
-        resolution=(
-            "A fused kernel reads the inputs once, keeps intermediates on chip and writes one result, removing the "
-            "intermediate write-back and a launch per op."
-        ),
-    )
+    return AdviceText(agent=AGENT_NAME, fact=_where_the_time_goes(group, ctx), values={
+        "module": compute.module_hint(group), "efficiency": eff, "short_count": short_count,
+        "calls": group.call_count, "compiled": ctx.facts.is_compiled, "rotary_example": ctx.facts.rotary_example,
+        "many_launches": any(op.count > settings.HIGH_INVOCATION_CALLS for op in group.members),
+        "low_baseline": group.family == "simple" and eff < settings.BASELINE_EFFICIENCY_MIN_PERCENT})
+
+
+def advise(group: OpGroup, data: AgentData) -> Advice:
+    return render_advice(advice_text(group, data))
 
 
 def facts(data: AgentData) -> ElementwiseFacts:

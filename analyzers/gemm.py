@@ -8,7 +8,8 @@ from pydantic import BaseModel
 
 from tracelake.analyzers import compute, settings
 from tracelake.analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
-from tracelake.analyzers.contracts import AgentResult, AnalysisContext
+from tracelake.analyzers.contracts import AdviceText, AgentResult, AnalysisContext
+from tracelake.analyzers.finding_text import render_advice
 
 AGENT_NAME = "gemm"
 TIER = "compute"
@@ -95,109 +96,56 @@ def _fp8_ratio(data: AgentData) -> float | None:
     return fp8 / bf16 if bf16 and fp8 else None
 
 
-def advise(group: OpGroup, data: AgentData) -> Advice:
-    dominant = group.dominant
+def _misaligned(group: OpGroup) -> dict[str, object] | None:
+    """The shapes with a dimension off settings.GEMM_ALIGNMENT: how many, and the first one."""
     misaligned = {op.name + " " + _shape_phrase(op): misaligned_dims(op) for op in group.members if misaligned_dims(op)}
-    align_text = ""
-    if misaligned:
-        first, dims = next(iter(misaligned.items()))
-        align_text = (
-            f" {len(misaligned)} of the {len(group.members)} shapes have a dimension that is not a multiple of "
-            f"{settings.GEMM_ALIGNMENT} (e.g. {', '.join(dims)} in {first})."
-        )
+    if not misaligned:
+        return None
+    example, dims = next(iter(misaligned.items()))
+    return {"count": len(misaligned), "total": len(group.members), "dims": dims, "example": example}
+
+
+def _tiny_m_ops(group: OpGroup) -> list[OpRecord]:
+    """The members with M or N of at most settings.TINY_GEMM_DIM_MAX, longest first, when they hold
+    most ("most": RELABEL_MIN_KERNEL_SHARE) of the group's time; else none."""
+    small = [op for op in group.members if (d := mnk(op)) and min(d[0], d[1]) <= settings.TINY_GEMM_DIM_MAX]
+    if not small or sum(op.time_ms for op in small) <= settings.RELABEL_MIN_KERNEL_SHARE * group.time_ms:
+        return []
+    return sorted(small, key=lambda op: -op.time_ms)
+
+
+def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
+    """Which GEMM advice applies to the group (a row of analyzers/advice/gemm.toml), with its values."""
+    dominant = group.dominant
+    misaligned = _misaligned(group)
     if group.estimate_method == "heuristic":
         kernel = dominant.kernels[0].name if dominant.kernels else dominant.name
-        return Advice(
-            insight=f"The trace gives no GEMM shapes for it (dominant kernel `{compute.clip(kernel, 80)}`).{align_text}",
-            action=(
-                f"Get the shapes first: {compute.attribution_hint(data.ctx)}. Then tune these GEMMs with the vendor GEMM "
-                "library's offline tuning for the deployed shapes, or try another GEMM backend."
-            ),
-            reasoning=(
-                "Without M, N and K there is no FLOP count, so the distance to the roofline is unknown; graph-replayed "
-                "or custom GEMMs are typically launched with fixed, untuned shapes."
-            ),
-            resolution=(
-                "Shape-specific tuning picks tile sizes and split strategies that fit the actual M, N, K instead of the "
-                "library's generic heuristics."
-            ),
-        )
-    ratio = _fp8_ratio(data)
-    quantized = dominant.kind == "quantized"
+        return AdviceText(agent=AGENT_NAME, fact="no_shapes", values={
+            "kernel": kernel, "misaligned": misaligned, "attribution_hint": compute.attribution_hint(data.ctx)})
     if group.bound == "compute":
         near = (group.weighted_efficiency or 0.0) >= dominant.attainable_percent - settings.NEAR_ATTAINABLE_MARGIN_PERCENT
-        precision = ""
-        if (not quantized and ratio and (dominant.compute_spec or "").endswith(("bf16", "fp16"))
-                and dominant.mean_us >= settings.FP8_MIN_KERNEL_US):
-            precision = (
-                f" If the model tolerates it, FP8 GEMMs raise the compute ceiling {ratio:.1f}x on {data.ctx.platform} "
-                "(matrix_fp8 vs matrix_bf16 peak)."
-            )
-        return Advice(
-            insight=(
-                f"Arithmetic intensity is {compute.fmt(dominant.flops_per_byte, 0)} FLOP/byte for the dominant shape "
-                f"({_shape_phrase(dominant)}), so the GEMMs are limited by the matrix FLOP rate."
-                + (f" They run at {compute.efficiency_phrase(group)}, {'close to' if near else 'well below'} the "
-                   f"{dominant.attainable_percent:g} % of roofline large GEMMs attain on this GPU.")
-                + align_text
-            ),
-            action=(
-                ("Tune these exact shapes with the vendor GEMM library's offline tuning, or try a different GEMM backend"
-                 if not near else "Remaining gains need shape-specific tuning in the vendor GEMM library (or another backend)")
-                + (f"; pad M, N, K to multiples of {settings.GEMM_ALIGNMENT}/128 where you control them (hidden size, vocabulary, batch x tokens)."
-                   if misaligned else ".")
-                + precision
-            ),
-            reasoning=(
-                f"Compute-bound GEMMs (FLOP/byte above {settings.TILE_TUNING_MIN_FLOPS_PER_BYTE:.0f} is typical) are set by tile "
-                "shape and occupancy: a tile that does not divide the problem leaves partial tiles and idle compute units."
-            ),
-            resolution=(
-                "Shape-specific tuning selects the tile and split strategy with the best utilisation for each (M, N, K); "
-                "aligned dimensions avoid partial tiles and let the kernel use vectorised loads."
-            ),
-        )
-    small = [op for op in group.members if (d := mnk(op)) and min(d[0], d[1]) <= settings.TINY_GEMM_DIM_MAX]
-    # the tiny-M explanation only when those shapes hold most ("most": RELABEL_MIN_KERNEL_SHARE) of its time
-    if small and sum(op.time_ms for op in small) > settings.RELABEL_MIN_KERNEL_SHARE * group.time_ms:
-        small.sort(key=lambda op: -op.time_ms)
-        many = sum(op.count for op in small) >= settings.TINY_GEMM_MIN_CALLS
-        return Advice(
-            insight=(
-                f"{len(small)} of these GEMMs have M or N of at most {settings.TINY_GEMM_DIM_MAX} (e.g. {_shape_phrase(small[0])}): "
-                "they are matrix-vector-like and read the whole weight matrix for a few rows."
-            ),
-            action=(
-                "Batch more requests or tokens into each GEMM so M grows"
-                + (" or merge the many small calls into one batched / grouped GEMM" if many else "")
-                + ", and fuse the surrounding elementwise work into the GEMM epilogue."
-            ),
-            reasoning="With a tiny M the weights dominate the bytes moved, so time is set by HBM bandwidth, not FLOPs.",
-            resolution="A larger M reuses each weight byte for more rows, raising FLOP/byte and moving the GEMM towards compute-bound.",
-        )
-    epilogue = (dominant.flops_per_byte or 0.0) < settings.EPILOGUE_FUSION_MAX_FLOPS_PER_BYTE
-    small_calls = dominant.mean_us < settings.SMALL_GEMM_CALL_US
-    return Advice(
-        insight=(
-            f"Arithmetic intensity is {compute.fmt(dominant.flops_per_byte, 1)} FLOP/byte for the dominant shape "
-            f"({_shape_phrase(dominant)}): the GEMMs are memory-bound.{align_text}"
-            + (f" Each call runs {dominant.mean_us:.1f} us: too little work to fill the GPU, so launch and tail effects "
-               "set its time and the saving is small; more tokens per call is the lever, not kernel tuning."
-               if small_calls else "")
-        ),
-        action=(
-            "Fuse bias / activation / residual elementwise ops into the GEMM epilogue, and batch calls to raise M."
-            if epilogue else
-            "Check the operand layouts (transposed or strided inputs force extra passes) and batch calls to raise arithmetic intensity."
-        ),
-        reasoning=(
-            (f"Below the ridge point of this GPU ({_ridge(dominant):.0f} FLOP/byte: its {dominant.compute_spec} peak over "
-             "its HBM bandwidth) a GEMM is limited by memory traffic"
-             if _ridge(dominant) else "This GEMM is limited by memory traffic")
-            + "; every separate epilogue op re-reads and re-writes the output."
-        ),
-        resolution="An epilogue fusion writes the output once; larger batches reuse the weights across more rows.",
-    )
+        ratio = _fp8_ratio(data)
+        fp8_applies = (dominant.kind != "quantized" and ratio and (dominant.compute_spec or "").endswith(("bf16", "fp16"))
+                       and dominant.mean_us >= settings.FP8_MIN_KERNEL_US)
+        return AdviceText(agent=AGENT_NAME, fact="compute_bound", values={
+            "flops_per_byte": dominant.flops_per_byte, "shape": _shape_phrase(dominant),
+            "efficiency": compute.efficiency_phrase(group), "near_attainable": near,
+            "attainable_percent": dominant.attainable_percent, "misaligned": misaligned,
+            "fp8_speedup": ratio if fp8_applies else None, "platform": data.ctx.platform})
+    small = _tiny_m_ops(group)
+    if small:
+        return AdviceText(agent=AGENT_NAME, fact="tiny_m", values={
+            "small_count": len(small), "example_shape": _shape_phrase(small[0]),
+            "many_calls": sum(op.count for op in small) >= settings.TINY_GEMM_MIN_CALLS})
+    return AdviceText(agent=AGENT_NAME, fact="memory_bound", values={
+        "flops_per_byte": dominant.flops_per_byte, "shape": _shape_phrase(dominant), "misaligned": misaligned,
+        "small_calls": dominant.mean_us < settings.SMALL_GEMM_CALL_US, "mean_us": dominant.mean_us,
+        "epilogue_fusion": (dominant.flops_per_byte or 0.0) < settings.EPILOGUE_FUSION_MAX_FLOPS_PER_BYTE,
+        "ridge": _ridge(dominant), "compute_spec": dominant.compute_spec})
+
+
+def advise(group: OpGroup, data: AgentData) -> Advice:
+    return render_advice(advice_text(group, data))
 
 
 def facts(data: AgentData) -> GemmFacts:

@@ -8,7 +8,8 @@ from pydantic import BaseModel
 
 from tracelake.analyzers import compute, settings
 from tracelake.analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
-from tracelake.analyzers.contracts import AgentResult, AnalysisContext
+from tracelake.analyzers.contracts import AdviceText, AgentResult, AnalysisContext
+from tracelake.analyzers.finding_text import render_advice
 from tracelake.core.kernel_names import short_kernel_name
 
 AGENT_NAME = "moe"
@@ -56,70 +57,39 @@ def _two_stage(op: OpRecord) -> bool:
     return all(marker in names for marker in TWO_STAGE_KERNEL_MARKERS)
 
 
-def advise(group: OpGroup, data: AgentData) -> Advice:
+def _fp8_speedup(prec: str, data: AgentData) -> float | None:
+    """How much FP8 expert weights raise the compute ceiling, when the weights are bf16 / fp16."""
+    bf16, fp8 = data.platform_peaks.get("matrix_bf16"), data.platform_peaks.get("matrix_fp8")
+    ratio = fp8 / bf16 if bf16 and fp8 else None
+    return ratio if prec not in NO_PRECISION_ADVICE and prec in ("bf16", "fp16") and ratio else None
+
+
+def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
+    """Which MoE advice applies to the group (a row of analyzers/advice/moe.toml), with its values."""
     dominant = group.dominant
     kind = dominant.kind
-    caveat = (
-        " The bytes (and so TB/s and efficiency) assume uniform routing of tokens to experts; the FLOPs are exact."
-        if group.bound == "memory" else ""
-    )
-    if kind == "dispatch":
-        return Advice(
-            insight="Token dispatch / combine moves activations to and from the experts.",
-            action="Overlap dispatch and combine with expert computation (split the batch into chunks) and keep the permutation on device.",
-            reasoning="Dispatch and combine are pure data movement; when serialised with the expert GEMMs they add directly to the step time.",
-            resolution="Chunked overlap hides the movement behind computation of the previous chunk.",
-        )
-    if kind == "routing":
-        return Advice(
-            insight="Routing (top-k, gating, histogram) runs as separate small kernels.",
-            action="Use a fused routing kernel (gating, top-k and permutation in one launch) from the MoE library in use.",
-            reasoning="Routing kernels are tiny and launch-bound; each one costs a launch and a pass over the router logits.",
-            resolution="A fused router replaces several launches and intermediate tensors with one kernel.",
-        )
+    memory_bound = group.bound == "memory"
+    if kind in ("dispatch", "routing"):
+        return AdviceText(agent=AGENT_NAME, fact=kind)
     if kind == "unfused" or any(_two_stage(op) for op in group.members):
-        return Advice(
-            insight=f"The expert computation runs as separate stages (gate/up GEMM, activation, down GEMM).{caveat}",
-            action="Switch to a fused MoE kernel that runs both expert GEMMs and the activation in one launch.",
-            reasoning="Separate stages write the intermediate expert activations to memory and launch once per stage.",
-            resolution="A fused MoE kernel keeps the intermediate in on-chip memory and removes the extra launches.",
-        )
-    if group.estimate_method == "heuristic" and dominant.kernel_category_shares.get("MoE", 0.0) > settings.RELABEL_MIN_KERNEL_SHARE:
+        return AdviceText(agent=AGENT_NAME, fact="unfused", values={"memory_bound": memory_bound})
+    runs_moe_kernels = dominant.kernel_category_shares.get("MoE", 0.0) > settings.RELABEL_MIN_KERNEL_SHARE
+    if group.estimate_method == "heuristic" and runs_moe_kernels:
         kernel = short_kernel_name(dominant.kernels[0].name, 60) if dominant.kernels else dominant.name
-        return Advice(
-            insight=(f"The experts already run fused MoE library kernels (`{kernel}`); the trace shows no expert weight "
-                     "shapes, so no perf model bounds them and only their time share is known."),
-            action=(f"Get the expert shapes first ({compute.attribution_hint(data.ctx)}) for a measured distance to the "
-                    "roofline; meanwhile compare the serving engine's MoE backends for this expert count and precision."),
-            reasoning=("Without the expert count per token and the weight shapes there is no byte or FLOP count, so whether "
-                       "the weight reads or the math bound these kernels is unknown."),
-            resolution="With shapes, the MoE gets a perf model and a measured distance to its roofline.",
-        )
+        return AdviceText(agent=AGENT_NAME, fact="fused_without_shapes", values={
+            "kernel": kernel, "attribution_hint": compute.attribution_hint(data.ctx)})
     if group.estimate_method == "heuristic":
-        advice = compute.generic_advice(group, "the expert computation")
-        return Advice(insight=caveat.strip(), action=advice.action, reasoning=advice.reasoning, resolution=advice.resolution)
+        return AdviceText(agent=AGENT_NAME, fact="unmodelled", values={
+            "memory_bound": memory_bound, "generic": compute.generic_advice(group, "the expert computation")})
     prec = precision(dominant)
     if group.bound == "compute":
-        ratio = None
-        bf16, fp8 = data.platform_peaks.get("matrix_bf16"), data.platform_peaks.get("matrix_fp8")
-        if bf16 and fp8:
-            ratio = fp8 / bf16
-        narrow = prec not in NO_PRECISION_ADVICE and prec in ("bf16", "fp16") and ratio
-        return Advice(
-            insight=f"Fused MoE, compute-bound, {prec} weights.",
-            action=(
-                "Tune the fused MoE kernel's tile configuration for this expert count and hidden size"
-                + (f"; if accuracy allows, FP8 expert weights raise the compute ceiling {ratio:.1f}x." if narrow else ".")
-            ),
-            reasoning="The expert GEMMs are large enough to be limited by the matrix FLOP rate.",
-            resolution="A tuned tile configuration raises the achieved FLOP rate; narrower precision raises the peak itself.",
-        )
-    return Advice(
-        insight=f"Fused MoE, memory-bound, {prec} weights: each expert's weights are read for few tokens.{caveat}",
-        action="Batch more tokens per step so each expert's weights serve more tokens, and check the expert weights are read once per step.",
-        reasoning="With few tokens per expert the weight reads dominate the bytes moved.",
-        resolution="More tokens per expert raise the arithmetic intensity towards the compute-bound regime.",
-    )
+        return AdviceText(agent=AGENT_NAME, fact="fused_compute_bound",
+                          values={"precision": prec, "fp8_speedup": _fp8_speedup(prec, data)})
+    return AdviceText(agent=AGENT_NAME, fact="fused_memory_bound", values={"precision": prec, "memory_bound": memory_bound})
+
+
+def advise(group: OpGroup, data: AgentData) -> Advice:
+    return render_advice(advice_text(group, data))
 
 
 def facts(data: AgentData) -> MoeFacts:

@@ -8,7 +8,8 @@ from pydantic import BaseModel
 
 from tracelake.analyzers import compute, settings
 from tracelake.analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
-from tracelake.analyzers.contracts import AgentResult, AnalysisContext
+from tracelake.analyzers.contracts import AdviceText, AgentResult, AnalysisContext
+from tracelake.analyzers.finding_text import render_advice
 
 AGENT_NAME = "norm"
 TIER = "compute"
@@ -48,57 +49,33 @@ def classify(op: OpRecord) -> str:
     return "other"
 
 
-
-
-def advise(group: OpGroup, data: AgentData) -> Advice:
+def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
+    """Which normalization advice applies to the group (a row of analyzers/advice/norm.toml), with its values."""
     dominant = group.dominant
     variant = dominant.kind
-    backward = dominant.op_category == "NORM_bwd"
-    eff = group.weighted_efficiency
-    pass_text = "backward" if backward else "forward"
+    pass_name = "backward" if dominant.op_category == "NORM_bwd" else "forward"
     if group.estimate_method == "heuristic":
-        advice = compute.generic_advice(group, f"this {variant} {pass_text} op")
-        return Advice(insight="", action=advice.action, reasoning=advice.reasoning, resolution=advice.resolution)
-    suboptimal = eff is not None and eff < settings.NORM_KERNEL_SUBOPTIMAL_PERCENT
-    eff_text = (
-        f" At {eff:.1f} % of the bandwidth roofline (below {settings.NORM_KERNEL_SUBOPTIMAL_PERCENT:.0f} %) the norm kernel itself is "
-        "far from streaming at HBM speed." if suboptimal and eff is not None else ""
-    )
+        generic = compute.generic_advice(group, f"this {variant} {pass_name} op")
+        return AdviceText(agent=AGENT_NAME, fact="unmodelled", values={"generic": generic})
+    eff = group.weighted_efficiency
+    values: dict[str, object] = {
+        "pass_name": pass_name, "efficiency": eff,
+        "suboptimal": eff is not None and eff < settings.NORM_KERNEL_SUBOPTIMAL_PERCENT,
+    }
     if variant == "batchnorm":
         computation = data.ctx.computation_time_ms
         bn_share = 100.0 * sum(op.time_ms for op in data.ops if op.kind == "batchnorm") / computation if computation > 0 else 0.0
         nchw = [op for op in group.members if compute.tensor_layout(op) == "channels_first"]
-        layout_text = f" {len(nchw)} of the {len(group.members)} inputs are in NCHW (channels-first) layout." if nchw else ""
         heavy = bn_share >= settings.BATCHNORM_CHANNELS_LAST_MIN_PERCENT
-        return Advice(
-            insight=(
-                f"BatchNorm {pass_text} takes {bn_share:.1f} % of the GPU computation time.{eff_text}{layout_text}"
-            ),
-            action=(
-                ("Switch the model and inputs to channels-last (NHWC) memory format so BatchNorm and the convolutions "
-                 "use per-channel-contiguous kernels, and fuse BatchNorm with the following activation"
-                 if heavy or nchw else "Fuse BatchNorm with the following activation")
-                + (" (or fold it into the convolution: the weights are frozen at inference)." if data.ctx.is_inference
-                   else ".")
-            ),
-            reasoning=(
-                "BatchNorm reads the activation once for the per-channel statistics and again to normalise; in NCHW the "
-                "per-channel reduction walks strided memory."
-            ),
-            resolution=(
-                "Channels-last makes each channel's values contiguous per pixel and lets one kernel compute statistics and "
-                "apply the affine transform with coalesced accesses; fusing the activation removes one more pass."
-            ),
-        )
-    return Advice(
-        insight=f"{variant.capitalize()} {pass_text} on {group.library} kernels.{eff_text}",
-        action=(
-            "Use a fused normalization kernel that also applies the residual add and the following activation / "
-            "quantization (vendor or framework fused norm" + compute.unless_compiled(data.ctx, ", or compile the block") + ")."
-        ),
-        reasoning="A norm is bandwidth-bound: one read of the row for the statistics, one for the scaling, one write.",
-        resolution="A fused norm reads each row once and writes once, and absorbs the neighbouring pointwise ops.",
-    )
+        return AdviceText(agent=AGENT_NAME, fact="batchnorm", values={
+            **values, "batchnorm_share": bn_share, "nchw_count": len(nchw), "member_count": len(group.members),
+            "channels_last": bool(heavy or nchw), "inference": data.ctx.is_inference})
+    return AdviceText(agent=AGENT_NAME, fact="row_norm", values={
+        **values, "variant": variant, "library": group.library, "compiled": data.ctx.facts.is_compiled})
+
+
+def advise(group: OpGroup, data: AgentData) -> Advice:
+    return render_advice(advice_text(group, data))
 
 
 def facts(data: AgentData) -> NormFacts:
@@ -114,7 +91,8 @@ def facts(data: AgentData) -> NormFacts:
         channels_last_count=sum(1 for op in ops if compute.tensor_layout(op) == "channels_last"),
         channels_first_count=sum(1 for op in ops if compute.tensor_layout(op) == "channels_first"),
         below_suboptimal_threshold_count=sum(
-            1 for op in ops if op.efficiency_percent is not None and op.efficiency_percent < settings.NORM_KERNEL_SUBOPTIMAL_PERCENT
+            1 for op in ops
+            if op.efficiency_percent is not None and op.efficiency_percent < settings.NORM_KERNEL_SUBOPTIMAL_PERCENT
         ),
         peak_hbm_tb_per_s=data.peak_hbm_tb_per_s,
     )

@@ -9,7 +9,8 @@ from pydantic import BaseModel
 
 from tracelake.analyzers import compute
 from tracelake.analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
-from tracelake.analyzers.contracts import AgentResult, AnalysisContext
+from tracelake.analyzers.contracts import AdviceText, AgentResult, AnalysisContext
+from tracelake.analyzers.finding_text import render_advice
 
 AGENT_NAME = "reduce"
 TIER = "compute"
@@ -57,40 +58,24 @@ def _in_modules(op: OpRecord, markers: tuple[str, ...]) -> bool:
     return any(compute.name_matches(module, markers) for module in op.module_chain)
 
 
-def advise(group: OpGroup, data: AgentData) -> Advice:
+def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
+    """Which reduce advice applies to the group (a row of analyzers/advice/reduce.toml), with its values."""
     dominant = group.dominant
     module = compute.module_hint(group)
     if any(_in_modules(op, NORM_MODULE_MARKERS) for op in group.members):
-        return Advice(
-            insight=(
-                f"The reduction runs inside a normalization module (`{module}`): it is the statistics step of a norm that "
-                "is composed of separate kernels (reduce, add epsilon, reciprocal square root, scale)."
-            ),
-            action=("Use a fused normalization kernel (fused RMSNorm / LayerNorm)"
-                    + compute.unless_compiled(data.ctx, " or compile the norm module")
-                    + ", so the statistics and the scaling run in one pass."),
-            reasoning="An unfused norm reads the activation once for the statistics and again for every following pointwise step.",
-            resolution="A fused norm reads the row once, keeps the statistics on chip and writes the normalised row once.",
-        )
+        return AdviceText(agent=AGENT_NAME, fact="in_norm_module",
+                          values={"module": module, "compiled": data.ctx.facts.is_compiled})
     if dominant.kind == "softmax" and any(_in_modules(op, ATTENTION_MODULE_MARKERS) for op in group.members):
-        return Advice(
-            insight=f"A softmax inside an attention module (`{module}`) points to attention computed step by step.",
-            action="Use fused scaled-dot-product attention for this block; the softmax then runs inside the attention kernel.",
-            reasoning="A separate softmax reads and writes the whole score matrix between two matmuls.",
-            resolution="Fused attention computes the softmax on score tiles kept on chip.",
-        )
+        return AdviceText(agent=AGENT_NAME, fact="softmax_in_attention", values={"module": module})
     if group.estimate_method == "heuristic":
-        return compute.generic_advice(group, f"`{dominant.name}`")
-    eff = group.weighted_efficiency or 0.0
-    return Advice(
-        insight=f"An isolated {dominant.kind} reduction at {eff:.1f} % of the bandwidth roofline; a plain reduction should stream its input near HBM peak.",
-        action=(
-            "Reduce over the contiguous (last) dimension or make the input contiguous first, and fuse the reduction "
-            "with the op that produces its input."
-        ),
-        reasoning="Reductions over strided dimensions or tiny outputs leave most compute units idle and read memory inefficiently.",
-        resolution="A contiguous reduction reads full cache lines per thread; fusing with the producer removes one full pass over the input.",
-    )
+        return AdviceText(agent=AGENT_NAME, fact="unmodelled",
+                          values={"generic": compute.generic_advice(group, f"`{dominant.name}`")})
+    return AdviceText(agent=AGENT_NAME, fact="isolated",
+                      values={"kind": dominant.kind, "efficiency": group.weighted_efficiency or 0.0})
+
+
+def advise(group: OpGroup, data: AgentData) -> Advice:
+    return render_advice(advice_text(group, data))
 
 
 def exclude(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, ops: list[OpRecord]) -> dict[str, str]:

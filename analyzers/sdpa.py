@@ -13,7 +13,8 @@ from pydantic import BaseModel
 from tracelake.analyzers import compute, settings
 from tracelake.analyzers.common import expected_attention_band
 from tracelake.analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
-from tracelake.analyzers.contracts import AgentResult, AnalysisContext
+from tracelake.analyzers.contracts import AdviceText, AgentResult, AnalysisContext, TracePhases
+from tracelake.analyzers.finding_text import render_advice
 
 AGENT_NAME = "sdpa"
 TIER = "compute"
@@ -100,148 +101,80 @@ def _kv_cache_percent(ops: list[OpRecord]) -> float | None:
     return 100.0 * cache / total if total > 0 and cache > 0 else None
 
 
-def _decode_tokens_per_sequence(phases) -> float | None:
+def _decode_tokens_per_sequence(phases: TracePhases) -> float | None:
     """Decode query tokens per request of the decode steps (phases mart), when the op's shapes do
     not show them (paged attention takes the queries of every request in one flat tensor)."""
-    steps = [s for s in phases.steps if s.phase == "decode" and s.decode_tokens and s.batch_size]
-    return max(s.decode_tokens / s.batch_size for s in steps) if steps else None
+    per_request = [s.decode_tokens / s.batch_size for s in phases.steps
+                   if s.phase == "decode" and s.decode_tokens and s.batch_size]
+    return max(per_request) if per_request else None
+
+
+def _advice(fact: str, **values: object) -> AdviceText:
+    return AdviceText(agent=AGENT_NAME, fact=fact, values=values)
+
+
+def _is_decode(n_q: int | None, phases: TracePhases) -> bool:
+    """Decode attention: a short query, unless the serving steps' phase (phases mart) says otherwise
+    (decode advice only in a decode phase)."""
+    decode = n_q is not None and n_q <= settings.DECODE_MAX_QUERY_LEN
+    if phases.is_serving:
+        phase = phases.single_phase
+        return phase == "decode" or (phase is None and decode and "decode" in phases.phase_names)
+    return decode
+
+
+def _unmodelled_advice(group: OpGroup, data: AgentData, n_q: int | None, decode: bool) -> AdviceText:
+    """Paged or unmodelled attention: decode advice, or get-the-shapes advice when the phase is unknown."""
+    kv = _kv_cache_percent(group.members)
+    kv_values = {"kv_cache_percent": kv, "tune_kv_block": kv is not None and kv > settings.KV_CACHE_WRITE_PERCENT_MAX}
+    if decode:
+        per_sequence = n_q if n_q is not None else _decode_tokens_per_sequence(data.ctx.phases)
+        return _advice("decode_unmodelled", tokens_per_sequence=per_sequence, **kv_values)
+    return _advice("phase_unknown", kind=group.dominant.kind, attribution_hint=compute.attribution_hint(data.ctx),
+                   **kv_values)
+
+
+def _fused_advice(group: OpGroup, n_q: int | None, n_kv: int | None, decode: bool) -> AdviceText:
+    """Fused attention with shapes: against the sequence-length band, by bound and phase."""
+    dominant = group.dominant
+    n = max(n_q or 0, n_kv or 0)
+    values: dict[str, object] = {
+        "kind": dominant.kind, "seq_len": n, "n_q": n_q, "n_kv": n_kv, "within_band": False,
+        "gqa_ratio": gqa_ratio(dominant), "backward": dominant.op_category == "SDPA_bwd",
+        "short_sequences": 0 < n <= settings.SHORT_ATTENTION_SEQ_LEN,
+    }
+    if n:
+        anchor, low, high = expected_attention_band(n, head_dim(dominant))
+        efficiency = group.weighted_efficiency or 0.0
+        values.update(band_anchor=anchor, band_low=low, band_high=high, efficiency=efficiency,
+                      within_band=efficiency >= low)
+    if group.bound == "compute":
+        return _advice("fused_compute_bound", mask_tensor=_mask_tensor(group), **values)
+    return _advice("fused_decode" if decode else "fused_memory_bound", **values)
+
+
+def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
+    """Which attention advice applies to the group (a row of analyzers/advice/sdpa.toml), with its values."""
+    dominant = group.dominant
+    if group.family == "eager":
+        return _advice("eager")
+    if dominant.kind == "math":
+        return _advice("math_path")
+    n_q, n_kv = seq_lens(dominant)
+    phases = data.ctx.phases
+    decode = _is_decode(n_q, phases)
+    phase = phases.single_phase if phases.is_serving else None
+    unmodelled = group.estimate_method == "heuristic"
+    if phase == "prefill" and (unmodelled or dominant.kind == "paged"):
+        tokens = [s.prefill_tokens for s in phases.steps if s.phase == "prefill" and s.prefill_tokens]
+        return _advice("prefill", prompt_tokens=max(tokens) if tokens else None)
+    if unmodelled or (dominant.kind == "paged" and (decode or n_q is None)):
+        return _unmodelled_advice(group, data, n_q, decode)
+    return _fused_advice(group, n_q, n_kv, decode)
 
 
 def advise(group: OpGroup, data: AgentData) -> Advice:
-    dominant = group.dominant
-    kind = dominant.kind
-    if group.family == "eager":
-        return Advice(
-            insight=(
-                "The scores are computed with a batched matmul, normalised by a separate softmax and multiplied by V in "
-                "a second batched matmul: eager attention materialises the full score matrix in memory."
-            ),
-            action=(
-                "Replace the matmul-softmax-matmul chain with a fused scaled-dot-product attention call "
-                "(torch.nn.functional.scaled_dot_product_attention, or the model's fused attention implementation)."
-            ),
-            reasoning=(
-                "Eager attention writes and re-reads the Sq x Skv score and probability tensors and launches separate "
-                "kernels for each step, so its time is dominated by memory traffic rather than the attention FLOPs."
-            ),
-            resolution=(
-                "A fused attention kernel keeps the score tile on chip (online softmax), so only Q, K, V and the output "
-                "touch HBM and the whole chain runs as one kernel."
-            ),
-        )
-    if kind == "math":
-        return Advice(
-            insight="The attention runs on the unfused math path (separate GEMM and softmax kernels).",
-            action=(
-                "Make the fused attention backend eligible (supported dtype, head dim and mask; no unsupported flags) "
-                "so scaled-dot-product attention dispatches to a flash / memory-efficient kernel."
-            ),
-            reasoning="The math path materialises the attention matrix and runs several kernels per call.",
-            resolution="A fused kernel avoids the S x S intermediate and the extra launches.",
-        )
-    n_q, n_kv = seq_lens(dominant)
-    decode = n_q is not None and n_q <= settings.DECODE_MAX_QUERY_LEN
-    # the serving steps' phase (phases mart) overrules the shapes: decode advice only in a decode phase
-    phases = data.ctx.phases
-    phase = phases.single_phase if phases.is_serving else None
-    if phases.is_serving:
-        decode = phase == "decode" or (phase is None and decode and "decode" in phases.phase_names)
-    if phase == "prefill" and (group.estimate_method == "heuristic" or kind == "paged"):
-        tokens = [s.prefill_tokens for s in phases.steps if s.phase == "prefill" and s.prefill_tokens]
-        token_text = f" over {max(tokens):,} prompt tokens per step" if tokens else ""
-        return Advice(
-            insight=f"Prefill attention{token_text} (the serving steps are prefill steps).",
-            action=("Check that the engine selects its flash / varlen prefill attention kernel for this head "
-                    "configuration, and use chunked prefill so long prompts share steps with other requests."),
-            reasoning=("Prefill attention processes many query tokens per sequence, so it is compute-bound and its "
-                       "cost grows with the prompt length squared."),
-            resolution=("A tuned prefill kernel raises the FLOP rate; chunked prefill bounds the step time and keeps "
-                        "other requests' steps flowing."),
-        )
-    if group.estimate_method == "heuristic" or (kind == "paged" and (decode or n_q is None)):
-        kv = _kv_cache_percent(group.members)
-        kv_text = ""
-        if kv is not None:
-            kv_text = f" KV-cache write kernels take {kv:.1f} % of these ops' kernel time."
-        tune_block = kv is not None and kv > settings.KV_CACHE_WRITE_PERCENT_MAX
-        block_text = "; the KV-cache write share is high, so tune the KV block size (16/32/64)" if tune_block else ""
-        if decode:
-            per_sequence = n_q if n_q is not None else _decode_tokens_per_sequence(data.ctx.phases)
-            tokens_text = (f"{per_sequence:g} query token(s) per sequence" if per_sequence is not None
-                           else "few query tokens per sequence")
-            return Advice(
-                insight=f"Decode attention: {tokens_text}.{kv_text}",
-                action=("Batch more decode requests per step (larger decode batch) so each KV-cache read serves more "
-                        f"queries{block_text}."),
-                reasoning=("Decode attention reads the whole KV cache for one or a few query tokens, so it is bound by "
-                           "KV-cache bandwidth; small decode batches leave the GPU underused."),
-                resolution="A larger decode batch amortises each KV-cache read over more queries and fills more compute units.",
-            )
-        return Advice(
-            insight=(f"Attention implementation: {kind}; no perf model covers it, so only its time share is known "
-                     f"(the trace gives no query length, so the phase is unknown).{kv_text}"),
-            action=(f"Get the shapes first: {compute.attribution_hint(data.ctx)}; then check that the fused attention "
-                    f"kernel of the serving engine or library is selected for this head configuration{block_text}."),
-            reasoning=("Without the query and key lengths there is no FLOP or byte count, so the distance to the roofline "
-                       "is unknown."),
-            resolution="With shapes, the attention gets a perf model and a measured distance to its roofline.",
-        )
-    n = max(n_q or 0, n_kv or 0)
-    short = 0 < n <= settings.SHORT_ATTENTION_SEQ_LEN
-    band_text, within = "", False
-    if n:
-        anchor, low, high = expected_attention_band(n, head_dim(dominant))
-        eff = group.weighted_efficiency or 0.0
-        within = eff >= low
-        band_text = (
-            f" Sequence length is {n} (query {n_q}, key/value {n_kv}); fused attention at this length (nearest anchor "
-            f"N = {anchor}) and head dim typically reaches {low:.0f}-{high:.0f} % of roofline, and this group averages {eff:.1f} %"
-            + (" (within or above that band)." if within else " (below that band).")
-        )
-    ratio = gqa_ratio(dominant)
-    gqa = f" Grouped-query attention with {ratio} query heads per KV head." if ratio and ratio > 1 else ""
-    backward = " Backward attention is naturally slower than forward (it recomputes the scores)." if dominant.op_category == "SDPA_bwd" else ""
-    if group.bound == "compute":
-        return Advice(
-            insight=f"Fused ({kind}) attention, compute-bound.{band_text}{gqa}{backward}",
-            action=(
-                ("The kernel is within the band fused attention reaches here: a faster fused-attention backend for this "
-                 "head dim (FlashAttention-3 / cuDNN on Hopper, CK / aiter on ROCm) is the remaining lever"
-                 + ("; longer (packed) sequences per call raise the efficiency further." if short else "."))
-                if within else
-                "Try another fused attention backend or its tuned tile configuration for this head dim and sequence length"
-                + (", and if the mask is causal pass `is_causal=True` instead of a dense mask tensor." if _mask_tensor(group)
-                   else ".")
-            ),
-            reasoning=(
-                "Fused attention efficiency grows with sequence length: short sequences give few tiles per head and a large "
-                "share of softmax / masking work per FLOP." if short else
-                f"At N = {n} every head has many tiles, so the gap to the band is the kernel's own efficiency for this "
-                "head dim and dtype, not the problem size."
-            ),
-            resolution=(
-                "Longer or packed sequences give the kernel more full tiles; a better-matched kernel configuration raises the "
-                "FLOP rate for the same work." if short else
-                "A backend tuned for this head dim and dtype raises the FLOP rate for the same work."
-            ),
-        )
-    if decode:
-        return Advice(
-            insight=f"Fused ({kind}) attention, memory-bound, {n_q} query token(s) per sequence (decode).{band_text}{gqa}",
-            action=("Batch more sequences per call, or use a decode-specific attention kernel for single-token queries; "
-                    "do not copy Q, K, V to contiguous buffers before the call if the backend accepts strided inputs."),
-            reasoning="With few query tokens per key the kernel streams K and V once and does little math per byte.",
-            resolution="More queries per K/V read raise the arithmetic intensity; avoiding extra copies removes memory passes.",
-        )
-    return Advice(
-        insight=f"Fused ({kind}) attention, memory-bound.{band_text}{gqa}{backward}",
-        action=("Pack or batch more sequences per call so each kernel gets more full tiles; do not copy Q, K, V to "
-                "contiguous buffers before the call if the backend accepts strided inputs."),
-        reasoning=(f"At sequence length {n} each head has few tiles, so loading Q, K and V and the per-call setup dominate "
-                   "the attention math." if n else
-                   "Short attention calls are dominated by loading Q, K and V and by the per-call setup."),
-        resolution="More sequences per call give the kernel more tiles to keep busy; avoiding extra copies removes memory passes.",
-    )
+    return render_advice(advice_text(group, data))
 
 
 def _mask_tensor(group: OpGroup) -> bool:

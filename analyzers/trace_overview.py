@@ -29,7 +29,9 @@ def quality_checks(db: duckdb.DuckDBPyConnection, trace_id: str) -> list[dict[st
 
 def run_mode(db: duckdb.DuckDBPyConnection, trace_id: str) -> tuple[str | None, str]:
     """runs.mode and the evidence for it."""
-    mode, reason = db.execute("select mode, mode_reason from runs where trace_id = ?", [trace_id]).fetchone()
+    row = db.execute("select mode, mode_reason from runs where trace_id = ?", [trace_id]).fetchone()
+    assert row is not None, f"no runs row for trace {trace_id}"  # the ingest writes one per trace
+    mode, reason = row
     return mode, reason
 
 

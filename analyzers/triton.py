@@ -9,7 +9,8 @@ from pydantic import BaseModel
 
 from tracelake.analyzers import compute, settings
 from tracelake.analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
-from tracelake.analyzers.contracts import AgentResult, AnalysisContext
+from tracelake.analyzers.contracts import AdviceText, AgentResult, AnalysisContext
+from tracelake.analyzers.finding_text import render_advice
 
 AGENT_NAME = "triton"
 TIER = "compute"
@@ -58,42 +59,27 @@ def _norm_like(op: OpRecord) -> bool:
     return any(p in fused_ops(op.name) for p in NORM_PATTERN_OPS)
 
 
-def advise(group: OpGroup, data: AgentData) -> Advice:
+def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
+    """Which compiled-kernel advice applies to the group (a row of analyzers/advice/triton.toml), with its values."""
     dominant = group.dominant
-    decoded = fused_ops(dominant.name)
-    decoded_text = f" The dominant kernel fuses {', '.join(decoded)}." if decoded else ""
     small = [op for op in group.members if op.mean_us < settings.SHORT_KERNEL_US]
-    small_text = f" {len(small)} of these ops average under {settings.SHORT_KERNEL_US:.0f} µs per call." if small else ""
     eff = group.weighted_efficiency
     low = eff is not None and eff < settings.DEDICATED_LIBRARY_MAX_EFFICIENCY
     if any(_norm_like(op) for op in group.members) and (low or group.estimate_method == "heuristic"):
-        action = (
-            "Compare this fused normalization / reduction kernel with a dedicated library norm kernel, and let the compiler "
-            "autotune its reduction configuration (max-autotune)."
-        )
-        reasoning = "Compiler-generated reductions pick block sizes heuristically; a normalization over a long row can under-use the GPU."
-        resolution = "A tuned or library kernel reads each row once at near-peak bandwidth."
+        fact = "norm_like"
     elif small and (data.ctx.mode or "").endswith("-graph"):
-        # already replayed by a GPU graph: no host launch to remove, only fewer, larger kernels help
-        action = ("These short generated kernels already replay in a GPU graph: widen the compiled region so more ops "
-                  "fuse into fewer kernels.")
-        reasoning = "Very short kernels are dominated by their fixed start-up and tail cost, not by their memory traffic."
-        resolution = "Larger fusion regions run fewer, longer kernels."
+        fact = "small_kernels_in_graph"
     elif small:
-        action = "Reduce launch overhead around these small generated kernels: capture the compiled region in a GPU graph (reduce-overhead mode) or widen the compiled region so more ops fuse."
-        reasoning = "Very short kernels are dominated by launch latency, not by their memory traffic."
-        resolution = "A GPU graph replays the launches without host overhead; larger fusion regions launch fewer kernels."
+        fact = "small_kernels"
     else:
-        action = (
-            "Review the fusion boundaries of the compiled graph (graph breaks split regions) and enable compiler autotuning "
-            "(max-autotune) for the largest generated kernels."
-        )
-        reasoning = "A generated kernel is bound by the memory traffic of its fused region; graph breaks force extra round trips through memory."
-        resolution = "Fewer graph breaks give larger fused regions; autotuning picks better block sizes for the dominant shapes."
-    insight = f"{dominant.kind.capitalize()} compiled kernels.{decoded_text}{small_text}"
-    if group.estimate_method == "heuristic":
-        insight += " Generated kernels carry no perf model, so the gain is estimated from their time share."
-    return Advice(insight=insight, action=action, reasoning=reasoning, resolution=resolution)
+        fact = "fusion_boundaries"
+    return AdviceText(agent=AGENT_NAME, fact=fact, values={
+        "kind": dominant.kind, "fused_ops": fused_ops(dominant.name), "small_count": len(small),
+        "unmodelled": group.estimate_method == "heuristic"})
+
+
+def advise(group: OpGroup, data: AgentData) -> Advice:
+    return render_advice(advice_text(group, data))
 
 
 def facts(data: AgentData) -> TritonFacts:

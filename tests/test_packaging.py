@@ -59,7 +59,8 @@ def test_the_wheel_holds_one_package_with_its_data(installed: tuple[Path, Path])
     assert tops == {"tracelake"}
     for expected in ("tracelake/ingest/decode.py", "tracelake/analyzers/gemm.py", "tracelake/compiled/plan.json",
                      "tracelake/compiled/models/gpu_timeline.sql", "tracelake/compiled/seeds/platforms.parquet",
-                     "tracelake/agents/templates/compute.md.j2", "tracelake/reports/templates/analysis.md.j2"):
+                     "tracelake/agents/templates/compute.md.j2", "tracelake/reports/templates/analysis.md.j2",
+                     "tracelake/analyzers/advice/gemm.toml"):
         assert expected in names, expected
     shipped_models = [n for n in names if n.startswith("tracelake/compiled/models/") and n.endswith(".sql")]
     assert len(shipped_models) == len(list((ROOT / "tracelake" / "compiled" / "models").glob("*.sql")))
