@@ -1,4 +1,4 @@
-"""The marts the cpu_idle analyzer and model identification read: their dbt unit tests (given /
+"""The marts the cpu_idle analyzer, model identification and the finding windows read: their dbt unit tests (given /
 expected rows for the rules with edge cases), and on the real traces, that they agree with the
 idle-gap table they summarize."""
 
@@ -46,3 +46,9 @@ def test_each_gap_counts_once_per_side(db: duckdb.DuckDBPyConnection, mart: str,
 def test_op_kinds_have_one_row_per_trace(db: duckdb.DuckDBPyConnection) -> None:
     assert db.execute("select count(*) from model_op_kinds").fetchone() == db.execute("select count(*) from traces").fetchone()
     assert db.execute("select sum(cpu_ops) from model_op_kinds").fetchone() == db.execute("select count(*) from cpu_ops").fetchone()
+
+
+def test_claim_targets_are_every_gpu_event_and_every_gap(db: duckdb.DuckDBPyConnection) -> None:
+    targets = dict(db.execute("select kind, count(*) from gpu_claim_targets group by 1").fetchall())
+    assert targets == {"gpu_event": db.execute("select count(*) from kernels").fetchone()[0],
+                       "idle_gap": db.execute("select count(*) from gpu_idle_gaps").fetchone()[0]}
