@@ -1,7 +1,7 @@
 """Where on the trace's timeline each finding's claim lies: the window of its claimed GPU events and
 idle gaps, the profiler steps it overlaps, and, for idle gaps, the host work that ran inside them.
-Read from the marts (kernels, gpu_idle_gaps, profiler_steps, events); written into `findings` and
-`analysis.md`, and what `tracelake export --finding P<n>` trims the trace to."""
+Read from the marts (gpu_claim_targets, profiler_steps, gpu_idle_gaps, events); written into `findings`
+and `analysis.md`, and what `tracelake export --finding P<n>` trims the trace to."""
 
 from __future__ import annotations
 
@@ -11,32 +11,17 @@ import pyarrow as pa
 from tracelake.analyzers import settings
 from tracelake.analyzers.contracts import AgentResult, HostActivity
 
+# The span of each finding's claimed items (gpu_claim_targets: GPU events and idle gaps) and the
+# profiler steps any of them overlaps.
 WINDOWS_SQL = """
-with items as (
-    select claims.finding_id, kernels.ts_us as start_us, kernels.end_us
-    from claims
-    inner join kernels on kernels.trace_id = $trace_id and kernels.event_idx = claims.item_id
-    where claims.kind = 'gpu_event'
-    union all
-    select claims.finding_id, gaps.start_us, gaps.end_us
-    from claims
-    inner join gpu_idle_gaps as gaps on gaps.trace_id = $trace_id and gaps.gap_id = claims.item_id
-    where claims.kind = 'idle_gap'
-),
-steps as (
-    select step_number, span_start_us as start_us, span_end_us as end_us
-    from profiler_steps
-    where trace_id = $trace_id
-)
-select
-    items.finding_id,
-    min(items.start_us) as ts_start_us,
-    max(items.end_us) as ts_end_us,
-    coalesce(list(distinct steps.step_number order by steps.step_number)
-             filter (where steps.step_number is not null), []) as steps
-from items
-left join steps on steps.start_us < items.end_us and steps.end_us > items.start_us
-group by items.finding_id
+select claims.finding_id, min(items.start_us) as ts_start_us, max(items.end_us) as ts_end_us,
+    coalesce(list(distinct steps.step_number order by steps.step_number) filter (where steps.step_number is not null), [])
+from claims
+inner join gpu_claim_targets as items
+    on items.trace_id = $trace_id and items.kind = claims.kind and items.item_id = claims.item_id
+left join profiler_steps as steps
+    on steps.trace_id = $trace_id and steps.span_start_us < items.end_us and steps.span_end_us > items.start_us
+group by claims.finding_id
 """
 
 # Host work that started and ended inside a finding's idle gaps: what the host did while the GPU
