@@ -7,7 +7,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from tracelake.analyzers.contracts import AgentResult, RankedFinding, TracePhases
+from tracelake.analyzers.contracts import AgentResult, HostActivity, RankedFinding, TracePhases
 from tracelake.core.markdown_text import Markdown, TraceStrings, code, one_line
 from tracelake.core.text_format import finite
 from tracelake.reports.analysis_format import card_title, cell, fmt_ms, fmt_pct, fmt_value
@@ -95,33 +95,21 @@ def _on_trace_clock(stored_us: float, ts_base_us: int) -> str:
     return f"{Decimal(ts_base_us) + Decimal(repr(stored_us)):.1f}"
 
 
-def _window_text(finding: RankedFinding, trace_id: str, ts_base_us: int = 0) -> Markdown | None:
-    """Where the finding's claims lie on the trace's clock, and the command that cuts that window out."""
+def _window(finding: RankedFinding, trace_id: str, ts_base_us: int = 0) -> dict[str, Any] | None:
+    """Where the finding's claims lie on the trace's clock (the template says it, with the command
+    that cuts that window out)."""
     if finding.ts_start_us is None or finding.ts_end_us is None:
         return None
-    steps = finding.steps
-    step_text = ""
-    if steps:
-        step_text = (f"; ProfilerStep#{steps[0]}" if len(steps) == 1
-                     else f"; ProfilerStep#{steps[0]}-#{steps[-1]} ({len(steps)} steps)")
-    span_ms = (finding.ts_end_us - finding.ts_start_us) / 1000.0
-    command = f"tracelake export {trace_id} --finding P{finding.global_rank} --out p{finding.global_rank}.json"
-    start, end = _on_trace_clock(finding.ts_start_us, ts_base_us), _on_trace_clock(finding.ts_end_us, ts_base_us)
-    return Markdown(f"trace time {start}-{end} us ({fmt_ms(span_ms)} ms)"
-                    f"{step_text}; open it in Perfetto: {code(command)}")
+    return {"start": Markdown(_on_trace_clock(finding.ts_start_us, ts_base_us)),
+            "end": Markdown(_on_trace_clock(finding.ts_end_us, ts_base_us)),
+            "span_ms": (finding.ts_end_us - finding.ts_start_us) / 1000.0,
+            "steps": finding.steps, "trace_id": trace_id}
 
 
-def _host_activity_text(finding: RankedFinding) -> Markdown | None:
-    """The python frames and host ops that ran inside the finding's idle gaps, largest first."""
-    if not finding.host_activity:
-        return None
-    parts = []
-    for kind, label in (("python", "python frames"), ("host_op", "host ops")):
-        items = [a for a in finding.host_activity if a.kind == kind]
-        if items:
-            listed = ", ".join(f"{code(one_line(a.name))} {fmt_ms(a.time_ms)} ms ({a.calls}x)" for a in items)
-            parts.append(f"{label}: {listed}")
-    return Markdown("; ".join(parts))
+def _host_activity(finding: RankedFinding) -> list[tuple[str, list[HostActivity]]]:
+    """The python frames, then the host ops, that ran inside the finding's idle gaps, largest first."""
+    groups = [(kind, [a for a in finding.host_activity if a.kind == kind]) for kind in ("python", "host_op")]
+    return [(kind, items) for kind, items in groups if items]
 
 
 def finding_card(finding: RankedFinding, e2e_ms: float, trace_strings: dict[str, TraceStrings],
@@ -150,23 +138,21 @@ def finding_card(finding: RankedFinding, e2e_ms: float, trace_strings: dict[str,
         "structured_details": structured,
         "sql": finding.evidence_sql.strip(),
         "analysis_sql": finding.analysis_sql.strip(),
-        "claim": _claim_text(finding),
+        "claim": _claim(finding),
         "phase": _phase_text(finding.phase, phases or TracePhases()),
-        "window": _window_text(finding, trace_id, ts_base_us),
-        "host_activity": _host_activity_text(finding),
+        "window": _window(finding, trace_id, ts_base_us),
+        "host_activity": _host_activity(finding),
         "anchor": f"detail-p{finding.global_rank}",
         "sql_anchor": f"sql-p{finding.global_rank}",
     }
 
 
-def _claim_text(finding: RankedFinding) -> Markdown | None:
+def _claim(finding: RankedFinding) -> dict[str, Any] | None:
     """What the finding's estimate rests on, from the claims ledger (finding_kernels / finding_gaps)."""
     if finding.claimed_time_ms is None:
         return None
-    parts = [f"{finding.claimed_kernel_count} GPU event(s)" if finding.claimed_kernel_count else "",
-             f"{finding.claimed_gap_count} GPU idle gap(s)" if finding.claimed_gap_count else ""]
-    return Markdown(f"{fmt_ms(finding.claimed_time_ms)} ms of GPU time ({', '.join(p for p in parts if p)}), "
-                    "counted in no other finding")
+    return {"time_ms": finding.claimed_time_ms, "gpu_events": finding.claimed_kernel_count,
+            "idle_gaps": finding.claimed_gap_count}
 
 
 def ranked_rows(cards: list[dict[str, Any]]) -> list[dict[str, Any]]:

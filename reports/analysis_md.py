@@ -4,8 +4,9 @@ The renderer only arranges what the pipeline gathered: numbers are formatted her
 from a trace. Trace strings (names, shapes, file and device names) are data: the template escapes
 every value it prints (core.markdown_text), what the report modules compose is escaped there, and
 the markdown an analyzer wrote around names goes through TraceStrings. The template
-(templates/analysis.md.j2) is the one place the report's text is laid out; analysis.html is that
-markdown rendered for a browser (reports.analysis_html). The view models come from
+(templates/analysis.md.j2) lays the report out and holds its fixed sentences (a card's claims,
+window and host work are data here, words there); analysis.html is that markdown rendered for a
+browser (reports.analysis_html), so both come from the one template. The view models come from
 analysis_summary (title, timeline, Executive Summary), analysis_cards (the P-item cards) and
 analysis_tables (the other tables); analysis_validation checks a rendered report.
 """
