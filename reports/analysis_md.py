@@ -33,7 +33,7 @@ from tracelake.reports.analysis_summary import (
     metric_rows,
     quality_problems,
     summary_text,
-    title_line,
+    title_names,
     warning_lines,
 )
 from tracelake.reports.analysis_tables import (
@@ -77,7 +77,7 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
     reproduce = [(one_line(label), sql.strip()) for label, sql in inputs.reproduce_sql if sql and sql.strip()]
     reproduce += [(f"Model identification query {i}", sql) for i, sql in enumerate(model.evidence_sql, start=1)]
     return {
-        "title": title_line(inputs),
+        "title": title_names(inputs),
         "comparative": gpu2 is not None,
         "platform": inputs.platform,
         "platform2": inputs.platform2 or inputs.platform,

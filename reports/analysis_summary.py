@@ -17,15 +17,14 @@ LINKED_SHARE_CHECK = "linked_gpu_time_share"
 UNLINKED_CHECK = "unlinked_gpu_events"
 
 
-def title_line(inputs: ReportInputs) -> Markdown:
+def title_names(inputs: ReportInputs) -> dict[str, str | None]:
+    """What the title names: the model, the platform and (comparative scope) the second platform."""
     model = one_line(inputs.title_model or "")
     if not model or model in (UNKNOWN, "Unknown model", "None"):
         model = inputs.model_info.display_name
-    platform = inputs.platform_title or inputs.platform
-    if inputs.comparison_scope == "comparative":
-        return Markdown(f"# {text(model)} - Comparative Analysis: {text(platform)} vs "
-                        f"{text(inputs.platform2_title or inputs.platform2 or inputs.platform)}")
-    return Markdown(f"# {text(model)} - {text(platform)} Standalone Analysis")
+    platform2 = inputs.platform2_title or inputs.platform2 or inputs.platform
+    return {"model": model, "platform": inputs.platform_title or inputs.platform,
+            "platform2": platform2 if inputs.comparison_scope == "comparative" else None}
 
 
 def gpu_view(values: dict[str, float] | None) -> dict[str, float | None]:
