@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from tracelake.analyzers import settings
 from tracelake.analyzers.contracts import AgentResult, Finding
-from tracelake.core.markdown_text import sql_literal
+from tracelake.core.sql_text import sql_literal
 
 US_PER_MS = 1000.0
 
@@ -118,7 +118,8 @@ def assign_claims(results: list[AgentResult], e2e_ms: float) -> list[AgentResult
         owned = _owned_view(finding, kernels, gaps, e2e_ms, dict(ceded)) if kernels or gaps else None
         if owned is None or (ceded and _too_small_once_shared(finding, owned)):
             owner_id = max(ceded, key=ceded.__getitem__)
-            dropped.append(Ceded(finding, owner_id, sum(ceded.values()), len(finding.claimed_kernels) + len(finding.claimed_gaps)))
+            events = len(finding.claimed_kernels) + len(finding.claimed_gaps)
+            dropped.append(Ceded(finding, owner_id, sum(ceded.values()), events))
             continue
         owner_of_kernel.update(dict.fromkeys(kernels, finding.finding_id))
         owner_of_gap.update(dict.fromkeys(gaps, finding.finding_id))

@@ -13,7 +13,7 @@ from tracelake.core.templates import markdown_environment
 TEMPLATES = Path(__file__).parent / "templates"
 
 
-def kernel_full_names(names: list[str], also: dict[str, str] | None = None) -> list[tuple[str, str]]:
+def kernel_full_names(names: list[str | None], also: dict[str, str] | None = None) -> list[tuple[str, str]]:
     """(short, full) of the kernel names among `names` that a table shows short, with `also`
     (full -> short, what TraceStrings shortened in the analyzer's text), sorted by short name."""
     pairs = {one_line(n): short_kernel_name(one_line(n)) for n in names if n and shortens(one_line(n))}
@@ -22,6 +22,8 @@ def kernel_full_names(names: list[str], also: dict[str, str] | None = None) -> l
 
 
 _environment = markdown_environment(TEMPLATES)
+
+
 def kernel_name(name: str) -> str:
     """A kernel's (or a synthetic op's) name short; any other name as it is."""
     name = one_line(name)
@@ -32,6 +34,9 @@ _environment.filters.update(kernel_name=kernel_name)
 
 
 def _view(result: AgentResult, ctx: AnalysisContext) -> tuple[AgentResult, TraceStrings]:
+    """`result` with the markdown its analyzer wrote (each finding's insight, action and details,
+    the metrics' notes) made safe, its trace strings escaped where they stand and its kernel names
+    shortened (core.kernel_names); and those trace strings."""
     names = TraceStrings.of(result.metrics, [f.evidence for f in result.findings],
                             [f.operations for f in result.findings], ctx.fusion_flagged_ops)
     findings = [f.model_copy(update={field: names.escape_in(getattr(f, field))
@@ -42,16 +47,9 @@ def _view(result: AgentResult, ctx: AnalysisContext) -> tuple[AgentResult, Trace
     return result.model_copy(update={"findings": findings, "metrics": metrics}), names
 
 
-def findings_view(result: AgentResult, ctx: AnalysisContext) -> AgentResult:
-    """`result` with the markdown its analyzer wrote (each finding's insight, action and details,
-    the metrics' notes) made safe, its trace strings escaped where they stand and its kernel names
-    shortened (core.kernel_names)."""
-    return _view(result, ctx)[0]
-
-
 def render_findings(definition: AgentDefinition, result: AgentResult, ctx: AnalysisContext) -> str:
     view, names = _view(result, ctx)
-    tabled = [op.get("name") for op in result.metrics.get("top_operations") or [] if isinstance(op, dict)]
+    tabled: list[str | None] = [op.get("name") for op in result.metrics.get("top_operations") or [] if isinstance(op, dict)]
     tabled += [op.get("name") for op in result.metrics.get("top_collectives") or [] if isinstance(op, dict)]
     return _environment.get_template(definition.template).render(
         result=view, ctx=ctx, agent=definition, kernel_pairs=kernel_full_names(tabled, names.shortened))

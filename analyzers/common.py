@@ -1,4 +1,8 @@
-"""Small helpers every analyzer uses: rows as dicts, evidence SQL, confidence, empty results."""
+"""Small helpers every analyzer uses: rows as dicts, the gpu_timeline row, empty results.
+
+SQL quoting lives in core.sql_text and confidence in analyzers.confidence; `inline_trace_id` and
+`confidence_from_quality` are importable from here too, for the analyzers that still import them
+from this module."""
 
 from __future__ import annotations
 
@@ -8,10 +12,9 @@ from typing import Any
 import duckdb
 
 from tracelake.analyzers import settings
-from tracelake.analyzers.contracts import AgentResult, Confidence, Tier
-from tracelake.core.markdown_text import sql_literal
-
-CONFIDENCE_ORDER: tuple[Confidence, ...] = ("high", "medium", "low")
+from tracelake.analyzers.confidence import confidence_from_quality as confidence_from_quality
+from tracelake.analyzers.contracts import AgentResult, Tier
+from tracelake.core.sql_text import inline_trace_id as inline_trace_id
 
 
 def query_rows(db: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list[dict[str, Any]]:
@@ -27,19 +30,6 @@ def gpu_timeline_row(db: duckdb.DuckDBPyConnection, sql: str, trace_id: str) -> 
     """The trace's gpu_timeline row as `sql` selects it (one `?`: the trace id); None without GPU time."""
     rows = query_rows(db, sql, [trace_id])
     return rows[0] if rows and rows[0]["total_time_ms"] else None
-
-
-def inline_trace_id(sql: str, trace_id: str) -> str:
-    """The query with its single `?` replaced by the trace id literal (a finding's evidence_sql)."""
-    return sql.replace("?", sql_literal(trace_id), 1).strip()
-
-
-def confidence_from_quality(base: Confidence, verdicts: dict[str, str], checks: tuple[str, ...]) -> Confidence:
-    """One level lower per relevant trace-quality check that warns; low when one fails."""
-    if any(verdicts.get(c) == "fail" for c in checks):
-        return "low"
-    steps = sum(verdicts.get(c) == "warn" for c in checks)
-    return CONFIDENCE_ORDER[min(CONFIDENCE_ORDER.index(base) + steps, len(CONFIDENCE_ORDER) - 1)]
 
 
 def no_data_result(agent: str, tier: Tier, reason: str) -> AgentResult:

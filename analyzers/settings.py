@@ -60,7 +60,6 @@ BIG_OP_MIN_CLAIMED_SHARE = 0.5
 MAX_CATEGORY_PRIORITIES = 6  # TraceLens report_utils max_recommendations
 UNMODELED_CATEGORY_MIN_PERCENT = 5.0  # categories without findings but >= 5 % of compute are listed
 CATEGORY_TIME_TOLERANCE = 0.10  # validation: category kernel time vs computation time within 10 %
-ROLLUP_TOLERANCE = 0.02  # validation: per-category rollup equals the sum of its findings within 0.02
 ROOFLINE_VALIDATION_MAX_PERCENT = 100.0  # validation: an op above 100 % of its roofline is physically impossible (listed)
 
 # ---- runner ------------------------------------------------------------------------------
@@ -183,7 +182,8 @@ NORM_KERNEL_SUBOPTIMAL_PERCENT = 20.0  # TraceLens norm spec: norm below 20 % of
 BATCHNORM_CHANNELS_LAST_MIN_PERCENT = 10.0  # TraceLens norm spec: BatchNorm >= 10 % of computation -> channels-last
 
 # ---- convolution agent -----------------------------------------------------
-TRANSPOSE_OVERHEAD_HIGH_PERCENT = 20.0  # TraceLens convolution spec: > 20 % transpose overhead -> strongly recommend channels-last
+# TraceLens convolution spec: > 20 % transpose overhead -> strongly recommend channels-last
+TRANSPOSE_OVERHEAD_HIGH_PERCENT = 20.0
 TRANSPOSE_OVERHEAD_MODERATE_PERCENT = 10.0  # ... 10-20 % moderate, < 10 % acceptable
 # TraceLens convolution spec: expected % of peak by kernel shape (prose bands)
 EXPECTED_EFFICIENCY_PERCENT = {"kxk": 70.0, "3x3": 70.0, "1x1": 60.0, "depthwise": 50.0}

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import re
 
+from tracelake.core.text_format import CLIP, clip
+
 KERNEL_NAME_MAX_CHARS = 80  # a table cell a reader can scan; longer names end in "..." (full name in the appendix)
 SYNTHETIC_KERNEL_MIN_CHARS = 40  # a synthetic op's kernel keeps this much of its name beside the launcher
 ELIDED = "<...>"
-CLIP = "..."
 _SYNTHETIC = re.compile(r"^(?P<launcher>[^\s<>()]+?)->(?P<kernel>.+?)(?P<suffix> \(Synthetic Op\))?$")
 _OPEN = {"<": ">", "(": ")", "[": "]", "{": "}"}
 _CLOSE = {v: k for k, v in _OPEN.items()}
@@ -302,7 +303,7 @@ def _cap(name: str, limit: int) -> str:
         parts.pop(0)
     if len(parts) < len(name.split("::")):
         name = CLIP + "::" + "::".join(parts)
-    return name if len(name) <= limit else name[: limit - len(CLIP)].rstrip() + CLIP
+    return clip(name, limit, strip_end=True)
 
 
 _SYMBOL_CHARS = re.compile(r"^[\w:~<>,*&!= ()\[\]{}#.-]+$")  # what demangled C++ names are made of
@@ -331,7 +332,7 @@ def short_kernel_name(name: str, limit: int = KERNEL_NAME_MAX_CHARS) -> str:
     if readable is None and is_cpp_symbol(name) and not name.startswith("_Z"):
         readable = _without_return_type(_groups_elided(name))
     if readable is None:  # not a C++ symbol: only its tail goes
-        return name if len(name) <= limit else name[: limit - len(CLIP)].rstrip() + CLIP
+        return clip(name, limit, strip_end=True)
     return _cap(readable, limit)
 
 

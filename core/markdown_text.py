@@ -11,7 +11,6 @@ only what a renderer would read as markup, so the raw markdown of an ordinary na
     text(value)          literal text for prose, headings, list items and table cells
     code(value)          an inline code span; code_cell(value) the same inside a GFM table cell
     fenced(text, info)   a fenced code block whose fence the content cannot close
-    sql_literal(value)   a SQL string literal (' doubled)
     TraceStrings         an agent result's trace strings, escaped where an analyzer wrote them
                          into its own markdown (insights, details, notes)
     safe_markdown(md)    markdown written by an analyzer or an LLM, with every raw HTML tag, link,
@@ -21,7 +20,7 @@ Templates escape every interpolated value by themselves: `finalize` (installed b
 core.templates.markdown_environment) passes each `{{ }}` value through `text`, except values that
 already are markdown (`Markdown`, what the helpers return), which pass unchanged.
 
-Trace text also never spells the markers the report checker (reports.analysis_md) reads as
+Trace text also never spells the markers the report checker (reports.analysis_validation) reads as
 leftovers or P-item references (`TODO`, `nan`, `inf`, `None`, `P3`): their first letter becomes a
 character reference, which renders the same. NUL becomes U+FFFD, as CommonMark does, so no trace
 string can hold a token built with it (reports.report_inputs.PLOT_PENDING).
@@ -37,18 +36,19 @@ from typing import Any
 
 from tracelake.core import kernel_names
 
-EMPTY = "—"  # what an empty value shows
-REPLACEMENT = "\ufffd"
+# clean, one_line and EMPTY live in core.text_format, sql_literal in core.sql_text; they are
+# importable from here too, for the modules that still import them from this one
+from tracelake.core.sql_text import sql_literal as sql_literal
+from tracelake.core.text_format import EMPTY, clean, one_line
 
 _PUNCTUATION = frozenset(string.punctuation)
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0/C1 controls but tab, LF, CR
 # '<' that may open raw HTML or an autolink: a tag name (followed by space, '/' or '>'), a closing
 # tag, a comment / declaration / processing instruction, a URI scheme or an e-mail address
 _HTML_START = re.compile(
     r"<(?:[A-Za-z][A-Za-z0-9-]*(?=[\s/>]|$)|/[A-Za-z]|[!?]|[A-Za-z][A-Za-z0-9+.-]{1,31}:"
     r"|[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@)")
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{0,31});")
-# what reports.analysis_md.validate_analysis reads as a leftover placeholder or a P-item reference
+# what reports.analysis_validation.validate_analysis reads as a leftover placeholder or a P-item reference
 REPORT_MARKERS = re.compile(r"\b(?:TODO|(?i:nan)|inf|Infinity|None)\b|(?<![\w/.-])P\d+(?!\w)")
 _BLOCK_HEADING = re.compile(r"#{1,6}(?=\s|$)")
 _BLOCK_RULE = re.compile(r"([-=_*])(?:\s*\1)*\s*")  # thematic break or setext underline
@@ -63,16 +63,6 @@ class Markdown(str):
 
     def __html__(self) -> Markdown:  # jinja2 / markupsafe: already escaped
         return self
-
-
-def clean(value: Any) -> str:
-    """str(value) with NUL and the other control characters (but tab and newlines) as U+FFFD."""
-    return _CONTROL.sub(REPLACEMENT, "" if value is None else str(value))
-
-
-def one_line(value: Any) -> str:
-    """clean(value) with every run of whitespace, newlines included, as one space."""
-    return " ".join(clean(value).split())
 
 
 def _is_space(char: str) -> bool:
@@ -193,11 +183,6 @@ def fenced(content: Any, info: str = "") -> Markdown:
     body = clean(content).replace("\r\n", "\n").replace("\r", "\n").strip("\n")
     fence = "`" * max(3, _longest_backtick_run(body) + 1)
     return Markdown(f"{fence}{info}\n{body}\n{fence}")
-
-
-def sql_literal(value: Any) -> str:
-    """A SQL string literal holding `value`."""
-    return "'" + str(value).replace("'", "''") + "'"
 
 
 def finalize(value: Any) -> Any:

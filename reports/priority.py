@@ -49,7 +49,7 @@ def rank_order(findings: Sequence[Finding]) -> list[Finding]:
     """Estimated findings by impact (mid), a heuristic one never above a quantified one that owns
     more GPU time, then the unestimated ones."""
     scored = _heuristics_below_larger_measured(
-        sorted((f for f in findings if f.impact_score is not None), key=lambda f: (-f.impact_score, f.finding_id)))
+        sorted((f for f in findings if f.impact_score is not None), key=lambda f: (-(f.impact_score or 0.0), f.finding_id)))
     unscored = sorted((f for f in findings if f.impact_score is None), key=lambda f: f.finding_id)
     return [*scored, *unscored]
 

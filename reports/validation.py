@@ -35,7 +35,8 @@ def time_sanity(category_time_ms: dict[str, float], ctx: AnalysisContext) -> Val
         return ValidationCheck(name="time_sanity", verdict="PASS",
                                detail=f"categories sum to {total:.3f} ms within the {ctx.e2e_time_ms:.3f} ms trace")
     return ValidationCheck(name="time_sanity", verdict="WARN",
-                           detail=f"categories sum to {total:.3f} ms, more than the {ctx.e2e_time_ms:.3f} ms trace (overlapping streams)")
+                           detail=f"categories sum to {total:.3f} ms, more than the {ctx.e2e_time_ms:.3f} ms trace "
+                                  "(overlapping streams)")
 
 
 def efficiency_anomalies(anomalous_ops: list[tuple[str, float]], ctx: AnalysisContext) -> ValidationCheck:
