@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracelake.analyzers import settings
-from tracelake.analyzers.common import confidence_from_quality, inline_trace_id
+from tracelake.analyzers.confidence import confidence_from_quality
 from tracelake.analyzers.contracts import AnalysisContext, Finding
 from tracelake.analyzers.cpu_idle_metrics import (
     GAP_CLASSES_SQL,
@@ -16,6 +16,7 @@ from tracelake.analyzers.cpu_idle_metrics import (
     GapClassStats,
     HostFrame,
 )
+from tracelake.core.sql_text import inline_trace_id
 
 AGENT_NAME = "cpu_idle"
 

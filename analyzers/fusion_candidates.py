@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from tracelake.analyzers import settings
 from tracelake.analyzers.common import expected_attention_band
+from tracelake.analyzers.confidence import lowered
 from tracelake.analyzers.contracts import AnalysisContext, Confidence
 from tracelake.analyzers.fusion_estimates import Estimate, Platform, attention_fallback, estimate
 from tracelake.analyzers.fusion_units import Instance
@@ -32,7 +33,6 @@ PATTERN_FAMILIES: dict[str, set[str | None]] = {
     "gated_activation": {"activation"},
     "gemm_epilogue": {"activation", "attention", None},
 }
-LOWERED: dict[Confidence, Confidence] = {"high": "medium", "medium": "low", "low": "low"}
 PATTERN_TITLES = {
     "eager_attention": "Unfused attention (batched matmul + softmax + batched matmul)",
     "gemm_epilogue": "GEMM epilogue (elementwise ops after a GEMM)",
@@ -134,8 +134,7 @@ def _confidence(instance: Instance, est: Estimate, verdicts: dict[str, str]) -> 
     if est.chain_us:
         reasons.append(f"{100 * modeled_share:.0f} % of chain time has a perf model")
     warned = [c for c in FUSION_QUALITY_CHECKS if verdicts.get(c) in ("warn", "fail")]
-    for _ in warned:
-        level = LOWERED[level]
+    level = lowered(level, len(warned))
     if warned:
         reasons.append("lowered by trace-quality warnings: " + ", ".join(warned))
     return level, "; ".join(reasons)

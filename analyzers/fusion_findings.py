@@ -8,7 +8,7 @@ from tracelake.analyzers import settings
 from tracelake.analyzers.contracts import AnalysisContext, Finding
 from tracelake.analyzers.fusion_candidates import AttentionModel, FusionCandidate
 from tracelake.analyzers.fusion_units import Instance
-from tracelake.core.markdown_text import sql_literal
+from tracelake.core.sql_text import sql_literal
 
 AGENT_NAME = "kernel_fusion"
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import duckdb
 
-from tracelake.core.markdown_text import sql_literal
+from tracelake.core.sql_text import sql_literal
 
 # A repeated layer: decoder/encoder layers and blocks, not their sub-modules or containers.
 _LAYER_CLASS = re.compile(r"(DecoderLayer|EncoderLayer|Layer|Block|Bottleneck|BasicBlock)$")
@@ -118,7 +118,7 @@ OP_KINDS = ("cpu_ops", "conv_ops", "attention_ops", "bmm_ops", "softmax_ops", "r
 
 def inline(sql: str, trace_id: str) -> str:
     """The query with the trace id written in, so a reader can paste it into `tracelake sql`."""
-    return " ".join(sql.replace("$trace_id", f"'{trace_id}'").split())
+    return " ".join(sql.replace("$trace_id", sql_literal(trace_id)).split())
 
 
 def rows(db: duckdb.DuckDBPyConnection, sql: str, trace_id: str) -> list[tuple]:

@@ -10,7 +10,8 @@ import duckdb
 
 from tracelake.analyzers.model_facts import ModuleFacts, RootModule, layer_class
 from tracelake.analyzers.model_info import ModelComponent, ModelInfo
-from tracelake.core.markdown_text import code, sql_literal
+from tracelake.core.markdown_text import code
+from tracelake.core.sql_text import sql_literal
 
 # The task head or suffix of a model class (Hugging Face / diffusers naming): the rest names the family.
 _TASK_SUFFIX = re.compile(r"(For[A-Z]\w*|LMHeadModel|PreTrainedModel|Model(With[A-Z]\w*)?)$")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from tracelake.analyzers import settings
-from tracelake.analyzers.common import confidence_from_quality, inline_trace_id
+from tracelake.analyzers.confidence import confidence_from_quality
 from tracelake.analyzers.contracts import AnalysisContext, Confidence, Finding
 from tracelake.analyzers.multi_kernel_metrics import (
     AGENT_NAME,
@@ -19,6 +19,7 @@ from tracelake.analyzers.multi_kernel_metrics import (
     MultiKernelMetrics,
     TransferStats,
 )
+from tracelake.core.sql_text import inline_trace_id
 
 COMM_CHECKS = ("linked_gpu_time_share", "same_stream_overlaps", "distributed_info")
 COPY_CHECKS = ("linked_gpu_time_share",)

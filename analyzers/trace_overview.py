@@ -12,7 +12,7 @@ import pyarrow as pa
 from tracelake.analyzers import settings
 from tracelake.analyzers.common import query_rows
 from tracelake.analyzers.contracts import AgentResult, ServingStep, TracePhases, WorkloadFacts
-from tracelake.core.markdown_text import sql_literal
+from tracelake.core.sql_text import sql_literal
 
 TOP_OPERATIONS = 10  # rows of the report's Top Operations table (TraceLens lists the top 10)
 

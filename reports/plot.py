@@ -20,6 +20,7 @@ from matplotlib.patches import Patch
 
 from tracelake.analyzers.contracts import PriorityData, RankedFinding
 from tracelake.core.markdown_text import one_line
+from tracelake.core.text_format import clip
 
 MAX_BARS = 10
 LABEL_CHARS = 60  # a finding's label on the y axis
@@ -70,7 +71,7 @@ def _label(finding: RankedFinding) -> str:
     shortened = textwrap.shorten(label, width=LABEL_CHARS, placeholder="...")
     # a name longer than the label is cut, not dropped whole
     return shortened if len(shortened) > LABEL_CHARS // 2 or len(label) <= LABEL_CHARS \
-        else label[: LABEL_CHARS - 3] + "..."
+        else clip(label, LABEL_CHARS)
 
 
 def perf_improvement_png(priority: PriorityData, gpu_utilization: dict) -> bytes:
@@ -101,7 +102,7 @@ def perf_improvement_png(priority: PriorityData, gpu_utilization: dict) -> bytes
         top.set_xlabel("recoverable time (ms)", fontsize=9)
         widest = max(v[2] for v in values) or 1.0
         top.set_xlim(0, widest * 1.3)
-        for position, (low, mid, high), finding in zip(positions, values, shown, strict=True):
+        for position, (_low, mid, high), finding in zip(positions, values, shown, strict=True):
             share = _number(finding.impact_score)
             top.text(high + widest * 0.02, position, f"{mid:.3f} ms ({share:.1f}% of E2E)",
                      va="center", fontsize=8, color="#333333")

@@ -35,6 +35,7 @@ import duckdb
 
 from tracelake.cli_exit import disk_full
 from tracelake.core.errors import WarehouseError
+from tracelake.core.sql_text import sql_identifier
 from tracelake.crashpoints import crash_point
 from tracelake.lock_file import open_regular_file
 from tracelake.snapshot import Snapshot
@@ -169,17 +170,13 @@ def no_readers(root: Path) -> bool:
     return True
 
 
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def compact_copy(con: duckdb.DuckDBPyConnection, live: Path, removed: set[str]) -> None:
     """Fill the empty database `con` is connected to with `live`'s schema and every row that names
     none of the `removed` traces (as `trace_id` or `trace2_id`): no byte of theirs is written."""
     con.execute("attach ? as removal_source (read_only)", [str(live)])
     try:
         target = con.execute("select current_database()").fetchone()[0]  # type: ignore[index]
-        con.execute(f"copy from database removal_source to {_quoted(target)} (schema)")
+        con.execute(f"copy from database removal_source to {sql_identifier(target)} (schema)")
         columns = con.execute("select schema_name, table_name, list(column_name) from duckdb_columns() "
                               "where database_name = 'removal_source' and not internal group by all").fetchall()
         tables = {(s, t) for s, t in con.execute("select schema_name, table_name from duckdb_tables() "
@@ -187,10 +184,10 @@ def compact_copy(con: duckdb.DuckDBPyConnection, live: Path, removed: set[str]) 
         for schema, table, names in columns:
             if (schema, table) not in tables:
                 continue  # a view
-            keep = " and ".join(f"({_quoted(c)} is null or {_quoted(c)} not in (select unnest($ids)))"
+            keep = " and ".join(f"({sql_identifier(c)} is null or {sql_identifier(c)} not in (select unnest($ids)))"
                                 for c in ("trace_id", "trace2_id") if c in names) or "true"
-            name = f"{_quoted(schema)}.{_quoted(table)}"
-            con.execute(f"insert into {_quoted(target)}.{name} select * from removal_source.{name} where {keep}",
+            name = f"{sql_identifier(schema)}.{sql_identifier(table)}"
+            con.execute(f"insert into {sql_identifier(target)}.{name} select * from removal_source.{name} where {keep}",
                         {"ids": sorted(removed)} if keep != "true" else None)
     finally:
         con.execute("detach removal_source")
@@ -267,7 +264,7 @@ def _remove_rows_in_place(warehouse: Warehouse, removed: set[str]) -> None:
         for schema, table, names in tables:
             for column in ("trace_id", "trace2_id"):
                 if column in names:
-                    con.execute(f"delete from {_quoted(schema)}.{_quoted(table)} where {_quoted(column)} in "
+                    con.execute(f"delete from {sql_identifier(schema)}.{sql_identifier(table)} where {sql_identifier(column)} in "
                                 "(select unnest($ids))", {"ids": sorted(removed)})
         warehouse._refresh_raw_views(con)
         con.commit()

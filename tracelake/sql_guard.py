@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracelake.core.errors import TraceLakeError
+from tracelake.core.sql_text import sql_literal
 
 if TYPE_CHECKING:
     import duckdb
@@ -153,12 +154,12 @@ def lock_down(con: duckdb.DuckDBPyConnection, warehouse_root: Path) -> None:
             # spilled intermediates would land in <warehouse>/warehouse.duckdb.tmp; DuckDB creates
             # this folder only when it spills and removes it when the instance closes
             spill = Path(tempfile.gettempdir()) / f"tracelake-duckdb-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-            con.execute(f"set temp_directory = {_quote(spill.as_posix())}")
+            con.execute(f"set temp_directory = {sql_literal(spill.as_posix())}")
             # symlinked spellings of the folder are fine: DuckDB compares canonical paths
             readable = readable_directory(warehouse_root).as_posix().rstrip("/") + "/"
             # the views name the folder as a literal glob (`[*]` for `*`), which DuckDB checks as written
             allowed = sorted({readable, literal_glob(readable)})
-            con.execute(f"set allowed_directories = [{', '.join(map(_quote, allowed))}]")  # only while access is on
+            con.execute(f"set allowed_directories = [{', '.join(map(sql_literal, allowed))}]")  # only while access is on
             con.execute("set enable_external_access = false")
         con.execute("set lock_configuration = true")
 
@@ -336,5 +337,3 @@ def _setting(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     return bool(row and row[0])
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
