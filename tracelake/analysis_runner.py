@@ -32,6 +32,7 @@ class Step:
     output: str | None = None
     label: str | None = None  # what the progress display shows while it runs (None: nothing)
     background: bool = False  # runs on a worker thread; a step that reads its output waits for it
+    after: tuple[str, ...] = ()  # outputs it waits for without reading them (no query stream beside it)
     releases_memory: bool = False  # gives freed memory back to the system when done
 
 
@@ -53,6 +54,8 @@ class AnalysisRunner:
         """Every step in order; the read-only connections the steps opened are closed at the end."""
         try:
             for step in steps:
+                for name in step.after:
+                    self._value(catalog, name)
                 arguments = [self._value(catalog, name) for name in step.inputs]
                 if step.background:
                     future = self._workers.submit(self._timed, step, arguments)
@@ -94,6 +97,12 @@ class AnalysisRunner:
                 step=name, started_at=started, finished_at=datetime.now(UTC),
                 seconds=round(time.perf_counter() - clock, 4),
             ))
+
+    def finish(self) -> None:
+        """The final metadata/run.json: every step's timing, the warnings."""
+        self.metadata.finished_at = datetime.now(UTC)
+        self.metadata.warnings = list(self.warnings)
+        self.write("metadata/run.json", self.metadata)
 
     def keep_open(self, connection: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
         """A connection the steps share, closed when they are done."""

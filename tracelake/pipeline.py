@@ -49,11 +49,12 @@ from tracelake.warehouse import Warehouse
 __all__ = ["ANALYSIS_FOLDER", "ANALYSIS_STEPS", "AnalysisOutcome", "AnalyzeOptions", "default_out_dir", "run_analysis"]
 
 # The analysis, step by step: each reads the named outputs of the steps before it (or the run's
-# inputs: trace, options, warehouse, progress, captures, chosen_platforms, runner, record). The
+# inputs: trace, compare, options, warehouse, progress, captures, chosen_platforms, runner, record,
+# out_dir). The
 # system agents and the model identification read only the marts, so they run in the background
 # beside the perf report and the category data; the model identification starts after the perf
 # report, not beside it: three streams of queries at once set the analysis' peak RSS (55 MB trace,
-# bench/analyze.py).
+# bench/analyze.py), and has finished before the compute agents start.
 ANALYSIS_STEPS = (
     Step("ingest", ingest_traces, ("trace", "options", "warehouse", "progress", "captures"), "traces",
          label="reading the trace", releases_memory=True),
@@ -70,7 +71,7 @@ ANALYSIS_STEPS = (
          label="summarizing op categories"),
     Step("compute agents", run_compute_agents,
          ("warehouse", "facts", "options", "system_results", "categories", "runner"), "agents",
-         label="analyzing kernels by category"),
+         label="analyzing kernels by category", after=("model_info",)),
     Step("claims", claim_findings, ("db", "agents", "options", "runner"), "findings",
          label="attributing each GPU event to one finding", releases_memory=True),
     Step("ranking", rank_findings, ("db", "agents", "findings", "facts", "runner"), "priority",
@@ -80,7 +81,7 @@ ANALYSIS_STEPS = (
     Step("report", write_analysis_report,
          ("db", "trace", "compare", "facts", "categories", "priority", "findings", "model_info", "runner"), "problems",
          label="writing analysis.md"),
-    Step("record", record_analysis, ("record", "agents", "priority", "findings", "runner")),
+    Step("record", record_analysis, ("record", "agents", "priority", "findings", "out_dir")),
 )
 
 
@@ -182,7 +183,7 @@ def run_analysis(
         agents_runner=options.agents, comparison_scope="comparative" if options.compare else "standalone",
         trace2_path=str(options.compare.resolve()) if options.compare else None), output.content, on_stage)
     try:
-        outcome = _analyze(trace, warehouse, options, chosen_platforms, runner, record, progress, captures)
+        outcome = _analyze(trace, warehouse, options, out_dir, chosen_platforms, runner, record, progress, captures)
         record.decide(output.content / "analysis.md")  # the rows land with this report, or not at all
         crash_point("report-staged")
         output.publish()
@@ -194,18 +195,18 @@ def run_analysis(
             part.close()
 
 
-def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions,
+def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions, out_dir: Path,
              chosen_platforms: tuple[str | None, str | None], runner: AnalysisRunner, record: ReportRecord,
              progress: IngestProgress | None, captures: dict[Path, list[CaptureFile]]) -> AnalysisOutcome:
     """ANALYSIS_STEPS over the run's inputs."""
     done = runner.run(ANALYSIS_STEPS, {
         "trace": trace, "compare": options.compare, "options": options, "warehouse": warehouse,
         "progress": progress, "captures": captures, "chosen_platforms": chosen_platforms,
-        "runner": runner, "record": record})
+        "runner": runner, "record": record, "out_dir": out_dir})
+    runner.finish()
     traces: TraceIds = done["traces"]
     facts: AnalysisFacts = done["facts"]
     second = facts.trace2
-    out_dir = Path(runner.metadata.out_dir)
     return AnalysisOutcome(traces.trace_id, facts.trace.platform.name, facts.trace.platform.source, traces.trace2_id,
                            second.platform.name if second else None, out_dir, out_dir / "analysis.md",
                            runner.warnings, done["problems"])

@@ -3,7 +3,6 @@ record of the analysis in the warehouse."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -83,9 +82,6 @@ def write_analysis_report(db: duckdb.DuckDBPyConnection, trace: Path, compare: P
 
 
 def record_analysis(record: ReportRecord, agents: AgentRun, priority: PriorityData, findings: list[AgentResult],
-                    runner: AnalysisRunner) -> None:
-    """The findings' rows, staged to land in the warehouse with the report; the final run.json."""
-    record.stage(agents.ctx, priority, findings, Path(runner.metadata.out_dir))
-    runner.metadata.finished_at = datetime.now(UTC)
-    runner.metadata.warnings = list(runner.warnings)
-    runner.write("metadata/run.json", runner.metadata)
+                    out_dir: Path) -> None:
+    """The findings' rows, staged to land in the warehouse with the report in `out_dir`."""
+    record.stage(agents.ctx, priority, findings, out_dir)
