@@ -6,6 +6,7 @@ heavy steps, the worker threads of background steps and the plot process."""
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -34,6 +35,22 @@ class Step:
     background: bool = False  # runs on a worker thread; a step that reads its output waits for it
     after: tuple[str, ...] = ()  # outputs it waits for without reading them (no query stream beside it)
     releases_memory: bool = False  # gives freed memory back to the system when done
+
+    def __post_init__(self) -> None:
+        parameters = tuple(inspect.signature(self.function).parameters)
+        if parameters != self.inputs:  # the names wire the steps: a reader can follow each by its name
+            raise ValueError(f"step {self.name!r}: inputs {self.inputs} are not the parameters {parameters} "
+                             f"of {self.function.__qualname__}")
+
+
+def check_wiring(steps: Sequence[Step], inputs: set[str]) -> None:
+    """Every step reads only the run's `inputs` and the outputs of the steps before it."""
+    known = set(inputs)
+    for step in steps:
+        missing = [name for name in step.inputs + step.after if name not in known]
+        if missing:
+            raise ValueError(f"step {step.name!r} reads {', '.join(missing)}, which no earlier step writes")
+        known |= {step.output} if step.output is not None else set()
 
 
 class AnalysisRunner:

@@ -17,7 +17,7 @@ from pathlib import Path
 from tracelake import __version__
 from tracelake.analysis_facts import AnalysisFacts
 from tracelake.analysis_record import ReportRecord
-from tracelake.analysis_runner import AnalysisRunner, Step
+from tracelake.analysis_runner import AnalysisRunner, Step, check_wiring
 from tracelake.analyze_options import AnalyzeOptions
 from tracelake.core.errors import BadTraceError
 from tracelake.crashpoints import crash_point
@@ -48,13 +48,16 @@ from tracelake.warehouse import Warehouse
 
 __all__ = ["ANALYSIS_FOLDER", "ANALYSIS_STEPS", "AnalysisOutcome", "AnalyzeOptions", "default_out_dir", "run_analysis"]
 
-# The analysis, step by step: each reads the named outputs of the steps before it (or the run's
-# inputs: trace, compare, options, warehouse, progress, captures, chosen_platforms, runner, record,
-# out_dir). The
-# system agents and the model identification read only the marts, so they run in the background
-# beside the perf report and the category data; the model identification starts after the perf
-# report, not beside it: three streams of queries at once set the analysis' peak RSS (55 MB trace,
-# bench/analyze.py), and has finished before the compute agents start.
+# What a run starts from; the steps add their outputs.
+RUN_INPUTS = {"trace", "compare", "options", "warehouse", "progress", "captures", "chosen_platforms", "runner",
+              "record", "out_dir"}
+
+# The analysis, step by step: each step's function takes the run's inputs and the outputs of the
+# steps before it, by name. The system agents and the model identification read only the marts,
+# so they run in the background beside the perf report and the category data; the model
+# identification starts after the perf report, not beside it, and has finished before the compute
+# agents start: three streams of queries at once set the analysis' peak RSS (55 MB trace,
+# bench/analyze.py).
 ANALYSIS_STEPS = (
     Step("ingest", ingest_traces, ("trace", "options", "warehouse", "progress", "captures"), "traces",
          label="reading the trace", releases_memory=True),
@@ -83,6 +86,7 @@ ANALYSIS_STEPS = (
          label="writing analysis.md"),
     Step("record", record_analysis, ("record", "agents", "priority", "findings", "out_dir")),
 )
+check_wiring(ANALYSIS_STEPS, RUN_INPUTS)
 
 
 @dataclass
@@ -199,10 +203,10 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions, out_dir
              chosen_platforms: tuple[str | None, str | None], runner: AnalysisRunner, record: ReportRecord,
              progress: IngestProgress | None, captures: dict[Path, list[CaptureFile]]) -> AnalysisOutcome:
     """ANALYSIS_STEPS over the run's inputs."""
-    done = runner.run(ANALYSIS_STEPS, {
-        "trace": trace, "compare": options.compare, "options": options, "warehouse": warehouse,
-        "progress": progress, "captures": captures, "chosen_platforms": chosen_platforms,
-        "runner": runner, "record": record, "out_dir": out_dir})
+    inputs = {"trace": trace, "compare": options.compare, "options": options, "warehouse": warehouse,
+              "progress": progress, "captures": captures, "chosen_platforms": chosen_platforms,
+              "runner": runner, "record": record, "out_dir": out_dir}
+    done = runner.run(ANALYSIS_STEPS, inputs)
     runner.finish()
     traces: TraceIds = done["traces"]
     facts: AnalysisFacts = done["facts"]
