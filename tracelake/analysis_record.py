@@ -13,7 +13,6 @@ import duckdb
 import pyarrow as pa
 
 from tracelake.analysis_tables import (
-    ANALYSIS_TABLES,
     FINDINGS_COLUMNS,
     NOTE_FILE,
     RECORD_FILE,
@@ -25,8 +24,6 @@ from tracelake.analysis_tables import (
 from tracelake.analyzers.contracts import AgentResult, AnalysisContext, PriorityData
 from tracelake.staging import StagingFolder, replace_file
 from tracelake.warehouse import Warehouse
-
-__all__ = ["ANALYSIS_TABLES", "OutputNote", "ReportRecord"]  # ANALYSIS_TABLES: tag_journal reads it here
 
 
 def _claims(results: list[AgentResult], ctx: AnalysisContext, ranked: set[str]) -> tuple[pa.Table, pa.Table]:
