@@ -62,6 +62,8 @@ COMPUTE_AGENTS = (
 
 # Kernel fusion runs first so that ops it covers get no kernel-tuning finding (SPEC §5).
 FUSION_AGENT = "kernel_fusion"
+# Its metrics are written beside the findings (category_data/multi_kernel_data.json).
+MULTI_KERNEL_AGENT = "multi_kernel"
 
 
 def by_name(name: str) -> AgentDefinition:

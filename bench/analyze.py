@@ -154,7 +154,7 @@ class Runner:
         ingest_s = None
         if command == "analyze":
             steps = json.loads((self.work / "out" / "metadata" / "run.json").read_text())["steps"]
-            ingest_s = next(s["seconds"] for s in steps if s["step"] == "1 ingest")
+            ingest_s = next(s["seconds"] for s in steps if s["step"] == "ingest")
         return child, ingest_s
 
     def measure(self, bench: TraceBench, command: str, state: str, repeats: int | None = None) -> None:

@@ -1,14 +1,10 @@
-"""What `analyze` records in the warehouse with a report: the ranked findings, the claims ledger
-(the GPU events and idle gaps each finding owns) and where the report is, landing together with the
-report or not at all (`ReportRecord`); and the note that lets any later command remove the output
-staging folders of a killed run (`OutputNote`). The
-tables are dbt sources (models/staging/_sources.yml, source `analysis`), documented column by
-column there; this module is the one place that creates and writes them."""
+"""What `analyze` records in the warehouse for a report (tracelake/analysis_tables.py holds the
+tables), landing together with the report or not at all (`ReportRecord`); and the note that lets
+any later command remove the output staging folders of a killed run (`OutputNote`)."""
 
 from __future__ import annotations
 
 import json
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,34 +12,18 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from tracelake.analysis_tables import (
+    FINDINGS_COLUMNS,
+    NOTE_FILE,
+    RECORD_FILE,
+    RECORD_LABEL,
+    TABLE_COLUMNS,
+    apply_record,
+    sql_path,
+)
 from tracelake.analyzers.contracts import AgentResult, AnalysisContext, PriorityData
-from tracelake.folders import OUTPUT_LABEL_CHARS
-from tracelake.staging import OWNER_FILE, StagingFolder, dead_staging, replace_file
+from tracelake.staging import StagingFolder, replace_file
 from tracelake.warehouse import Warehouse
-
-_TABLES = {
-    "findings": """
-        trace_id varchar, trace2_id varchar, global_rank integer, tier varchar, category varchar,
-        agent varchar, finding_id varchar, title varchar, impact_low_percent double,
-        impact_mid_percent double, impact_high_percent double, recoverable_ms double,
-        claimed_ms double, claimed_gpu_events integer, claimed_idle_gaps integer,
-        estimate_method varchar, confidence varchar, evidence_sql varchar, analysis_sql varchar,
-        recorded_at timestamptz, ts_start_us double, ts_end_us double, steps bigint[]""",
-    "finding_kernels": "trace_id varchar, trace2_id varchar, finding_id varchar, event_idx bigint, claimed_us double",
-    "finding_gaps": "trace_id varchar, trace2_id varchar, finding_id varchar, gap_id bigint, claimed_us double",
-    "analyses": """
-        trace_id varchar, trace2_id varchar, comparison_scope varchar, platform varchar,
-        out_dir varchar, analysis_md varchar, finding_count integer, analyzed_at timestamptz""",
-}
-ANALYSIS_TABLES = tuple(_TABLES)  # what `tracelake rm` cleans of a removed trace
-RECORD_LABEL = "output"  # the pending-area folder of one run's output folder
-NOTE_FILE = "output.json"  # where the run stages its output
-RECORD_FILE = "record.json"  # written last: the rows are whole and name their report
-FINDINGS_COLUMNS = ", ".join(column.split()[0] for column in _TABLES["findings"].split(","))  # inserted by name
-
-# columns added since a table was first created in a user's warehouse (created by an older version)
-_ADDED_COLUMNS = {"findings": ("claimed_ms double", "claimed_gpu_events integer", "claimed_idle_gaps integer",
-                               "analysis_sql varchar", "ts_start_us double", "ts_end_us double", "steps bigint[]")}
 
 
 def _claims(results: list[AgentResult], ctx: AnalysisContext, ranked: set[str]) -> tuple[pa.Table, pa.Table]:
@@ -72,7 +52,7 @@ def _staged_rows(folder: Path, ctx: AnalysisContext, priority: PriorityData, res
              f.analysis_sql, now, f.ts_start_us, f.ts_end_us, f.steps) for f in priority.findings]
     kernel_claims, gap_claims = _claims(results, ctx, {f.finding_id for f in priority.findings})
     with duckdb.connect() as con:
-        for name, columns in _TABLES.items():
+        for name, columns in TABLE_COLUMNS.items():
             con.execute(f"create table {name} ({columns})")
         if rows:
             con.executemany(f"insert into findings ({FINDINGS_COLUMNS}) values ({', '.join('?' * len(rows[0]))})", rows)
@@ -83,29 +63,8 @@ def _staged_rows(folder: Path, ctx: AnalysisContext, priority: PriorityData, res
         con.execute("insert into analyses values (?, ?, ?, ?, ?, ?, ?, ?)", [
             ctx.trace_id, ctx.trace2_id, ctx.comparison_scope, ctx.platform, str(out_dir),
             str(out_dir / "analysis.md"), len(rows), now])
-        for name in _TABLES:
-            con.execute(f"copy {name} to '{_sql_path(folder / f'{name}.parquet')}' (format parquet)")
-
-
-def _sql_path(path: Path) -> str:
-    return str(path).replace("'", "''")
-
-
-def _apply(con: duckdb.DuckDBPyConnection, folder: Path, record: dict[str, Any]) -> None:
-    """Replace the scope's findings and claims with the staged rows, and point `analyses` at the report
-    (an output folder holds one report: an older analysis there is gone)."""
-    scope = record["scope"]
-    for name, columns in _TABLES.items():
-        con.execute(f"create table if not exists {name} ({columns})")
-    for name, added in _ADDED_COLUMNS.items():
-        for column in added:
-            con.execute(f"alter table {name} add column if not exists {column}")
-    for name in ("findings", "finding_kernels", "finding_gaps"):
-        con.execute(f"delete from {name} where trace_id = ? and trace2_id is not distinct from ?", scope)
-    con.execute("delete from analyses where (trace_id = ? and trace2_id is not distinct from ?) or analysis_md = ?",
-                [*scope, str(Path(record["out_dir"]) / "analysis.md")])
-    for name in _TABLES:  # by name: a findings table an older version created has its columns in another order
-        con.execute(f"insert into {name} by name select * from read_parquet('{_sql_path(folder / f'{name}.parquet')}')")
+        for name in TABLE_COLUMNS:
+            con.execute(f"copy {name} to '{sql_path(folder / f'{name}.parquet')}' (format parquet)")
 
 
 class OutputNote:
@@ -173,7 +132,7 @@ class ReportRecord(OutputNote):
             return
         self._published = True  # from here on, a failure leaves the rows for the next command
         with self.warehouse.write_lock(), self.warehouse.writing() as con:
-            _apply(con, self.path, self._record)
+            apply_record(con, self.path, self._record)
         self._published = False
         self.close()
 
@@ -184,36 +143,3 @@ class ReportRecord(OutputNote):
             self._folder = None
             return
         super().close()
-
-
-def _report_landed(record: dict[str, Any]) -> bool:
-    try:
-        info = (Path(record["out_dir"]) / "analysis.md").stat()
-    except OSError:
-        return False
-    return [info.st_dev, info.st_ino] == record.get("report")
-
-
-def _remove_dead_output_staging(out_dir: Path) -> None:
-    """The staging folders a dead run made for `out_dir` (tracelake/folders.py names them for it)."""
-    for folder in dead_staging(out_dir.parent, out_dir.name[:OUTPUT_LABEL_CHARS]):
-        if (folder / OWNER_FILE).is_file():  # made by TraceLake, whose lock is free: its run is dead
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-def finish_dead_records(warehouse: Warehouse) -> None:
-    """For each output note of a dead run (caller holds the write lock): its output staging folders
-    are removed, and its decided record is written when its report is in place."""
-    for folder in dead_staging(warehouse.pending_dir, RECORD_LABEL):
-        try:
-            _remove_dead_output_staging(Path(json.loads((folder / NOTE_FILE).read_text())["out_dir"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # killed before its note was whole: it staged no output yet
-        try:
-            record = json.loads((folder / RECORD_FILE).read_text())
-        except (OSError, ValueError):
-            record = None
-        if isinstance(record, dict) and _report_landed(record):
-            with warehouse.writing() as con:
-                _apply(con, folder, record)
-        shutil.rmtree(folder, ignore_errors=True)

@@ -5,21 +5,16 @@ from __future__ import annotations
 import atexit
 import gc
 import json
+import math
 import os
 import re
 import signal
 import sys
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from typer import Abort, Exit
-
-try:  # typer >= 0.20 ships its own copy of click
-    from typer._click.exceptions import ClickException
-except ImportError:  # pragma: no cover - older typer uses click itself
-    from click.exceptions import ClickException
 
 from tracelake.analyzers.settings import COMPARE_THRESHOLD_PERCENT
 from tracelake.cli_exit import (
@@ -33,6 +28,19 @@ from tracelake.cli_exit import (
     install_stop_handlers,
     permission_denied,
     stop_state,
+)
+from tracelake.cli_options import (
+    STORED_TRACE_HELP,
+    TRACE_SELECTOR_HELP,
+    AgentsRunner,
+    ClickException,
+    CompareFormat,
+    ListFormat,
+    Mode,
+    TableFormat,
+    WarehouseOption,
+    parse_tags,
+    show_flags_as_flags,
 )
 from tracelake.config import default_jobs, default_warehouse
 from tracelake.core.errors import TraceLakeError, WarehouseError
@@ -51,43 +59,10 @@ GC_THRESHOLDS = (100_000, 20, 20)
 TOP_FINDINGS_PRINTED = 3  # analyze prints this many findings after "wrote .../analysis.md" (issue 13: a reader's first three)
 EXIT_COMPARE_CRASHED = 3  # `compare` keeps 1 for "regression": a crash must not read as a verdict in CI
 
-def _show_flags_as_flags() -> None:
-    """typer prints every option's type in --help, a flag's as `<bool>`; a flag takes no value, so
-    its type column stays empty (`--quiet`, not `--quiet <bool>`)."""
-    from typer.core import TyperOption  # noqa: PLC0415
-
-    typed = TyperOption.display_type_rich
-    if getattr(typed, "flags_as_flags", False):
-        return
-
-    def display_type_rich(self: TyperOption, ctx: object) -> str | None:
-        return "" if self.is_flag else typed(self, ctx)
-
-    display_type_rich.flags_as_flags = True  # type: ignore[attr-defined]
-    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
-
-
-_show_flags_as_flags()
+show_flags_as_flags()
 app = typer.Typer(add_completion=True, no_args_is_help=True, help=__doc__,
                   context_settings={"help_option_names": ["-h", "--help"]})
 _state: dict[str, object] = {"debug": False}
-
-
-class TableFormat(str, Enum):
-    table = "table"
-    csv = "csv"
-    json = "json"
-
-
-class ListFormat(str, Enum):
-    table = "table"
-    json = "json"
-
-
-WarehouseOption = Annotated[
-    Path | None,
-    typer.Option("--warehouse", help="Warehouse folder (default: $TRACELAKE_WAREHOUSE or a per-user data folder)."),
-]
 
 
 def _warehouse(path: Path | None) -> Warehouse:
@@ -101,21 +76,6 @@ def _imported_for_good() -> None:
     gc.freeze()
 
 
-
-
-def _parse_tags(tags: list[str]) -> dict[str, str]:
-    parsed: dict[str, str] = {}
-    for tag in tags:
-        key, sep, value = tag.partition("=")
-        if not sep or not key.strip():
-            raise typer.BadParameter(f"tag {tag!r} is not KEY=VALUE", param_hint="--tag")
-        parsed[key.strip()] = value.strip()
-    from tracelake.analyzers.contracts import RUN_MODES  # noqa: PLC0415 - pydantic only when tags are given
-
-    mode = parsed.get("mode")
-    if mode is not None and mode not in RUN_MODES:
-        raise typer.BadParameter(f"mode={mode!r}: the mode tag is one of {', '.join(RUN_MODES)}", param_hint="--tag")
-    return parsed
 
 
 def _print_version(value: bool) -> None:
@@ -149,7 +109,7 @@ def help_command(
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Trace files (.json, .json.gz) or folders of them.")],
     warehouse: WarehouseOption = None,
-    tag: Annotated[list[str], typer.Option("--tag", help="KEY=VALUE label for these traces (repeatable).")] = [],
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="KEY=VALUE label for these traces (repeatable).")] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="Parallel parse workers (default: cores).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
@@ -159,7 +119,7 @@ def ingest(
     from tracelake.ingestion import ingest_paths  # noqa: PLC0415 - see the note on the imports
 
     _imported_for_good()
-    tags = _parse_tags(tag)
+    tags = parse_tags(tag or [])
     wh = _warehouse(warehouse)
     show_progress = sys.stderr.isatty() and not quiet
     with ProgressBar(enabled=show_progress) as progress:
@@ -182,32 +142,24 @@ def ingest(
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
-class Mode(str, Enum):
-    auto = "auto"
-    training = "training"
-    inference = "inference"
-    training_graph = "training-graph"
-    inference_graph = "inference-graph"
-
-
-class AgentsRunner(str, Enum):
-    deterministic = "deterministic"
-    llm = "llm"
-
-
 @app.command(epilog='Example: tracelake analyze trace.json.gz --out report/   (then open report/analysis.md)')
 def analyze(
     trace: Annotated[Path, typer.Argument(help="Trace file (.json or .json.gz); the baseline with --compare.")],
-    compare: Annotated[Path | None, typer.Option("--compare", help="Second trace (the target): comparative analysis against TRACE.")] = None,
-    platform: Annotated[str | None, typer.Option("--platform", help="Roofline platform (default: detected from the trace).")] = None,
-    platform2: Annotated[str | None, typer.Option("--platform2", help="Platform of the --compare trace (default: detected).")] = None,
+    compare: Annotated[Path | None, typer.Option(
+        "--compare", help="Second trace (the target): comparative analysis against TRACE.")] = None,
+    platform: Annotated[str | None, typer.Option(
+        "--platform", help="Roofline platform (default: detected from the trace).")] = None,
+    platform2: Annotated[str | None, typer.Option(
+        "--platform2", help="Platform of the --compare trace (default: detected).")] = None,
     mode: Annotated[Mode, typer.Option("--mode", help=(
         "What the run does: training | inference, with -graph for GPU graph replays (the words of runs.mode and the "
         "mode tag). auto reads runs.mode: backward-pass ops mean training; serving-engine ops, graph replays or "
         "GPU work without a backward pass mean inference. inference or inference-graph, given here, also writes "
         "TraceLens' inference perf-report layout (ops summaries per parent_module, <family>_fwd sheets)."))] = Mode.auto,
-    capture_folder: Annotated[Path | None, typer.Option("--capture-folder", help="Graph-capture traces for a graph-replay trace.")] = None,
-    capture_folder2: Annotated[Path | None, typer.Option("--capture-folder2", help="Graph-capture traces for the --compare trace.")] = None,
+    capture_folder: Annotated[Path | None, typer.Option(
+        "--capture-folder", help="Graph-capture traces for a graph-replay trace.")] = None,
+    capture_folder2: Annotated[Path | None, typer.Option(
+        "--capture-folder2", help="Graph-capture traces for the --compare trace.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help=(
         "Output folder (default: <trace dir>/<trace name>_analysis). Only a new, empty or TraceLake report folder "
         "is replaced; any other folder is refused."))] = None,
@@ -216,8 +168,10 @@ def analyze(
         "folder TraceLake did not write."))] = False,
     warehouse: WarehouseOption = None,
     jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="Parse workers (default: cores).")] = None,
-    agents: Annotated[AgentsRunner, typer.Option("--agents", help="Write findings deterministically or through --llm-cmd.")] = AgentsRunner.deterministic,
-    llm_cmd: Annotated[str | None, typer.Option("--llm-cmd", help="Command that reads an agent's spec + metrics on stdin and prints findings markdown.")] = None,
+    agents: Annotated[AgentsRunner, typer.Option(
+        "--agents", help="Write findings deterministically or through --llm-cmd.")] = AgentsRunner.deterministic,
+    llm_cmd: Annotated[str | None, typer.Option(
+        "--llm-cmd", help="Command that reads an agent's spec + metrics on stdin and prints findings markdown.")] = None,
     xlsx: Annotated[bool, typer.Option("--xlsx", help="Also write perf_report.xlsx (one sheet per CSV).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
@@ -267,10 +221,10 @@ def _top_findings(priority_json: Path) -> list[str]:
 
 @app.command(epilog='Example: tracelake platforms --format json')
 def platforms(
-    format: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
+    output_format: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
 ) -> None:
     """List the platform specs used for roofline analysis."""
-    from tracelake.platforms import load_platforms
+    from tracelake.platforms import load_platforms  # noqa: PLC0415 - see the note on the imports
 
     specs = load_platforms()
     columns = ["platform", "display_name", "kind", "mem_bw_gbps", "matrix_bf16", "matrix_fp8", "vector_fp32", "source"]
@@ -279,7 +233,7 @@ def platforms(
          p.peaks_tflops.get("matrix_fp8"), p.peaks_tflops.get("vector_fp32"), p.source)
         for p in specs
     ]
-    if format is ListFormat.json:
+    if output_format is ListFormat.json:
         print(json.dumps([p.model_dump() for p in specs], indent=1))
     else:
         print(render(columns, rows, "table"))
@@ -289,7 +243,8 @@ def platforms(
 def build(
     warehouse: WarehouseOption = None,
     full_refresh: Annotated[bool, typer.Option("--full-refresh", help="Rebuild every model from scratch.")] = False,
-    jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="dbt threads (models and data tests at once); default: cores.")] = None,
+    jobs: Annotated[int | None, typer.Option(
+        "--jobs", min=1, help="dbt threads (models and data tests at once); default: cores.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
     """Run the dbt project (models and tests) over the warehouse."""
@@ -311,11 +266,12 @@ def _query(wh: Warehouse, query: str, timeout_s: float = 0) -> tuple[list[str], 
     return run_query(wh, query, timeout_s)
 
 
-@app.command(epilog='Example: tracelake sql "select file_name, busy_time_ms from gpu_timeline join traces using (trace_id)" --format csv > busy.csv')
+@app.command(epilog='Example: tracelake sql "select file_name, busy_time_ms from gpu_timeline join traces using (trace_id)" '
+                     '--format csv > busy.csv')
 def sql(
     query: Annotated[str, typer.Argument(help="SQL over the warehouse (DuckDB dialect).")],
     warehouse: WarehouseOption = None,
-    format: Annotated[TableFormat, typer.Option("--format", help="Output format.")] = TableFormat.table,
+    output_format: Annotated[TableFormat, typer.Option("--format", help="Output format.")] = TableFormat.table,
     timeout: Annotated[float | None, typer.Option("--timeout", help=(
         "Stop the query after this many seconds (0 = no limit; default 600, or $TRACELAKE_SQL_TIMEOUT_SECONDS)."))] = None,
 ) -> None:
@@ -325,13 +281,13 @@ def sql(
     if timeout is not None and not 0 <= timeout < float("inf"):
         raise typer.BadParameter(f"{timeout:g} is not a number of seconds >= 0 (0 = no limit)", param_hint="--timeout")
     columns, rows = _query(_warehouse(warehouse), query, default_timeout() if timeout is None else timeout)
-    print(render(columns, rows, format.value))
+    print(render(columns, rows, output_format.value))
 
 
 @app.command(epilog='Example: tracelake traces --format json')
 def traces(
     warehouse: WarehouseOption = None,
-    format: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
+    output_format: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
 ) -> None:
     """List the traces in the warehouse."""
     wh = _warehouse(warehouse)
@@ -344,7 +300,7 @@ def traces(
         "select trace_id, file_name, device_name, runtime, event_count, gpu_event_count, cpu_op_count, "
         "quality_verdict, tags, ingested_at from traces order by ingested_at, trace_id",
     )
-    print(render(columns, rows, format.value))
+    print(render(columns, rows, output_format.value))
 
 
 @app.command(epilog='Example: tracelake dashboard --out site/   (then open site/index.html)')
@@ -355,20 +311,18 @@ def dashboard(
         "replaced; any other folder is refused."))] = None,
 ) -> None:
     """Write a static HTML dashboard of the warehouse's runs (index.html; opens from disk, no server)."""
-    from tracelake.dashboard import write_dashboard
+    from tracelake.dashboard import write_dashboard  # noqa: PLC0415 - see the note on the imports
 
     print(write_dashboard(_warehouse(warehouse), out))
 
 
-STORED_TRACE_HELP = ("a trace file already ingested, a trace id (or a unique prefix of >= 6 hex digits), or "
-                     "KEY=VALUE[,KEY=VALUE] over model/run/commit/mode/platform and tags")
-
-
-@app.command(epilog="Example: tracelake export 309220b5 --finding P1 --out p1.json   (then open p1.json in ui.perfetto.dev)")
+@app.command(epilog="Example: tracelake export 309220b5 --finding P1 --out p1.json   "
+                     "(then open p1.json in ui.perfetto.dev)")
 def export(
     trace: Annotated[str, typer.Argument(help="The trace (one): " + STORED_TRACE_HELP + ".")],
     out: Annotated[Path, typer.Option("--out", help="Chrome-trace JSON to write (.json, or .json.gz to compress).")],
-    finding: Annotated[str | None, typer.Option("--finding", help="P<n>: the window of that finding of the trace's latest report.")] = None,
+    finding: Annotated[str | None, typer.Option(
+        "--finding", help="P<n>: the window of that finding of the trace's latest report.")] = None,
     window: Annotated[str | None, typer.Option("--window", help="START:END in trace microseconds.")] = None,
     step: Annotated[int | None, typer.Option("--step", help="ProfilerStep#N's host and GPU span.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace --out if it exists.")] = False,
@@ -459,13 +413,14 @@ def remove(
 def tag(
     selector: Annotated[str, typer.Argument(help="Traces to tag: " + STORED_TRACE_HELP + ".")],
     tags: Annotated[list[str] | None, typer.Argument(help="KEY=VALUE tags to set (repeatable).")] = None,
-    remove: Annotated[list[str], typer.Option("--remove", help="A tag key to drop (repeatable).")] = [],
+    remove: Annotated[list[str] | None, typer.Option("--remove", help="A tag key to drop (repeatable).")] = None,
     warehouse: WarehouseOption = None,
 ) -> None:
     """Set or remove tags of traces already in the warehouse (model, run, commit, mode, platform, any key)."""
     from tracelake.selectors import resolve_traces  # noqa: PLC0415
 
-    new_tags = _parse_tags(tags or [])
+    new_tags = parse_tags(tags or [])
+    remove = remove or []
     if not new_tags and not remove:
         raise typer.BadParameter("give KEY=VALUE tags to set or --remove KEY", param_hint="TAGS")
     wh = _warehouse(warehouse)
@@ -481,36 +436,25 @@ def tag(
         print(f"{trace_id}  {'tags updated' if trace_id in changed else 'unchanged'}")
 
 
-class CompareFormat(str, Enum):
-    md = "md"
-    json = "json"
-
-
-TRACE_SELECTOR_HELP = ("trace file (.json/.json.gz, ingested if new), trace id (or a unique prefix of >= 6 hex "
-                       "digits), or KEY=VALUE[,KEY=VALUE] over model/run/commit/mode/platform and tags "
-                       "(several matching traces are pooled as repeated samples)")
-
-
 @app.command(epilog='Example: tracelake compare model=bert,run=nightly-41 model=bert,run=nightly-42 --threshold-pct 3')
 def compare(
     baseline: Annotated[str, typer.Argument(help="Baseline: " + TRACE_SELECTOR_HELP + ".")],
     candidate: Annotated[str, typer.Argument(help="Candidate, given like the baseline.")],
     threshold_pct: Annotated[float | None, typer.Option(
         "--threshold-pct", help=f"Percent slower that counts as a regression (default: {COMPARE_THRESHOLD_PERCENT:g}).")] = None,
-    format: Annotated[CompareFormat, typer.Option("--format", help="Output format.")] = CompareFormat.md,
+    output_format: Annotated[CompareFormat, typer.Option("--format", help="Output format.")] = CompareFormat.md,
     warehouse: WarehouseOption = None,
-    jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="Parse workers for trace files (default: cores).")] = None,
+    jobs: Annotated[int | None, typer.Option(
+        "--jobs", min=1, help="Parse workers for trace files (default: cores).")] = None,
 ) -> None:
     """Regression verdict for CI: exit 0 = no regression beyond the threshold, 1 = regression, 2 = bad input,
     3 = internal error."""
-    import math
-
     import duckdb  # noqa: PLC0415 - see the note on the imports
 
-    from tracelake.analyzers.regression import CompareSettings
-    from tracelake.analyzers.regression import compare as compare_traces
-    from tracelake.reports.regression_md import render_regression_md
-    from tracelake.selectors import resolve_traces
+    from tracelake.analyzers.regression import CompareSettings  # noqa: PLC0415
+    from tracelake.analyzers.regression import compare as compare_traces  # noqa: PLC0415
+    from tracelake.reports.regression_md import render_regression_md  # noqa: PLC0415
+    from tracelake.selectors import resolve_traces  # noqa: PLC0415
 
     if threshold_pct is not None and not (math.isfinite(threshold_pct) and threshold_pct >= 0):
         raise typer.BadParameter(f"{threshold_pct:g} is not a percentage >= 0", param_hint="--threshold-pct")
@@ -526,7 +470,7 @@ def compare(
         missing = str(exc).splitlines()[0]
         raise WarehouseError(f"warehouse {wh.root} lacks a table compare reads ({missing}); it was built by an "
                              f"older TraceLake: run `tracelake build --warehouse {wh.root}`") from None
-    if format is CompareFormat.json:
+    if output_format is CompareFormat.json:
         print(verdict.model_dump_json(indent=1))
     else:
         print(render_regression_md(verdict), end="")
@@ -562,8 +506,9 @@ def main(argv: list[str] | None = None) -> None:
 def _run(argv: list[str] | None) -> None:
     args = sys.argv[1:] if argv is None else argv
     # The modules imported so far live as long as the process: the cyclic collector skips them from
-    # here on (the commands freeze again after importing their libraries), and runs far less often. Decoding and analysing allocate millions of short-lived
-    # containers, almost none in cycles (55 MB trace: ingest -0.05 s, analyze -0.1 s, same RSS).
+    # here on (the commands freeze again after importing their libraries), and runs far less often.
+    # Decoding and analysing allocate millions of short-lived containers, almost none in cycles
+    # (55 MB trace: ingest -0.05 s, analyze -0.1 s, same RSS).
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
     stop_state["stopped_by"] = None

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import duckdb
 
+from tracelake.analysis_tables import ANALYSIS_TABLES
 from tracelake.crashpoints import crash_point
 from tracelake.staging import StagingFolder, dead_staging, replace_file
 
@@ -141,7 +142,6 @@ def forget_tag_modelled(con: duckdb.DuckDBPyConnection, every_trace: dict[str, d
     graph-capture tags out of every model table, so that dbt models them again from the tags as they
     are now: the replay traces (listing captures in `every_trace`, the tags of every trace, or merged
     with one before) and `retagged`. A tag is no trace content: a trace id does not change with it."""
-    from tracelake.analysis_record import ANALYSIS_TABLES  # noqa: PLC0415 - it imports the warehouse
     from tracelake.graph_captures import linked_captures  # noqa: PLC0415 - it reads trace files
 
     replays = {trace_id for trace_id, tags in every_trace.items() if linked_captures(tags)}

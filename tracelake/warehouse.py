@@ -35,6 +35,7 @@ from pathlib import Path
 
 import duckdb
 
+from tracelake.analysis_tables import finish_dead_records
 from tracelake.config import default_jobs
 from tracelake.core.errors import WarehouseError
 from tracelake.crashpoints import crash_point
@@ -48,10 +49,11 @@ from tracelake.dbt_runner import (
     run_dbt,
 )
 from tracelake.ingest.staged import TABLES, StagedTrace
+from tracelake.raw_views import file_list, refresh_raw_views
 from tracelake.removal import RemovalJournal, finish_removals, read_journal, register_reader, release_with, write_journal
 from tracelake.shipped_plan import ShippedPlans, execute_build_plan, load_shipped_plans
 from tracelake.snapshot import PreparedUpdate, Snapshot
-from tracelake.sql_guard import literal_glob, lock_down
+from tracelake.sql_guard import lock_down
 from tracelake.staging import StagingFolder, has_dead_staging, remove_dead_staging, replace_file
 from tracelake.tag_journal import (
     TagJournal,
@@ -265,9 +267,7 @@ class Warehouse:
         began is finished. Returns the traces finished."""
         self.finish_removals()
         if has_dead_staging(self.pending_dir):  # a killed analyze's report rows, a killed run's output staging
-            from tracelake.analysis_record import finish_dead_records  # noqa: PLC0415 - it imports this module
-
-            finish_dead_records(self)
+            finish_dead_records(self.pending_dir, self.writing)
         self.remove_orphans()
         pending, moved = self._unfinished()
         if pending:
@@ -430,26 +430,14 @@ class Warehouse:
     def _refresh_raw_views(self, con: duckdb.DuckDBPyConnection, only: list[str] | None = None) -> None:
         """raw.<table> views over the committed traces' Parquet files (re-pointed if the folder
         moved); with `only`, over those traces' files alone."""
-        existing = dict(
-            con.execute("select view_name, sql from duckdb_views() where schema_name = 'raw'").fetchall()
-        )
-        con.execute("create schema if not exists raw")
-        for table in TABLES:
-            files = self._raw_view_files(table, only)
-            if only is None and f"list_value({files})" in existing.get(table, ""):
-                continue
-            con.execute(
-                f"create or replace view raw.{table} as select * from read_parquet([{files}], "
-                "hive_partitioning = true, union_by_name = true, hive_types = {'trace_id': varchar})"
-            )
+        refresh_raw_views(con, {table: self._raw_view_files(table, only) for table in TABLES}, keep_current=only is None)
 
     def _raw_view_files(self, table: str, only: list[str] | None = None) -> str:
         """The file list (SQL) a raw view reads: the files of every committed trace's partition of
         `table`, or those of `only`. Named one by one, not as a glob: a snapshot's views then open
         only the files of its own traces, which `tracelake rm` keeps while it has readers."""
-        files = [path for trace_id in sorted(self.trace_ids() if only is None else only)
-                 for path in sorted(self._partition(table, trace_id).glob("*.parquet"))]
-        return ", ".join("'" + literal_glob(path.as_posix()).replace("'", "''") + "'" for path in files)
+        return file_list([path for trace_id in sorted(self.trace_ids() if only is None else only)
+                          for path in sorted(self._partition(table, trace_id).glob("*.parquet"))])
 
     def _load_plan(self) -> IncrementalPlan | None:
         if not self.plan_path.exists():
