@@ -8,12 +8,6 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # What dbt compiled from the project, shipped in the package: its layout and reading are tracelake/shipped_plan.py
 SHIPPED_DIR = Path(__file__).resolve().parent / "compiled"
-
-
-def project_installed() -> bool:
-    """Whether the dbt project (models/, seeds/, ...) sits beside the package: a source checkout or
-    an editable install. A wheel holds only the package, and runs on the shipped plans alone."""
-    return (PROJECT_ROOT / "dbt_project.yml").is_file()
 WAREHOUSE_ENV = "TRACELAKE_WAREHOUSE"
 
 

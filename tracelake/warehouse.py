@@ -456,8 +456,8 @@ class Warehouse:
         if not self.trace_ids():
             raise WarehouseError(f"warehouse {self.root} has no traces yet; ingest one first")
         args = ["build", "--threads", str(max(1, threads))]
-        if not run_tests:
-            args += ["--exclude-resource-type", "test"]
+        if not run_tests:  # data tests and the models' unit tests (given/expected rows, a developer's check)
+            args += ["--exclude-resource-type", "test", "--exclude-resource-type", "unit_test"]
         if full_refresh:
             args.append("--full-refresh")
         journals = self._tag_journals_to_finish()
