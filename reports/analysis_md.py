@@ -23,9 +23,15 @@ from tracelake.core.markdown_text import Markdown, one_line, safe_markdown
 from tracelake.core.templates import markdown_environment
 from tracelake.core.text_format import finite
 from tracelake.reports.analysis_cards import agent_sentence, finding_card, ranked_rows, trace_strings_by_agent
-from tracelake.reports.analysis_format import NAME_MAX_CHARS as NAME_MAX_CHARS
-from tracelake.reports.analysis_format import cell, fmt_ms, fmt_pct, fmt_signed_ms, fmt_signed_pct
-from tracelake.reports.analysis_format import shown_name as shown_name
+from tracelake.reports.analysis_format import (
+    NAME_MAX_CHARS as NAME_MAX_CHARS,
+    cell,
+    fmt_ms,
+    fmt_pct,
+    fmt_signed_ms,
+    fmt_signed_pct,
+    shown_name as shown_name,
+)
 from tracelake.reports.analysis_summary import (
     failed_checks,
     gpu_view,
@@ -46,8 +52,7 @@ from tracelake.reports.analysis_tables import (
     top_operation_rows,
     unaddressed_rows,
 )
-from tracelake.reports.analysis_validation import SECTIONS as SECTIONS
-from tracelake.reports.analysis_validation import validate_analysis as validate_analysis
+from tracelake.reports.analysis_validation import SECTIONS as SECTIONS, validate_analysis as validate_analysis
 from tracelake.reports.report_inputs import PLOT_PENDING, ReportInputs
 
 TEMPLATES = Path(__file__).parent / "templates"

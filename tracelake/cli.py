@@ -451,8 +451,7 @@ def compare(
     3 = internal error."""
     import duckdb  # noqa: PLC0415 - see the note on the imports
 
-    from tracelake.analyzers.regression import CompareSettings  # noqa: PLC0415
-    from tracelake.analyzers.regression import compare as compare_traces  # noqa: PLC0415
+    from tracelake.analyzers.regression import CompareSettings, compare as compare_traces  # noqa: PLC0415
     from tracelake.reports.regression_md import render_regression_md  # noqa: PLC0415
     from tracelake.selectors import resolve_traces  # noqa: PLC0415
 

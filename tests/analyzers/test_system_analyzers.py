@@ -11,8 +11,7 @@ import duckdb
 import jinja2
 import pytest
 
-from tests.conftest import TRACES as DATA_TRACES
-from tests.conftest import trace_id_of
+from tests.conftest import TRACES as DATA_TRACES, trace_id_of
 from tracelake.agents.render import TEMPLATES
 from tracelake.analyzers import cpu_idle, kernel_fusion, multi_kernel, settings, trace_overview
 from tracelake.analyzers.contracts import AgentResult, AnalysisContext
