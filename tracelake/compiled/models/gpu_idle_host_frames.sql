@@ -1,0 +1,26 @@
+
+
+with gaps as (
+    select * from "warehouse"."intermediate"."int_gpu_idle_gaps_host_context"
+    where gap_class = 'host_work'
+),
+
+frames as (
+    select trace_id, 'gap start' as side, start_frame as name, gap_us from gaps
+    union all
+    select trace_id, 'gap end' as side, end_frame as name, gap_us from gaps
+),
+
+final as (
+    select
+        trace_id,
+        side,
+        name,
+        count(*) as gap_count,
+        sum(gap_us) / 1000 as gap_time_ms
+    from frames
+    where name is not null
+    group by trace_id, side, name
+)
+
+select * from final

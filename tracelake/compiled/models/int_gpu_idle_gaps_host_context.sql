@@ -1,0 +1,23 @@
+with gaps as (
+    select * from "warehouse"."main"."gpu_idle_gaps"
+),
+
+final as (
+    select
+        trace_id,
+        gap_id,
+        gap_class,
+        gap_class_reason,
+        duration_us as gap_us,
+        launch_lead_us,
+        launch_delay_us,
+        coalesce(start_python_function_name, start_cpu_op_name, end_python_function_name, end_cpu_op_name)
+            is not null as has_host_evidence,
+        start_runtime_name,
+        start_runtime_end_us - start_us as runtime_return_after_gap_start_us,
+        coalesce(start_python_function_name, start_cpu_op_name) as start_frame,
+        coalesce(end_python_function_name, end_cpu_op_name) as end_frame
+    from gaps
+)
+
+select * from final
