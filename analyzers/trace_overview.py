@@ -98,7 +98,7 @@ def top_operations(db: duckdb.DuckDBPyConnection, trace_id: str, platform: str, 
         select name, op_category as category, operation_count as count, kernel_time_sum_us / 1000.0 as time_ms,
                100.0 * kernel_time_sum_us / 1000.0 / nullif(?, 0) as percent_of_e2e,
                pct_roofline_mean as pct_roofline, roofline_bound as bound
-        from op_perf where trace_id = ? and platform = ? order by kernel_time_sum_us desc limit ?
+        from op_perf where trace_id = ? and platform = ? order by kernel_time_sum_us desc, name, signature_key limit ?
     """, [e2e_ms, trace_id, platform, TOP_OPERATIONS])
 
 
