@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import duckdb
 
@@ -42,23 +43,15 @@ class AgentDefinition:
         return SPECS_DIR / f"{self.name}.md"
 
 
-SYSTEM_AGENTS = (
-    AgentDefinition("cpu_idle", "system", "CPU / idle time", "cpu_idle.md.j2", cpu_idle.analyze),
-    AgentDefinition("multi_kernel", "system", "Memory copies and collectives", "multi_kernel.md.j2", multi_kernel.analyze),
-    AgentDefinition("kernel_fusion", "system", "Kernel fusion", "kernel_fusion.md.j2", kernel_fusion.analyze),
-)
+def _agent(analyzer: ModuleType, template: str) -> AgentDefinition:
+    """An agent as its analyzer module declares it (AGENT_NAME, TIER, DISPLAY_NAME, analyze)."""
+    return AgentDefinition(analyzer.AGENT_NAME, analyzer.TIER, analyzer.DISPLAY_NAME, template, analyzer.analyze)
 
-COMPUTE_AGENTS = (
-    AgentDefinition("gemm", "compute", "GEMM", "compute.md.j2", gemm.analyze),
-    AgentDefinition("sdpa", "compute", "Attention (SDPA)", "compute.md.j2", sdpa.analyze),
-    AgentDefinition("elementwise", "compute", "Elementwise", "compute.md.j2", elementwise.analyze),
-    AgentDefinition("reduce", "compute", "Reduce", "compute.md.j2", reduce.analyze),
-    AgentDefinition("norm", "compute", "Normalization", "compute.md.j2", norm.analyze),
-    AgentDefinition("convolution", "compute", "Convolution", "compute.md.j2", convolution.analyze),
-    AgentDefinition("moe", "compute", "Mixture of experts", "compute.md.j2", moe.analyze),
-    AgentDefinition("triton", "compute", "Triton (compiled)", "compute.md.j2", triton.analyze),
-    AgentDefinition("generic", "compute", "Other ops", "compute.md.j2", generic.analyze),
-)
+
+# The one list of agents: their names, tiers and display names are their analyzers' own.
+SYSTEM_AGENTS = tuple(_agent(analyzer, f"{analyzer.AGENT_NAME}.md.j2") for analyzer in (cpu_idle, multi_kernel, kernel_fusion))
+COMPUTE_AGENTS = tuple(_agent(analyzer, "compute.md.j2")
+                       for analyzer in (gemm, sdpa, elementwise, reduce, norm, convolution, moe, triton, generic))
 
 # Kernel fusion runs first so that ops it covers get no kernel-tuning finding (SPEC §5).
 FUSION_AGENT = "kernel_fusion"

@@ -53,6 +53,7 @@ __all__ = ["AGENT_NAME", "CLAIMED_GAPS_SQL", "CLAIMING_CLASSES", "GAP_CLASSES", 
            "HostFrame", "analyze"]
 
 TIER = "system"
+DISPLAY_NAME = "CPU / idle time"
 
 
 def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:

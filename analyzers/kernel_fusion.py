@@ -37,6 +37,7 @@ from tracelake.analyzers.fusion_units import Instance, OpTable, Unit, kernel_cou
 __all__ = ["AGENT_NAME", "TIER", "AttentionModel", "FusionCandidate", "KernelFusionMetrics", "analyze"]
 
 TIER = "system"
+DISPLAY_NAME = "Kernel fusion"
 
 
 class KernelFusionMetrics(BaseModel):

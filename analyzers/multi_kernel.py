@@ -30,6 +30,7 @@ from tracelake.analyzers.contracts import AgentResult, AnalysisContext
 from tracelake.analyzers.multi_kernel_findings import findings
 from tracelake.analyzers.multi_kernel_metrics import (
     AGENT_NAME,
+    DISPLAY_NAME,
     FLAGGED_DIRECTIONS,
     MEMCPY_DIRECTIONS,
     MEMCPY_SQL,
@@ -43,8 +44,8 @@ from tracelake.analyzers.multi_kernel_metrics import (
     TransferStats,
 )
 
-__all__ = ["AGENT_NAME", "FLAGGED_DIRECTIONS", "MEMCPY_SQL", "TIER", "TIMELINE_SQL", "CollectiveModel", "CollectiveOp",
-           "MemcpyDirection", "MultiKernelMetrics", "TransferStats", "analyze"]
+__all__ = ["AGENT_NAME", "DISPLAY_NAME", "FLAGGED_DIRECTIONS", "MEMCPY_SQL", "TIER", "TIMELINE_SQL", "CollectiveModel",
+           "CollectiveOp", "MemcpyDirection", "MultiKernelMetrics", "TransferStats", "analyze"]
 
 MEMCPY_DIRECTIONS_SQL = "select * from memcpy_by_direction where trace_id = ? order by direction"
 CLAIMED_COPIES_SQL = ("select direction, event_idx, exposed_us from memcpy_copies "

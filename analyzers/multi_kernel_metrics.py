@@ -11,6 +11,7 @@ from tracelake.analyzers import settings
 
 AGENT_NAME = "multi_kernel"
 TIER = "system"
+DISPLAY_NAME = "Memory copies and collectives"
 
 MemcpyDirection = Literal["D2H", "H2D", "D2D", "other"]
 MEMCPY_DIRECTIONS: tuple[MemcpyDirection, ...] = ("D2H", "H2D", "D2D", "other")
