@@ -114,6 +114,7 @@ def group_ops(ops: Sequence[OpRecord], family: Callable[[OpRecord], str],
     for op in ops:
         if op.impact is None:
             continue
+        key: tuple[str, ...]
         if op.impact.method == "quantified":
             bucket = "all" if comparative else efficiency_bucket(op.efficiency_percent)
             key = ("quantified", op.bound or "unknown", op.library, bucket, family(op))
