@@ -22,7 +22,7 @@ def test_dbt_unit_and_data_tests_of_the_compute_marts_pass(warehouse: Warehouse,
     copy = tmp_path / "warehouse.duckdb"
     shutil.copyfile(warehouse.db_path, copy)
     result = run_dbt(copy, tmp_path / "dbt", ["test", "--select", COMPUTE_MARTS])
-    statuses = {str(r.node.name): str(r.status) for r in result.result}
+    statuses = {str(r.node.name): str(getattr(r.status, "value", r.status)) for r in result.results}
     unit_tests = [name for name in statuses if not name.startswith(("not_null", "unique", "relationships", "accepted"))]
     assert len(unit_tests) == 3, statuses
     assert set(statuses.values()) == {"pass"}, statuses
