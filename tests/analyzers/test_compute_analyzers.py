@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import EXPECTED_TRACES, trace_id_of
 from tracelake.agents.registry import COMPUTE_AGENTS, by_name
 from tracelake.agents.render import TEMPLATES, render_findings
-from tracelake.analyzers import compute, settings
+from tracelake.analyzers import compute, compute_advice, settings
 from tracelake.analyzers.agent_categories import load_agent_categories
 from tracelake.analyzers.compute import OpRecord
 from tracelake.analyzers.contracts import AgentResult, AnalysisContext
@@ -364,7 +364,8 @@ def test_eager_attention_is_owned_by_sdpa_and_left_out_of_gemm_and_reduce(db, mo
     def fake_find(ops):
         return {op.signature_key: "pretend" for op in ops if op.name in ("aten::bmm", "aten::mean")}
 
-    monkeypatch.setattr(compute, "find_eager_attention", fake_find)
+    monkeypatch.setattr(compute, "find_eager_attention", fake_find)  # what the sdpa agent calls
+    monkeypatch.setattr(compute_advice, "find_eager_attention", fake_find)  # ... and eager_attention_ops
     ctx = context_for(db, QWEN_H100)
     sdpa_result = agent("sdpa").analyze(db, ctx)
     eager = [f for f in sdpa_result.findings if f.evidence["group"]["family"] == "eager"]
