@@ -93,7 +93,6 @@ from tracelake.analyzers.compute_records import (
 )
 from tracelake.analyzers.compute_text import (
     base_op_name,
-    clip,
     compact_shape,
     dtype_name,
     fmt,
@@ -109,7 +108,7 @@ __all__ = [
     "RELABEL_SOURCE_CATEGORIES", "SOFTMAX_PATTERN", "SYNTHETIC_SUFFIX", "Advice", "AgentData", "Bound",
     "ComputeAgent", "ComputeMetrics", "EffBucket", "Impact", "KernelShare", "NearRoofline", "OpGroup", "OpRecord",
     "RelabelledOp", "TopOperation", "attribution_hint", "base_metrics", "base_op_name", "build_finding",
-    "claimed_kernels", "clip", "compact_shape", "comparative_members_table", "dominant_kernel_category",
+    "claimed_kernels", "compact_shape", "comparative_members_table", "dominant_kernel_category",
     "dtype_name", "eager_attention_ops", "efficiency_bucket", "efficiency_phrase", "estimate_op_impact",
     "evidence_sql", "find_eager_attention", "finding_confidence", "fmt", "format_args", "generic_advice",
     "group_ops", "group_phrase", "group_title", "heuristic_group_name", "heuristic_impact", "impact_explanation",

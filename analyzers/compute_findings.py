@@ -21,10 +21,12 @@ from tracelake.analyzers.compute_records import (
     OpGroup,
     OpRecord,
 )
-from tracelake.analyzers.compute_text import clip, fmt
+from tracelake.analyzers.compute_text import fmt
+from tracelake.analyzers.confidence import at_most, lowered
 from tracelake.analyzers.contracts import AnalysisContext, Confidence, Finding
 from tracelake.core.markdown_text import sql_literal
 from tracelake.core.templates import template_environment
+from tracelake.core.text_format import clip
 
 TEMPLATES = Path(__file__).parent / "templates"
 LEAD_NAME_MAX_CHARS = 100  # op names are clipped in insight sentences; full names stay in the data tables
@@ -38,13 +40,6 @@ QUALITY_CHECKS_FOR_COMPUTE = (  # trace_quality checks a kernel-time finding dep
     "gpu_events_before_window",
 )
 
-QUALITY_ORDER: tuple[Confidence, ...] = ("high", "medium", "low")
-
-
-def _lower(confidence: Confidence, steps: int = 1) -> Confidence:
-    return QUALITY_ORDER[min(len(QUALITY_ORDER) - 1, QUALITY_ORDER.index(confidence) + steps)]
-
-
 def finding_confidence(group: OpGroup, ctx: AnalysisContext) -> tuple[Confidence, list[str]]:
     """high for a perf-model estimate, medium for a heuristic or re-labelled one; one step lower
     per warned trace-quality check class (any warn -> one step, any fail -> low)."""
@@ -56,7 +51,7 @@ def finding_confidence(group: OpGroup, ctx: AnalysisContext) -> tuple[Confidence
         confidence = "medium"
         reasons.append("no perf model: heuristic share of the op's time")
     if group.relabelled:
-        confidence = max(confidence, "medium", key=QUALITY_ORDER.index)
+        confidence = at_most(confidence, "medium")
         reasons.append("category re-labelled from kernel names")
     verdicts = {name: ctx.quality_verdicts.get(name) for name in QUALITY_CHECKS_FOR_COMPUTE}
     failed = sorted(n for n, v in verdicts.items() if v == "fail")
@@ -65,7 +60,7 @@ def finding_confidence(group: OpGroup, ctx: AnalysisContext) -> tuple[Confidence
         confidence = "low"
         reasons.append("trace-quality check failed: " + ", ".join(failed))
     elif warned:
-        confidence = _lower(confidence)
+        confidence = lowered(confidence)
         reasons.append("trace-quality warning: " + ", ".join(warned))
     return confidence, reasons
 

@@ -13,8 +13,9 @@ from pydantic import BaseModel, Field, SerializeAsAny
 
 from tracelake.analyzers import settings
 from tracelake.analyzers.comparison import SignatureMatch
-from tracelake.analyzers.compute_text import clip, parse_json_list
+from tracelake.analyzers.compute_text import parse_json_list
 from tracelake.analyzers.contracts import AnalysisContext
+from tracelake.core.text_format import clip
 
 TITLE_NAME_MAX_CHARS = 60  # op names are clipped in titles; full names stay in the data tables
 SYNTHETIC_SUFFIX = " (Synthetic Op)"  # op_perf_instances: a kernel no cpu op covers (graph replay, driver launch)

@@ -8,10 +8,6 @@ from collections.abc import Iterable
 from typing import Any
 
 
-def clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def parse_json_list(text: str | None) -> list[Any]:
     if not text:
         return []

@@ -12,6 +12,7 @@ from tracelake.analyzers import compute, settings
 from tracelake.analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
 from tracelake.analyzers.contracts import AdviceText, AgentResult, AnalysisContext
 from tracelake.analyzers.finding_text import render_advice
+from tracelake.core.text_format import clip
 
 AGENT_NAME = "generic"
 TIER = "compute"
@@ -127,7 +128,7 @@ def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
         "module": compute.module_hint(group), "miscategorized": miscategorized, "kernel": kernel,
         "rotary": rotary, "compiled": data.ctx.facts.is_compiled, "op_category": dominant.op_category,
         "attribution_hint": compute.attribution_hint(data.ctx),
-        "generic": compute.generic_advice(group, f"`{compute.clip(dominant.name, 80)}`")})
+        "generic": compute.generic_advice(group, f"`{clip(dominant.name, 80)}`")})
 
 
 def advise(group: OpGroup, data: AgentData) -> Advice:
