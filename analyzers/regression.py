@@ -58,16 +58,16 @@ HEADLINE_METRICS: tuple[tuple[str, str, bool], ...] = (
 )
 
 # what a trace on each side weighs (models/marts/trace_gpu_metrics.sql) and its profiler steps
-TRACES_SQL = "select * from trace_gpu_metrics where trace_id in (select unnest($trace_ids)) order by trace_id"
+TRACES_SQL = "select * from trace_gpu_metrics where trace_id in (select unnest($1)) order by trace_id"
 STEPS_SQL = ("select trace_id, step_number, kernel_time_ms from profiler_steps "
-             "where trace_id in (select unnest($trace_ids)) order by trace_id, step_number")
+             "where trace_id in (select unnest($1)) order by trace_id, step_number")
 
 # the mean per trace of each side of a per-trace mart, by `keys`: {keys}, {aggregates}, {mart}
 SIDE_MEANS_SQL = """
 with sides as (
-    select unnest($baseline) as trace_id, 'baseline' as side, len($baseline) as trace_count
+    select unnest($1) as trace_id, 'baseline' as side, len($1) as trace_count
     union all
-    select unnest($candidate) as trace_id, 'candidate' as side, len($candidate) as trace_count
+    select unnest($2) as trace_id, 'candidate' as side, len($2) as trace_count
 )
 select sides.side, {keys}, {aggregates}
 from sides inner join {mart} as facts on facts.trace_id = sides.trace_id
@@ -217,8 +217,8 @@ def estimate_noise(baseline: SideSamples, candidate: SideSamples, config: Compar
                   "the verdict rests on the threshold alone"),
         )
     borrowed = cv_b is None or cv_c is None
-    spread_b = cv_b if cv_b is not None else cv_c
-    spread_c = cv_c if cv_c is not None else cv_b
+    spread_b = cv_b if cv_b is not None else (cv_c or 0.0)  # one of the two is measured
+    spread_c = cv_c if cv_c is not None else (cv_b or 0.0)
     var_b = spread_b**2 / baseline.sample_count
     var_c = spread_c**2 / candidate.sample_count
     standard_error = math.sqrt(var_b + var_c) * 100
@@ -251,10 +251,11 @@ def metric_change(
         largest = max(baseline_ms or 0.0, candidate_ms or 0.0)
         gate = gate and busy_ms > 0 and largest / busy_ms * 100 >= config.min_item_share_percent
     change = None
+    status: ChangeStatus
     if not baseline_ms and not candidate_ms:  # zero on both sides (e.g. no communication at all)
         change, status = 0.0, "unchanged"
     elif not baseline_ms:
-        status: ChangeStatus = "new"
+        status = "new"
     elif not candidate_ms:
         status = "gone"
     else:
@@ -288,7 +289,7 @@ def _side_means(db: duckdb.DuckDBPyConnection, params: dict, mart: str, keys: tu
     sql = SIDE_MEANS_SQL.format(keys=", ".join(f"facts.{k}" for k in keys), mart=mart,
                                 aggregates=", ".join(f"{sql} as {name}" for name, sql in aggregates.items()))
     rows: dict[tuple, dict] = {}
-    for row in query_rows(db, sql, params):
+    for row in query_rows(db, sql, [params["baseline"], params["candidate"]]):
         key = tuple(row[k] for k in keys)
         merged = rows.setdefault(key, dict(zip(keys, key, strict=True)))
         merged.update({f"{row['side']}_{name}": row[name] for name in aggregates})
@@ -436,9 +437,9 @@ def _verdict(headline: list[MetricChange], items: list[MetricChange], noise: Noi
 
 def _load_sides(db: duckdb.DuckDBPyConnection, params: dict) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
     sides = {side: params[side] for side in ("baseline", "candidate")}
-    trace_ids = {"trace_ids": list(dict.fromkeys(params["baseline"] + params["candidate"]))}
-    trace_rows = query_rows(db, TRACES_SQL, trace_ids)
-    missing = sorted(set(trace_ids["trace_ids"]) - {r["trace_id"] for r in trace_rows})
+    trace_ids = list(dict.fromkeys(params["baseline"] + params["candidate"]))
+    trace_rows = query_rows(db, TRACES_SQL, [trace_ids])
+    missing = sorted(set(trace_ids) - {r["trace_id"] for r in trace_rows})
     if missing:
         raise ComparisonError(f"trace {missing[0]} is not in the warehouse; `tracelake traces` lists them")
     by_side = {side: [r for r in trace_rows if r["trace_id"] in ids] for side, ids in sides.items()}
@@ -448,7 +449,7 @@ def _load_sides(db: duckdb.DuckDBPyConnection, params: dict) -> tuple[dict[str, 
             f"trace {no_gpu[0]['trace_id']} ({no_gpu[0]['file_name']}) has no GPU work linked to a host "
             "launch; compare needs GPU kernels on both sides"
         )
-    step_rows = query_rows(db, STEPS_SQL, trace_ids)
+    step_rows = query_rows(db, STEPS_SQL, [trace_ids])
     steps = {side: [r for r in step_rows if r["trace_id"] in ids] for side, ids in sides.items()}
     return by_side, steps
 
@@ -477,8 +478,8 @@ def compare(
     busy = means["baseline"]["busy_time_ms"]
     categories = _categories(db, params, busy, noise, config)
     ops = _ops(db, params, busy, noise, config)
-    verdict, confidence, deciding, summary = _verdict(headline, categories + ops, noise, baseline, candidate, config)
-    failures = [m.label for m in headline + categories + ops if m.fails]
+    verdict, confidence, deciding, summary = _verdict(headline, [*categories, *ops], noise, baseline, candidate, config)
+    failures = [m.label for m in [*headline, *categories, *ops] if m.fails]
     return RegressionVerdict(
         verdict=verdict, regression=verdict == "regression", summary=summary, confidence=confidence,
         deciding_metric=deciding.label, settings=config, baseline=baseline, candidate=candidate,

@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import duckdb
 import pyarrow as pa
@@ -256,5 +256,6 @@ def write_perf_report(tables: dict[str, pa.Table], csv_dir: Path, xlsx_path: Pat
 
         with xlsxwriter.Workbook(str(temporary)) as workbook:
             for name, frame in tables.items():
-                pl.from_arrow(frame).write_excel(workbook=workbook, worksheet=name[:31])
+                sheet = cast("pl.DataFrame", pl.from_arrow(frame))  # a table in, a frame out
+                sheet.write_excel(workbook=workbook, worksheet=name[:31])
         os.replace(temporary, xlsx_path)
