@@ -122,7 +122,8 @@ final as (
         profiler_step_count,
         median_step_kernel_time_ms,
         group_key,
-        dense_rank() over (partition by group_key order by run_position) as run_index,
+        -- an integer, as the dashboard has always keyed its runs (the hash order of its aggregates follows the type)
+        dense_rank() over (partition by group_key order by run_position)::integer as run_index,
         run_label,
         count(*) over (partition by group_key, run_identity) as run_trace_count,
         count(*) filter (where has_gpu_timeline) over (partition by group_key, run_identity) as run_gpu_trace_count,
