@@ -1,14 +1,15 @@
 """Regression verdict for `tracelake compare`: a baseline and a candidate set of traces in, a
 verdict with every compared metric out.
 
-Metrics (per side, the mean over the side's traces; all from the marts):
-- headline: `gpu_timeline` total, busy, computation, exposed comm / memcpy and idle time, plus the
-  GPU kernel time (sum of the linked GPU events' durations, `kernels`);
-- categories: `ops_summary_by_category` (TraceLens op categories, as in analysis.md) plus one
-  `collectives` row from `kernels.is_comm`, since that table leaves collectives out; together
-  they cover all linked GPU kernel time;
-- op signatures: `op_perf` on one platform per trace (kernel time does not depend on it), keyed
-  by name + input dims + input types + strides + concrete inputs, summed over threads.
+Metrics (per side, the mean over the side's traces; each from a per-trace mart):
+- headline (`trace_gpu_metrics`): `gpu_timeline` total, busy, computation, exposed comm / memcpy
+  and idle time, plus the GPU kernel time (sum of the linked GPU events' durations, `kernels`);
+- categories (`trace_category_kernel_time`): `ops_summary_by_category` (TraceLens op categories,
+  as in analysis.md) plus one `collectives` row from `kernels.is_comm`, since that table leaves
+  collectives out; together they cover all linked GPU kernel time;
+- op signatures (`trace_op_signature_time`): `op_perf` on one platform per trace (kernel time
+  does not depend on it), keyed by name + input dims + input types + strides + concrete inputs,
+  summed over threads.
 
 Noise: the spread of GPU kernel time between repeated samples of a side: its profiler steps
 (`profiler_steps.kernel_time_ms`, pooled over the side's traces when every trace has steps),
@@ -56,122 +57,24 @@ HEADLINE_METRICS: tuple[tuple[str, str, bool], ...] = (
     ("idle_time_ms", "idle time", False),
 )
 
-SIDES_CTE = """
-sides as (
-    select unnest($baseline) as trace_id, 'baseline' as side
+# what a trace on each side weighs (models/marts/trace_gpu_metrics.sql) and its profiler steps
+TRACES_SQL = "select * from trace_gpu_metrics where trace_id in (select unnest($1)) order by trace_id"
+STEPS_SQL = ("select trace_id, step_number, kernel_time_ms from profiler_steps "
+             "where trace_id in (select unnest($1)) order by trace_id, step_number")
+
+# the mean per trace of each side of a per-trace mart, by `keys`: {keys}, {aggregates}, {mart}
+SIDE_MEANS_SQL = """
+with sides as (
+    select unnest($1) as trace_id, 'baseline' as side, len($1) as trace_count
     union all
-    select unnest($candidate) as trace_id, 'candidate' as side
-),
-side_sizes as (
-    select side, count(*) as trace_count from sides group by side
-)"""
-
-HEADLINE_SQL = f"""
-with {SIDES_CTE},
-linked_kernel_time as (
-    select trace_id, sum(dur_us) / 1000.0 as kernel_time_ms
-    from kernels
-    where is_linked and trace_id in (select trace_id from sides)
-    group by trace_id
-),
-per_trace as (
-    select
-        sides.side, sides.trace_id, traces.file_name,
-        coalesce(traces.device_name, 'unknown device') as device_name, traces.platform,
-        gpu_timeline.total_time_ms, gpu_timeline.busy_time_ms, gpu_timeline.computation_time_ms,
-        gpu_timeline.exposed_comm_time_ms, gpu_timeline.exposed_memcpy_time_ms, gpu_timeline.idle_time_ms,
-        coalesce(linked_kernel_time.kernel_time_ms, 0) as kernel_time_ms,
-        gpu_timeline.trace_id is not null as has_gpu_work
-    from sides
-    inner join traces on traces.trace_id = sides.trace_id
-    left join gpu_timeline on gpu_timeline.trace_id = sides.trace_id
-    left join linked_kernel_time on linked_kernel_time.trace_id = sides.trace_id
+    select unnest($2) as trace_id, 'candidate' as side, len($2) as trace_count
 )
-select * from per_trace order by side, trace_id
+select sides.side, {keys}, {aggregates}
+from sides inner join {mart} as facts on facts.trace_id = sides.trace_id
+group by all
 """
-
-STEPS_SQL = f"""
-with {SIDES_CTE}
-select sides.side, steps.trace_id, steps.step_number, steps.kernel_time_ms
-from sides
-inner join profiler_steps as steps on steps.trace_id = sides.trace_id
-order by sides.side, steps.trace_id, steps.step_number
-"""
-
-CATEGORIES_SQL = f"""
-with {SIDES_CTE},
-category_time as (
-    select trace_id, op_category as category, total_direct_kernel_time_ms as kernel_time_ms
-    from ops_summary_by_category
-    where trace_id in (select trace_id from sides)
-    union all
-    select trace_id, '{COLLECTIVES}' as category, sum(dur_us) / 1000.0 as kernel_time_ms
-    from kernels
-    where is_linked and is_comm and trace_id in (select trace_id from sides)
-    group by trace_id
-),
-per_side as (
-    select sides.side, category_time.category,
-        sum(category_time.kernel_time_ms) / any_value(side_sizes.trace_count) as kernel_time_ms
-    from sides
-    inner join category_time on category_time.trace_id = sides.trace_id
-    inner join side_sizes on side_sizes.side = sides.side
-    group by all
-)
-select
-    category,
-    nullif(sum(kernel_time_ms) filter (where side = 'baseline'), 0) as baseline_ms,
-    nullif(sum(kernel_time_ms) filter (where side = 'candidate'), 0) as candidate_ms
-from per_side
-group by category
-having coalesce(sum(kernel_time_ms), 0) > 0
-order by category
-"""
-
-OPS_SQL = f"""
-with {SIDES_CTE},
-trace_platform as (
-    select trace_id, coalesce(min(platform) filter (where is_trace_platform), min(platform)) as platform
-    from op_perf
-    where trace_id in (select trace_id from sides)
-    group by trace_id
-),
-signatures as (
-    select
-        op_perf.trace_id, op_perf.name, op_perf.input_dims, op_perf.input_type,
-        op_perf.input_strides, op_perf.concrete_inputs,
-        min(op_perf.op_category) as op_category,
-        sum(op_perf.operation_count) as calls,
-        sum(op_perf.kernel_time_sum_us) / 1000.0 as kernel_time_ms
-    from op_perf
-    inner join trace_platform
-        on trace_platform.trace_id = op_perf.trace_id and trace_platform.platform = op_perf.platform
-    group by all
-),
-per_side as (
-    select
-        sides.side, signatures.name, signatures.input_dims, signatures.input_type,
-        signatures.input_strides, signatures.concrete_inputs,
-        min(signatures.op_category) as op_category,
-        sum(signatures.calls) / any_value(side_sizes.trace_count) as calls,
-        sum(signatures.kernel_time_ms) / any_value(side_sizes.trace_count) as kernel_time_ms
-    from sides
-    inner join signatures on signatures.trace_id = sides.trace_id
-    inner join side_sizes on side_sizes.side = sides.side
-    group by all
-)
-select
-    name, input_dims, input_type, input_strides, concrete_inputs,
-    min(op_category) as op_category,
-    nullif(sum(kernel_time_ms) filter (where side = 'baseline'), 0) as baseline_ms,
-    nullif(sum(kernel_time_ms) filter (where side = 'candidate'), 0) as candidate_ms,
-    sum(calls) filter (where side = 'baseline') as baseline_calls,
-    sum(calls) filter (where side = 'candidate') as candidate_calls
-from per_side
-group by name, input_dims, input_type, input_strides, concrete_inputs
-having coalesce(sum(kernel_time_ms), 0) > 0
-order by abs(coalesce(candidate_ms, 0) - coalesce(baseline_ms, 0)) desc, name, input_dims
-"""
+CATEGORY_KEYS = ("category",)
+OP_SIGNATURE_KEYS = ("name", "input_dims", "input_type", "input_strides", "concrete_inputs")
 
 
 class ComparisonError(TraceLakeError):
@@ -314,8 +217,8 @@ def estimate_noise(baseline: SideSamples, candidate: SideSamples, config: Compar
                   "the verdict rests on the threshold alone"),
         )
     borrowed = cv_b is None or cv_c is None
-    spread_b = cv_b if cv_b is not None else cv_c
-    spread_c = cv_c if cv_c is not None else cv_b
+    spread_b = cv_b if cv_b is not None else (cv_c or 0.0)  # one of the two is measured
+    spread_c = cv_c if cv_c is not None else (cv_b or 0.0)
     var_b = spread_b**2 / baseline.sample_count
     var_c = spread_c**2 / candidate.sample_count
     standard_error = math.sqrt(var_b + var_c) * 100
@@ -348,10 +251,11 @@ def metric_change(
         largest = max(baseline_ms or 0.0, candidate_ms or 0.0)
         gate = gate and busy_ms > 0 and largest / busy_ms * 100 >= config.min_item_share_percent
     change = None
+    status: ChangeStatus
     if not baseline_ms and not candidate_ms:  # zero on both sides (e.g. no communication at all)
         change, status = 0.0, "unchanged"
     elif not baseline_ms:
-        status: ChangeStatus = "new"
+        status = "new"
     elif not candidate_ms:
         status = "gone"
     else:
@@ -378,12 +282,38 @@ def _headline(rows: dict[str, dict[str, float]], noise: NoiseEstimate, config: C
     ]
 
 
+def _side_means(db: duckdb.DuckDBPyConnection, params: dict, mart: str, keys: tuple[str, ...],
+                aggregates: dict[str, str]) -> list[dict]:
+    """One row per key of a per-trace mart, with `baseline_<name>` and `candidate_<name>` for each
+    aggregate (the mean per trace of that side; absent when the side lacks the key)."""
+    sql = SIDE_MEANS_SQL.format(keys=", ".join(f"facts.{k}" for k in keys), mart=mart,
+                                aggregates=", ".join(f"{sql} as {name}" for name, sql in aggregates.items()))
+    rows: dict[tuple, dict] = {}
+    for row in query_rows(db, sql, [params["baseline"], params["candidate"]]):
+        key = tuple(row[k] for k in keys)
+        merged = rows.setdefault(key, dict(zip(keys, key, strict=True)))
+        merged.update({f"{row['side']}_{name}": row[name] for name in aggregates})
+    return list(rows.values())
+
+
+def _mean_time(row: dict, side: str) -> float | None:
+    """A side's mean kernel time; None when it is absent or zero."""
+    return row.get(f"{side}_kernel_time_ms") or None
+
+
+def _with_time(rows: list[dict]) -> list[dict]:
+    """The rows with kernel time on either side."""
+    return [r for r in rows if (r.get("baseline_kernel_time_ms") or 0.0) + (r.get("candidate_kernel_time_ms") or 0.0) > 0]
+
+
 def _categories(db: duckdb.DuckDBPyConnection, params: dict, busy_ms: float, noise: NoiseEstimate,
                 config: CompareSettings) -> list[MetricChange]:
+    means = "sum(facts.kernel_time_ms) / any_value(sides.trace_count)"
+    rows = _with_time(_side_means(db, params, "trace_category_kernel_time", CATEGORY_KEYS, {"kernel_time_ms": means}))
     changes = [
-        metric_change("category", r["category"], f"{r['category']} kernel time", r["baseline_ms"], r["candidate_ms"],
-                busy_ms=busy_ms, gate=True, noise=noise, config=config)
-        for r in query_rows(db, CATEGORIES_SQL, params)
+        metric_change("category", r["category"], f"{r['category']} kernel time", _mean_time(r, "baseline"),
+                      _mean_time(r, "candidate"), busy_ms=busy_ms, gate=True, noise=noise, config=config)
+        for r in rows
     ]
     return sorted(changes, key=lambda c: (-abs(c.delta_ms), c.name))
 
@@ -394,17 +324,25 @@ def _op_label(row: dict) -> str:
 
 def _ops(db: duckdb.DuckDBPyConnection, params: dict, busy_ms: float, noise: NoiseEstimate,
          config: CompareSettings) -> list[OpSignatureChange]:
+    aggregates = {"op_category": "min(facts.op_category)",
+                  "calls": "sum(facts.calls) / any_value(sides.trace_count)",
+                  "kernel_time_ms": "sum(facts.kernel_time_ms) / any_value(sides.trace_count)"}
+    rows = _with_time(_side_means(db, params, "trace_op_signature_time", OP_SIGNATURE_KEYS, aggregates))
     ops = []
-    for row in query_rows(db, OPS_SQL, params):
-        change = metric_change("op", row["name"], _op_label(row), row["baseline_ms"], row["candidate_ms"],
-                         busy_ms=busy_ms, gate=True, noise=noise, config=config)
+    for row in rows:
+        baseline_ms, candidate_ms = _mean_time(row, "baseline"), _mean_time(row, "candidate")
+        change = metric_change("op", row["name"], _op_label(row), baseline_ms, candidate_ms,
+                               busy_ms=busy_ms, gate=True, noise=noise, config=config)
         ops.append(OpSignatureChange(
-            **change.model_dump(), op_category=row["op_category"], input_dims=row["input_dims"],
-            input_type=row["input_type"], input_strides=row["input_strides"],
-            concrete_inputs=row["concrete_inputs"], baseline_calls=row["baseline_calls"],
-            candidate_calls=row["candidate_calls"],
+            **change.model_dump(),
+            op_category=min(row[f"{side}_op_category"] for side in ("baseline", "candidate") if f"{side}_op_category" in row),
+            input_dims=row["input_dims"], input_type=row["input_type"], input_strides=row["input_strides"],
+            concrete_inputs=row["concrete_inputs"], baseline_calls=row.get("baseline_calls"),
+            candidate_calls=row.get("candidate_calls"),
         ))
-    return ops
+    # largest absolute change first
+    return sorted(ops, key=lambda o: (-abs((o.candidate_ms or 0.0) - (o.baseline_ms or 0.0)), o.name, o.input_dims,
+                                      o.input_type, o.input_strides, o.concrete_inputs))
 
 
 # ---- verdict ----------------------------------------------------------------------------------
@@ -498,19 +436,21 @@ def _verdict(headline: list[MetricChange], items: list[MetricChange], noise: Noi
 # ---- entry point --------------------------------------------------------------------------------
 
 def _load_sides(db: duckdb.DuckDBPyConnection, params: dict) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
-    trace_rows = query_rows(db, HEADLINE_SQL, params)
-    missing = sorted(set(params["baseline"] + params["candidate"]) - {r["trace_id"] for r in trace_rows})
+    sides = {side: params[side] for side in ("baseline", "candidate")}
+    trace_ids = list(dict.fromkeys(params["baseline"] + params["candidate"]))
+    trace_rows = query_rows(db, TRACES_SQL, [trace_ids])
+    missing = sorted(set(trace_ids) - {r["trace_id"] for r in trace_rows})
     if missing:
         raise ComparisonError(f"trace {missing[0]} is not in the warehouse; `tracelake traces` lists them")
-    no_gpu = [r for r in trace_rows if not r["has_gpu_work"]]
+    by_side = {side: [r for r in trace_rows if r["trace_id"] in ids] for side, ids in sides.items()}
+    no_gpu = [r for rows in by_side.values() for r in rows if not r["has_gpu_work"]]
     if no_gpu:
         raise ComparisonError(
             f"trace {no_gpu[0]['trace_id']} ({no_gpu[0]['file_name']}) has no GPU work linked to a host "
             "launch; compare needs GPU kernels on both sides"
         )
-    step_rows = query_rows(db, STEPS_SQL, params)
-    by_side = {side: [r for r in trace_rows if r["side"] == side] for side in ("baseline", "candidate")}
-    steps = {side: [r for r in step_rows if r["side"] == side] for side in ("baseline", "candidate")}
+    step_rows = query_rows(db, STEPS_SQL, [trace_ids])
+    steps = {side: [r for r in step_rows if r["trace_id"] in ids] for side, ids in sides.items()}
     return by_side, steps
 
 
@@ -538,8 +478,8 @@ def compare(
     busy = means["baseline"]["busy_time_ms"]
     categories = _categories(db, params, busy, noise, config)
     ops = _ops(db, params, busy, noise, config)
-    verdict, confidence, deciding, summary = _verdict(headline, categories + ops, noise, baseline, candidate, config)
-    failures = [m.label for m in headline + categories + ops if m.fails]
+    verdict, confidence, deciding, summary = _verdict(headline, [*categories, *ops], noise, baseline, candidate, config)
+    failures = [m.label for m in [*headline, *categories, *ops] if m.fails]
     return RegressionVerdict(
         verdict=verdict, regression=verdict == "regression", summary=summary, confidence=confidence,
         deciding_metric=deciding.label, settings=config, baseline=baseline, candidate=candidate,

@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import duckdb
 import pyarrow as pa
@@ -58,6 +58,70 @@ def _format_arguments(
     return table
 
 
+# ---- the sheets' columns: (mart column, TraceLens' name), or a name both share -------------------
+
+Columns = tuple[str | tuple[str, str], ...]
+SHARES: Columns = (("percentage", "Percentage (%)"), ("cumulative_percentage", "Cumulative Percentage (%)"))
+ARGUMENTS: tuple[tuple[str, str], ...] = (
+    ("input_dims", "Input Dims"), ("input_type", "Input type"), ("input_strides", "Input Strides"),
+    ("concrete_inputs", "Concrete Inputs"))
+OPS_SUMMARY_BY_CATEGORY_COLUMNS: Columns = (
+    ("op_category", "op category"), ("op_count", "Count"), "total_direct_kernel_time_ms", *SHARES)
+OPS_SUMMARY_COLUMNS: Columns = (
+    "name", ("total_direct_kernel_time_us", "total_direct_kernel_time_sum"),
+    ("total_subtree_kernel_time_us", "total_subtree_kernel_time_sum"), "total_direct_kernel_time_ms",
+    "total_subtree_kernel_time_ms", ("op_count", "Count"), ("op_categories", "Categories"), *SHARES)
+OPS_SUMMARY_BY_CATEGORY_AND_MODULE_COLUMNS: Columns = (
+    ("op_category", "op category"), "parent_module", ("op_count", "Count"), "call_stack_first",
+    "total_direct_kernel_time_ms", *SHARES)
+OPS_SUMMARY_BY_MODULE_COLUMNS: Columns = (
+    "name", "parent_module", ("total_direct_kernel_time_us", "total_direct_kernel_time_sum"),
+    ("total_subtree_kernel_time_us", "total_subtree_kernel_time_sum"),
+    ("subtree_kernel_time_count", "total_subtree_kernel_time_count"), "total_direct_kernel_time_ms",
+    ("op_count", "Count"), ("op_categories", "Categories"), "call_stack_first", *SHARES)
+OPS_UNIQUE_ARGS_COLUMNS: Columns = (
+    "name", ("op_category", "op category"), "process_name", "process_label", "thread_name", *ARGUMENTS,
+    "num_kernels", "operation_count",
+    *((f"{kind}_kernel_time_{s}_us", f"total_{kind}_kernel_time_{s}") for s in (*STATS, "sum")
+      for kind in ("direct", "subtree")),
+    ("example_op_id", "ex_UID"), "kernel_names", *SHARES)
+KERNEL_SUMMARY_COLUMNS: Columns = (
+    ("parent_op_category", "Parent op category"), ("parent_cpu_op", "Parent cpu_op"), ("kernel_name", "Kernel name"),
+    ("stream", "Kernel stream"), ("kernel_duration_sum_us", "Kernel duration (µs)_sum"),
+    ("kernel_count", "Kernel duration (µs)_count"), ("kernel_duration_mean_us", "Kernel duration (µs)_mean"),
+    ("kernel_duration_min_us", "Kernel duration (µs)_min"), ("kernel_duration_max_us", "Kernel duration (µs)_max"),
+    ("percent_of_kernel_time", "Percent of kernels time (%)"), ("percent_of_total_time", "Percent of total time (%)"))
+
+
+def _roofline_columns(prefix_first: bool) -> Columns:
+    first = "_first" if prefix_first else ""
+    stats = tuple((column, name) for s in STATS for column, name in (
+        (f"tb_per_s_{s}", f"TB/s_{s}"), (f"tflops_per_s_{s}", f"TFLOPS/s_{s}"), (f"pct_roofline_{s}", f"Pct Roofline_{s}"),
+        (f"kernel_time_{s}_us", f"Kernel Time (µs)_{s}")))
+    return (("gflops", f"GFLOPS{first}"), ("data_moved_mib", f"Data Moved (MB){first}"),
+            ("flops_per_byte", f"FLOPS/Byte{first}"), ("compute_spec", "Compute Spec"),
+            ("roofline_time_us", "Roofline Time (µs)_first"), ("roofline_bound", f"Roofline Bound{first}"), *stats,
+            ("kernel_time_sum_us", "Kernel Time (µs)_sum"))
+
+
+ROOFLINE_SHEET_COLUMNS: Columns = (
+    "sheet", "name", "perf_params", ("num_kernels::integer", "num_kernels"), *_roofline_columns(True),
+    ("process_name", "process_name_first"), ("process_label", "process_label_first"),
+    ("thread_name", "thread_name_first"), *((column, f"{name}_first") for column, name in ARGUMENTS),
+    ("operation_count", "name_count"), ("example_op_id", "UID_first"))
+
+
+def _select_list(columns: Columns) -> str:
+    return ", ".join(c if isinstance(c, str) else f'{c[0]} as "{c[1]}"' for c in columns)
+
+
+def _read_sheet(con: duckdb.DuckDBPyConnection, mart: str, columns: Columns, order_by: str,
+                params: list[object]) -> pa.Table:
+    """A mart's rows of one trace (and platform, with a second parameter), renamed and in order."""
+    where = " and ".join(f"{key} = ?" for key in ("trace_id", "platform")[:len(params)])
+    return _frame(con, f"select {_select_list(columns)} from {mart} where {where} order by {order_by}", params)
+
+
 def _list_repr(values: list[str] | None) -> str:
     return repr(list(values or []))
 
@@ -77,81 +141,33 @@ def gpu_timeline(con: duckdb.DuckDBPyConnection, trace_id: str) -> pa.Table:
 
 
 def ops_summary_by_category(con: duckdb.DuckDBPyConnection, trace_id: str) -> pa.Table:
-    return _frame(con, """
-        select op_category as "op category", op_count as "Count",
-               total_direct_kernel_time_ms, percentage as "Percentage (%)",
-               cumulative_percentage as "Cumulative Percentage (%)"
-        from ops_summary_by_category where trace_id = ? order by total_direct_kernel_time_ms desc, op_category
-    """, [trace_id])
+    return _read_sheet(con, "ops_summary_by_category", OPS_SUMMARY_BY_CATEGORY_COLUMNS,
+                       "total_direct_kernel_time_ms desc, op_category", [trace_id])
 
 
 def ops_summary(con: duckdb.DuckDBPyConnection, trace_id: str) -> pa.Table:
-    frame = _frame(con, """
-        select name, total_direct_kernel_time_us as total_direct_kernel_time_sum,
-               total_subtree_kernel_time_us as total_subtree_kernel_time_sum,
-               total_direct_kernel_time_ms, total_subtree_kernel_time_ms, op_count as "Count",
-               op_categories as "Categories", percentage as "Percentage (%)",
-               cumulative_percentage as "Cumulative Percentage (%)"
-        from ops_summary where trace_id = ? order by total_direct_kernel_time_us desc, name
-    """, [trace_id])
+    frame = _read_sheet(con, "ops_summary", OPS_SUMMARY_COLUMNS, "total_direct_kernel_time_us desc, name", [trace_id])
     return _map_column(frame, "Categories", _list_repr)
 
 
 def ops_summary_by_category_and_module(con: duckdb.DuckDBPyConnection, trace_id: str) -> pa.Table:
     """The inference-mode ops_summary_by_category: one row per op category and parent module."""
-    frame = _frame(con, """
-        select op_category as "op category", parent_module, op_count as "Count", call_stack_first,
-               total_direct_kernel_time_ms, percentage as "Percentage (%)",
-               cumulative_percentage as "Cumulative Percentage (%)"
-        from ops_summary_by_category_and_module where trace_id = ?
-        order by total_direct_kernel_time_ms desc, op_category, parent_module
-    """, [trace_id])
+    frame = _read_sheet(con, "ops_summary_by_category_and_module", OPS_SUMMARY_BY_CATEGORY_AND_MODULE_COLUMNS,
+                        "total_direct_kernel_time_ms desc, op_category, parent_module", [trace_id])
     return _map_column(frame, "call_stack_first", _list_repr)
 
 
 def ops_summary_by_module(con: duckdb.DuckDBPyConnection, trace_id: str) -> pa.Table:
     """The inference-mode ops_summary: one row per op name and parent module."""
-    frame = _frame(con, """
-        select name, parent_module, total_direct_kernel_time_us as total_direct_kernel_time_sum,
-               total_subtree_kernel_time_us as total_subtree_kernel_time_sum,
-               subtree_kernel_time_count as total_subtree_kernel_time_count,
-               total_direct_kernel_time_ms, op_count as "Count", op_categories as "Categories",
-               call_stack_first, percentage as "Percentage (%)",
-               cumulative_percentage as "Cumulative Percentage (%)"
-        from ops_summary_by_module where trace_id = ?
-        order by total_direct_kernel_time_us desc, name, parent_module
-    """, [trace_id])
+    frame = _read_sheet(con, "ops_summary_by_module", OPS_SUMMARY_BY_MODULE_COLUMNS,
+                        "total_direct_kernel_time_us desc, name, parent_module", [trace_id])
     return _map_column(_map_column(frame, "Categories", _list_repr), "call_stack_first", _list_repr)
 
 
 def ops_unique_args(con: duckdb.DuckDBPyConnection, trace_id: str) -> pa.Table:
-    paired = ", ".join(
-        f"direct_kernel_time_{s}_us as total_direct_kernel_time_{s}, subtree_kernel_time_{s}_us as total_subtree_kernel_time_{s}"
-        for s in (*STATS, "sum")
-    )
-    frame = _frame(con, f"""
-        select name, op_category as "op category", process_name, process_label, thread_name,
-               input_dims as "Input Dims", input_type as "Input type", input_strides as "Input Strides",
-               concrete_inputs as "Concrete Inputs", num_kernels, operation_count, {paired},
-               example_op_id as "ex_UID", kernel_names, percentage as "Percentage (%)",
-               cumulative_percentage as "Cumulative Percentage (%)"
-        from ops_unique_args where trace_id = ? order by direct_kernel_time_sum_us desc, example_op_id
-    """, [trace_id])
+    frame = _read_sheet(con, "ops_unique_args", OPS_UNIQUE_ARGS_COLUMNS, "direct_kernel_time_sum_us desc, example_op_id",
+                        [trace_id])
     return _format_arguments(_map_column(frame, "kernel_names", _list_repr))
-
-
-def _roofline_columns(prefix_first: bool) -> str:
-    first = "_first" if prefix_first else ""
-    stats = ", ".join(
-        f'tb_per_s_{s} as "TB/s_{s}", tflops_per_s_{s} as "TFLOPS/s_{s}", pct_roofline_{s} as "Pct Roofline_{s}", '
-        f'kernel_time_{s}_us as "Kernel Time (µs)_{s}"'
-        for s in STATS
-    )
-    return (
-        f'gflops as "GFLOPS{first}", data_moved_mib as "Data Moved (MB){first}", flops_per_byte as "FLOPS/Byte{first}", '
-        f'compute_spec as "Compute Spec", roofline_time_us as "Roofline Time (µs)_first", '
-        f'roofline_bound as "Roofline Bound{first}", {stats}, kernel_time_sum_us as "Kernel Time (µs)_sum"'
-    )
 
 
 def unified_perf_summary(con: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> pa.Table:
@@ -159,7 +175,7 @@ def unified_perf_summary(con: duckdb.DuckDBPyConnection, trace_id: str, platform
         select name, op_category as "op category", process_name, process_label, thread_name,
                input_dims as "Input Dims", input_type as "Input type", input_strides as "Input Strides",
                concrete_inputs as "Concrete Inputs", example_op_id as "ex_UID", operation_count,
-               total_duration_us, mean_duration_us, std_duration_us, {_roofline_columns(False)},
+               total_duration_us, mean_duration_us, std_duration_us, {_select_list(_roofline_columns(False))},
                perf_params, has_perf_model, module_chain,
                100.0 * kernel_time_sum_us / sum(kernel_time_sum_us) over () as "Percentage (%)",
                100.0 * sum(kernel_time_sum_us) over (order by kernel_time_sum_us desc, example_op_id
@@ -184,16 +200,8 @@ def roofline_sheets(
 ) -> dict[str, pa.Table]:
     """The per-category roofline sheets (GEMM, SDPA_fwd, ...), from one query. `inference`: the
     sheets of TraceLens' inference report, every family roofline_ops has, split as it splits them."""
-    frame = _frame(con, f"""
-        select sheet, name, perf_params, num_kernels::integer as num_kernels, {_roofline_columns(True)},
-               process_name as process_name_first,
-               process_label as process_label_first, thread_name as thread_name_first,
-               input_dims as "Input Dims_first", input_type as "Input type_first",
-               input_strides as "Input Strides_first", concrete_inputs as "Concrete Inputs_first",
-               operation_count as name_count, example_op_id as "UID_first"
-        from roofline_summary where trace_id = ? and platform = ?
-        order by kernel_time_sum_us desc, example_op_id
-    """, [trace_id, platform])
+    frame = _read_sheet(con, "roofline_summary", ROOFLINE_SHEET_COLUMNS, "kernel_time_sum_us desc, example_op_id",
+                        [trace_id, platform])
     frame = _map_column(frame, "perf_params", json_as_list_repr)
     frame = _format_arguments(frame, tuple(f"{c}_first" for c in ARGUMENT_COLUMNS), json_as_list_repr)
     names = SHEETS
@@ -205,15 +213,8 @@ def roofline_sheets(
 
 
 def kernel_summary(con: duckdb.DuckDBPyConnection, trace_id: str) -> pa.Table:
-    return _frame(con, """
-        select parent_op_category as "Parent op category", parent_cpu_op as "Parent cpu_op",
-               kernel_name as "Kernel name", stream as "Kernel stream",
-               kernel_duration_sum_us as "Kernel duration (µs)_sum", kernel_count as "Kernel duration (µs)_count",
-               kernel_duration_mean_us as "Kernel duration (µs)_mean", kernel_duration_min_us as "Kernel duration (µs)_min",
-               kernel_duration_max_us as "Kernel duration (µs)_max", percent_of_kernel_time as "Percent of kernels time (%)",
-               percent_of_total_time as "Percent of total time (%)"
-        from kernel_summary where trace_id = ? order by kernel_duration_sum_us desc, kernel_name
-    """, [trace_id])
+    return _read_sheet(con, "kernel_summary", KERNEL_SUMMARY_COLUMNS, "kernel_duration_sum_us desc, kernel_name",
+                       [trace_id])
 
 
 def perf_report_tables(
@@ -256,5 +257,6 @@ def write_perf_report(tables: dict[str, pa.Table], csv_dir: Path, xlsx_path: Pat
 
         with xlsxwriter.Workbook(str(temporary)) as workbook:
             for name, frame in tables.items():
-                pl.from_arrow(frame).write_excel(workbook=workbook, worksheet=name[:31])
+                sheet = cast("pl.DataFrame", pl.from_arrow(frame))  # a table in, a frame out
+                sheet.write_excel(workbook=workbook, worksheet=name[:31])
         os.replace(temporary, xlsx_path)

@@ -9,7 +9,7 @@ the first run is analyzed, so its row links to analysis.md.
 from __future__ import annotations
 
 import re
-from datetime import UTC
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -20,6 +20,7 @@ from tests.cli.conftest import snapshot
 from tests.conftest import HTA_TRACES, TRACES, run_cli
 from tests.reports.headless import browser, console_messages, open_page
 from tests.reports.trace_variants import write_slower_run
+from tracelake.dbt_runner import run_dbt
 from tracelake.folders import MARKER_NAME
 from tracelake.reports import svg_charts
 from tracelake.reports.dashboard import DATA_JSON, INDEX, render_dashboard
@@ -169,22 +170,17 @@ def test_traces_sharing_a_run_tag_get_a_note_not_a_renamed_run(data: DashboardDa
     assert all(c.group_key != "bert | training | H100" for c in data.regressions)
 
 
-def test_serving_phases_split_groups() -> None:
-    from datetime import datetime
-
-    from tracelake.reports.dashboard_data import _ordered_runs
-
-    def row(trace_id: str, phase: str | None) -> dict:
-        return {"trace_id": trace_id, "file_name": f"{trace_id}.json", "ingested_at": datetime.now(UTC),
-                "model": "qwen", "model_source": "tag", "run": trace_id, "commit": None, "mode": "inference-graph",
-                "mode_source": "tag", "platform": "MI300X", "phase": phase, "device_name": None, "rank": None,
-                "world_size": None, "source_path": None, "tags": {}, "quality_verdict": "pass",
-                "profiler_step_count": 0, "median_step_kernel_time_ms": None}
-
-    traces, notes = _ordered_runs([row("a", "decode"), row("b", "decode+prefill"), row("c", "decode")], {})
-    groups = {t.trace_id: t.group_key for t in traces}
-    assert groups["a"] == groups["c"] != groups["b"]  # decode is never compared with prefill + decode
-    assert groups["b"].endswith("| decode+prefill") and notes == []
+def test_run_group_rules_pass_their_dbt_unit_tests(built: dict[str, Path], tmp_path: Path) -> None:
+    """The run-group rules with edge cases (serving phases split groups: a decode run is never
+    compared with a prefill + decode run; natural run order; ranks of one job; the rest category;
+    consecutive-run pairs) are dbt unit tests beside the marts, run here on a copy of the warehouse."""
+    copy = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(built["warehouse"] / "warehouse.duckdb", copy)
+    selected = [f"{model},test_type:unit" for model in ("run_groups", "run_group_categories", "run_category_changes")]
+    results = run_dbt(copy, tmp_path / "dbt", ["test", "--select", *selected])
+    names = sorted(r.node.name for r in results.results)
+    assert "run_groups_split_serving_phases" in names and len(names) == 5
+    assert all(str(r.status) == "pass" for r in results.results)
 
 
 def test_report_href_is_file_url_without_a_shared_folder(tmp_path: Path) -> None:
