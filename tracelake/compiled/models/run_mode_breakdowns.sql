@@ -1,0 +1,28 @@
+
+
+with run_groups as (
+    select * from "warehouse"."main"."run_groups"
+),
+
+sides as (
+    select model, group_platform, split_part(mode, '-', 1) as mode, total_time_ms, computation_time_ms,
+        exposed_comm_time_ms, exposed_memcpy_time_ms, idle_time_ms
+    from run_groups
+    where has_gpu_timeline and split_part(mode, '-', 1) in ('training', 'inference')
+),
+
+final as (
+    select
+        model,
+        group_platform,
+        mode,
+        avg(total_time_ms) as total_time_ms,
+        avg(computation_time_ms) as computation_time_ms,
+        avg(exposed_comm_time_ms) as exposed_comm_time_ms,
+        avg(exposed_memcpy_time_ms) as exposed_memcpy_time_ms,
+        avg(idle_time_ms) as idle_time_ms
+    from sides
+    group by model, group_platform, mode
+)
+
+select * from final
