@@ -47,7 +47,6 @@ from tracelake.analyzers.multi_kernel_metrics import (
 __all__ = ["AGENT_NAME", "DISPLAY_NAME", "FLAGGED_DIRECTIONS", "MEMCPY_SQL", "TIER", "TIMELINE_SQL", "CollectiveModel",
            "CollectiveOp", "MemcpyDirection", "MultiKernelMetrics", "TransferStats", "analyze"]
 
-MEMCPY_DIRECTIONS_SQL = "select * from memcpy_by_direction where trace_id = ? order by direction"
 CLAIMED_COPIES_SQL = ("select direction, event_idx, exposed_us from memcpy_copies "
                       "where trace_id = ? and is_linked and exposed_us > 0 order by direction, event_idx")
 EXPOSED_COMM_SQL = ("select event_idx, exposed_us, exposed_before_us from exposed_comm_events "
@@ -99,7 +98,7 @@ def _memcpy_directions(db: duckdb.DuckDBPyConnection, trace_id: str, e2e_ms: flo
     """(the linked copies' stats by direction, the number of copies with no host launch)."""
     directions: dict[str, TransferStats] = {d: TransferStats() for d in MEMCPY_DIRECTIONS}
     unlinked_memcpy = 0
-    for row in query_rows(db, MEMCPY_DIRECTIONS_SQL, [trace_id]):
+    for row in query_rows(db, MEMCPY_SQL, [trace_id]):
         unlinked_memcpy += int(row["unlinked_count"])
         if row["copy_count"]:
             directions[row["direction"]] = _transfer_stats(row, e2e_ms)
