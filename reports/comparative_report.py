@@ -71,8 +71,9 @@ def matching_note(comparison: OpComparison) -> str:
     parts = [
         "Ops are matched by name, input shapes and dtypes"
         + (f" ({by_module} by model layer where the names differ)" if by_module else "")
-        + f": {len(comparison.matched)} matched op(s) cover {share(comparison.matched_time_trace1_ms, comparison.time_trace1_ms)} "
-        f"of trace 1's op kernel time and {share(comparison.matched_time_trace2_ms, comparison.time_trace2_ms)} of trace 2's. "
+        + f": {len(comparison.matched)} matched op(s) cover "
+        f"{share(comparison.matched_time_trace1_ms, comparison.time_trace1_ms)} of trace 1's op kernel time and "
+        f"{share(comparison.matched_time_trace2_ms, comparison.time_trace2_ms)} of trace 2's. "
         "Efficiency = 100 x t2 / t1: below 100 % trace 1 is slower."
     ]
     for label, ops in (("trace 1", comparison.only_in_trace1), ("trace 2", comparison.only_in_trace2)):
