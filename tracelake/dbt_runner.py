@@ -25,7 +25,6 @@ from tracelake.shipped_plan import (
     NEW_TRACE_IDS_PLACEHOLDER,
     IncrementalPlan,
     PlannedModel,
-    execute_plan as execute_plan,  # warehouse.py imports it from here, for now
     shipped_fingerprint,
 )
 from tracelake.staging import StagingFolder, replace_file

@@ -15,7 +15,7 @@ from tracelake.crashpoints import crash_point
 from tracelake.staging import StagingFolder
 
 if TYPE_CHECKING:
-    from tracelake.dbt_runner import IncrementalPlan
+    from tracelake.shipped_plan import IncrementalPlan
 
 
 class Snapshot:

@@ -39,19 +39,11 @@ from tracelake.analysis_tables import finish_dead_records
 from tracelake.config import default_jobs
 from tracelake.core.errors import WarehouseError
 from tracelake.crashpoints import crash_point
-from tracelake.dbt_runner import (
-    IncrementalPlan,
-    NodeProgress,
-    compile_incremental_plan,
-    execute_plan,
-    parse_project,
-    project_fingerprint,
-    run_dbt,
-)
+from tracelake.dbt_runner import NodeProgress, compile_incremental_plan, parse_project, project_fingerprint, run_dbt
 from tracelake.ingest.staged import TABLES, StagedTrace
 from tracelake.raw_views import file_list, refresh_raw_views
 from tracelake.removal import RemovalJournal, finish_removals, read_journal, register_reader, release_with, write_journal
-from tracelake.shipped_plan import ShippedPlans, execute_build_plan, load_shipped_plans
+from tracelake.shipped_plan import IncrementalPlan, ShippedPlans, execute_build_plan, execute_plan, load_shipped_plans
 from tracelake.snapshot import PreparedUpdate, Snapshot
 from tracelake.sql_guard import lock_down
 from tracelake.staging import StagingFolder, has_dead_staging, remove_dead_staging, replace_file
