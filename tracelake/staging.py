@@ -13,11 +13,15 @@ import fcntl
 import hashlib
 import os
 import shutil
+import signal
 import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from tracelake.cli_exit import STOP_SIGNALS
 
 STAGING_PREFIX = ".tracelake-staging-"
 OWNER_FILE = ".owner"
@@ -92,6 +96,17 @@ def remove_dead_staging(parent: Path) -> int:
     return removed
 
 
+@contextmanager
+def stop_signals_held() -> Iterator[None]:
+    """Deliver a stop signal only after the block: a folder made inside it is also recorded (and so
+    removed by the stop's clean-up), never made and then forgotten by a stop between the two."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 class StagingFolder:
     """A locked, private folder for building something in `parent`, removed on close. With
     `clean`, the dead runs' staging folders in `parent` are removed first."""
@@ -100,12 +115,13 @@ class StagingFolder:
         parent.mkdir(parents=True, exist_ok=True)
         if clean:
             remove_dead_staging(parent)
-        self.path = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{label}-", dir=parent))
-        try:
-            self._lock = _lock_owner(self.path, create=True)
-        except BaseException:
-            shutil.rmtree(self.path, ignore_errors=True)
-            raise
+        with stop_signals_held():
+            self.path = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{label}-", dir=parent))
+            try:
+                self._lock = _lock_owner(self.path, create=True)
+            except BaseException:
+                shutil.rmtree(self.path, ignore_errors=True)
+                raise
 
     def __enter__(self) -> StagingFolder:
         return self

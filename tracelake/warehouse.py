@@ -46,7 +46,7 @@ from tracelake.removal import RemovalJournal, finish_removals, read_journal, reg
 from tracelake.shipped_plan import IncrementalPlan, ShippedPlans, execute_build_plan, execute_plan, load_shipped_plans
 from tracelake.snapshot import PreparedUpdate, Snapshot
 from tracelake.sql_guard import lock_down
-from tracelake.staging import StagingFolder, has_dead_staging, remove_dead_staging, replace_file
+from tracelake.staging import StagingFolder, has_dead_staging, remove_dead_staging, replace_file, stop_signals_held
 from tracelake.tag_journal import (
     TagJournal,
     finish_journals,
@@ -282,8 +282,9 @@ class Warehouse:
             return self.repair() if held else None
 
     def new_staging_dir(self, trace_id: str) -> Path:
-        folder = StagingFolder(self.staging_dir, trace_id, clean=False)  # the writer cleans under its lock
-        self._staging[folder.path] = folder
+        with stop_signals_held():  # a stop right after the folder is made still finds it recorded
+            folder = StagingFolder(self.staging_dir, trace_id, clean=False)  # the writer cleans under its lock
+            self._staging[folder.path] = folder
         return folder.path
 
     def release_staging_dirs(self) -> None:
