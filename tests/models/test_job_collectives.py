@@ -14,7 +14,7 @@ import duckdb
 import pytest
 import yaml
 
-from analyzers import settings
+from tracelake.analyzers import settings
 from tracelake.config import PROJECT_ROOT
 from tracelake.dbt_runner import run_dbt
 from tracelake.ingestion import ingest_paths
