@@ -31,6 +31,9 @@ def _rank_files() -> list[Path]:
 
 
 def _write(trace: dict[str, Any], path: Path) -> Path:
+    # a trace is its content hash: each variant names itself, so no two variants share a trace
+    # (and so a job tag) where their events are the same (rank 0 of the shifted and desync jobs)
+    trace["traceName"] = f"{path.parent.name}/{path.name}"
     path.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(path, "wt") as handle:
         json.dump(trace, handle)
@@ -92,18 +95,18 @@ INSTANCE_METRICS = """
 
 
 def _instances(db: duckdb.DuckDBPyConnection, job: str) -> list[tuple[Any, ...]]:
-    return db.sql(INSTANCE_METRICS, params={"job": job}).fetchall()
+    return db.execute(INSTANCE_METRICS, {"job": job}).fetchall()
 
 
 def test_a_node_clock_offset_is_found_applied_and_removed(db: duckdb.DuckDBPyConnection) -> None:
-    offsets = db.sql("""select node_id, is_reference, offset_us, applied, collectives_used, residual_us
+    offsets = db.execute("""select node_id, is_reference, offset_us, applied, collectives_used, residual_us
                         from job_clock_offsets where job_id = 'shifted' order by node_id""").fetchall()
     (node0, node1) = offsets
     assert node0[:5] == (0, True, 0.0, False, 8)
     # the planted 350 us plus the unshifted job's own end spread between the two halves (<= 7 us)
     assert node1[:2] == (1, False) and node1[3:5] == (True, 8)
     assert abs(node1[2] - NODE_OFFSET_US) <= 2
-    job = db.sql("select node_count, clock_method, clock_uncertainty_us from jobs where job_id = 'shifted'").fetchone()
+    job = db.execute("select node_count, clock_method, clock_uncertainty_us from jobs where job_id = 'shifted'").fetchone()
     assert job is not None and job[:2] == (2, "aligned") and job[2] <= 2
     # after the offset, every collective has the unshifted job's latency, arrivals and skews within
     # the estimate's error; the rank order of arrivals is the same
@@ -112,26 +115,26 @@ def test_a_node_clock_offset_is_found_applied_and_removed(db: duckdb.DuckDBPyCon
         assert shifted[:2] == original[:2] and shifted[7:] == original[7:]
         assert abs(shifted[2] - original[2]) <= residual_error
         assert abs(shifted[3] - original[3]) <= 2 * residual_error
-    spans = db.sql("select distinct node_span from collective_instances where job_id = 'shifted'").fetchall()
+    spans = db.execute("select distinct node_span from collective_instances where job_id = 'shifted'").fetchall()
     assert spans == [("inter_node",)]
 
 
 def test_ranks_on_both_sides_of_a_three_month_base_match_exactly(db: duckdb.DuckDBPyConnection) -> None:
-    ranks = db.sql("""select rank, base_time_us, has_base_time from job_ranks
+    ranks = db.execute("""select rank, base_time_us, has_base_time from job_ranks
                       where job_id = 'straddle' and rank in (0, 7) order by rank""").fetchall()
     assert ranks == [(0, BASE_US, True), (7, BASE_US - THREE_MONTHS_US, True)]
-    job = db.sql("select epoch_us, clock_method from jobs where job_id = 'straddle'").fetchone()
+    job = db.execute("select epoch_us, clock_method from jobs where job_id = 'straddle'").fetchone()
     assert job == (BASE_US - THREE_MONTHS_US, "base_time")
     assert _instances(db, "straddle") == _instances(db, "dlrm")
     summary = "select * exclude (job_id) from job_straggler_summary where job_id = $job order by rank"
-    assert db.sql(summary, params={"job": "straddle"}).fetchall() == db.sql(summary, params={"job": "dlrm"}).fetchall()
+    assert db.execute(summary, {"job": "straddle"}).fetchall() == db.execute(summary, {"job": "dlrm"}).fetchall()
 
 
 def test_a_rank_missing_a_collective_is_a_desync_not_an_error(db: duckdb.DuckDBPyConnection) -> None:
-    desync = db.sql("""select index_in_group, ranks_expected, ranks_present, desync_reason
+    desync = db.execute("""select index_in_group, ranks_expected, ranks_present, desync_reason
                        from collective_instances where job_id = 'desync' and is_desync""").fetchall()
     assert desync == [(7, 8, 7, "missing ranks 3")]
-    counts = db.sql("""select distinct num_collectives from job_straggler_summary
+    counts = db.execute("""select distinct num_collectives from job_straggler_summary
                        where job_id = 'desync'""").fetchall()
     assert counts == [(7,)]
     # the seven whole collectives keep the job's numbers
