@@ -156,6 +156,7 @@ def test_the_clock_floor_setting_is_the_dbt_var() -> None:
 
 
 JOB_UNIT_TESTS = {
+    "collective_fields_parse_from_every_source": "int_collective_kernels",
     "matching_takes_the_best_key_every_call_of_the_group_has": "int_job_collective_calls",
     "waits_and_arrivals_follow_tracelens_tie_rules": "collective_calls",
 }
