@@ -16,6 +16,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tracelake.core.errors import TraceLakeError
 from tracelake.reports.csv_files import write_csv
 
 MB = 1048576.0  # TraceLens' MB: 2^20 bytes
@@ -115,9 +116,7 @@ def nccl_implicit_sync_sql(ranks: list[int]) -> str:
     per_instance as (
         select instance_id, arg_min(pg_ranks_text, rank) as pg_ranks_text, arg_min(name_text, rank) as name_text,
             arg_min(in_nelems, rank) as in_nelems, arg_min(out_nelems, rank) as out_nelems,
-            arg_min(in_mb, rank) as in_mb, arg_min(out_mb, rank) as out_mb,
-            {", ".join(per_rank)},
-            {", ".join(waits)}
+            arg_min(in_mb, rank) as in_mb, arg_min(out_mb, rank) as out_mb{"".join(", " + c for c in per_rank + waits)}
         from calls
         group by instance_id
     )
@@ -128,9 +127,7 @@ def nccl_implicit_sync_sql(ranks: list[int]) -> str:
         i.comm_latency_us as comm_latency, i.start_skew_us as "skew in start time",
         i.earliest_arrival_rank as "earliest arrival rank", i.avg_wait_us as avg_wait_time,
         i.end_skew_us as "skew in end time", i.algo_gib_per_s as "algo bw (GB/s)",
-        i.bus_gib_per_s as "bus bw (GB/s)",
-        {", ".join(rank_columns)},
-        i.node_span
+        i.bus_gib_per_s as "bus bw (GB/s)", {"".join(c + ", " for c in rank_columns)}i.node_span
     from collective_instances as i
     inner join per_instance as p on i.instance_id = p.instance_id
     where i.job_id = $job_id and {_IMPLICIT_SYNC}
@@ -228,8 +225,10 @@ def write_collective_csvs(db: duckdb.DuckDBPyConnection, job_id: str, folder: Pa
     """Write the job's TraceLens-compatible collective CSVs into `folder` (made if missing) and
     return their paths. The all-to-all-v pair is written only when the job has all_to_allv
     instances (TraceLens skips the sheets then too)."""
-    folder.mkdir(parents=True, exist_ok=True)
     ranks = _job_ranks(db, job_id)
+    if not ranks:
+        raise TraceLakeError(f"no job named {job_id!r} in the warehouse (job_ranks has none of its ranks)")
+    folder.mkdir(parents=True, exist_ok=True)
     implicit_sync = _query(db, nccl_implicit_sync_sql(ranks), job_id)
     with_bandwidth = implicit_sync.num_rows > 0 and implicit_sync.column("algo bw (GB/s)").null_count < implicit_sync.num_rows
     tables = {
