@@ -227,3 +227,20 @@ NOT_THE_WORKLOAD_CHECKS: dict[str, tuple[str, ...]] = {
 # Python frames and host ops listed per finding as the host work inside its idle gaps: the few
 # largest say what the host did (a data loader, a copy) without a wall of frames.
 FINDING_HOST_ACTIVITY_TOP = 5
+
+# ---- collective signatures (models/marts/collective_signatures.sql, dbt vars of the same names) ----
+# vllm-project/vllm#52777's classes for a collective signature: skew-bound, bandwidth-bound, mixed,
+# inconclusive. The mart reads these values from dbt_project.yml's vars (lower-case names); a test
+# checks that the two agree.
+# Skew-bound when waiting for the last rank is more than this share of a rank's time in the
+# collective (median over the signature's instances of avg_wait / (avg_wait + comm_latency)):
+# waiting dominates, a strict majority (as MOSTLY_PAGEABLE_SHARE).
+COLLECTIVE_SKEW_WAIT_SHARE_MIN = 0.5
+# Bandwidth-bound when the median bus bandwidth reaches this share of the link's peak
+# (seeds/interconnect_peaks.csv): TraceLens' 8x MI300X reference (shared/reference/multi_rank.md)
+# moves 1.6-3.2 GB messages, transfers the link limits, at 230-239 GiB/s bus bandwidth = 0.55-0.57
+# of the 448 GB/s XGMI peak; small, latency-bound messages stay far below half of it.
+COLLECTIVE_BANDWIDTH_PEAK_SHARE_MIN = 0.5
+# Fewer instances than this make a signature inconclusive: a median of one or two is one sample
+# (TraceLens' summary reports them all the same).
+COLLECTIVE_SIGNATURE_MIN_INSTANCES = 3
