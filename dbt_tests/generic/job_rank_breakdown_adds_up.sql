@@ -11,9 +11,9 @@ checked as (
     select
         job_id,
         rank,
-        idle_us + compute_us + non_compute_us - span_us as span_diff_us,
-        exposed_comm_us + comm_comp_overlap_us - comm_us as comm_diff_us,
-        comm_comp_overlap_us - least(comm_us, compute_us) as overlap_excess_us
+        idle_us + computation_us + non_compute_us - span_us as span_diff_us,
+        exposed_comm_us + comm_comp_overlap_us - communication_us as comm_diff_us,
+        comm_comp_overlap_us - least(communication_us, computation_us) as overlap_excess_us
     from breakdown
 )
 

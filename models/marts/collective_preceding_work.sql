@@ -3,7 +3,7 @@
     one: since the trace's first GPU event), up to this kernel's start. Rows per window:
     - `gpu`: the other GPU events (kernels, copies, fills) overlapping the window, clipped to it, by
       the op that launched them (kernels.cpu_op_name), the root of that op's tree and the nn.Module
-      around the launching op: gpu_time_us and kernel_count;
+      around the launching op: kernel_us and kernel_count;
     - `host`: the host's root cpu ops (every thread) overlapping the window, clipped to it, by name
       and module: host_us and host_op_count (summed: ops of two threads may overlap in time);
     - `gpu_idle`: always one, the window's time no GPU event covers (idle_us), so every
@@ -104,7 +104,7 @@ launched_work as (
         kernels.end_us,
         coalesce(kernels.cpu_op_name, kernels.launch_name, '(unlinked)') as op_name,
         coalesce(root_ops.name, kernels.cpu_op_name, kernels.launch_name, '(unlinked)') as root_op_name,
-        {{ list_last('launching_ops.module_chain') }} as module
+        {{ list_last('launching_ops.module_chain') }} as module_name
     from kernels
     left join op_roots
         on kernels.trace_id = op_roots.trace_id
@@ -125,9 +125,9 @@ gpu_work as (
         'gpu' as work_side,
         launched_work.root_op_name,
         launched_work.op_name,
-        launched_work.module,
+        launched_work.module_name,
         sum(least(launched_work.end_us, windows.window_end_us)
-            - greatest(launched_work.ts_us, windows.window_start_us)) as gpu_time_us,
+            - greatest(launched_work.ts_us, windows.window_start_us)) as kernel_us,
         count(*) as kernel_count,
         cast(null as double) as host_us,
         cast(null as bigint) as host_op_count,
@@ -138,7 +138,7 @@ gpu_work as (
         and launched_work.ts_us < windows.window_end_us
         and launched_work.end_us > windows.window_start_us
     group by windows.trace_id, windows.event_idx, launched_work.root_op_name, launched_work.op_name,
-        launched_work.module
+        launched_work.module_name
 ),
 
 host_work as (
@@ -148,8 +148,8 @@ host_work as (
         'host' as work_side,
         cpu_ops.name as root_op_name,
         cpu_ops.name as op_name,
-        {{ list_last('cpu_ops.module_chain') }} as module,
-        cast(null as double) as gpu_time_us,
+        {{ list_last('cpu_ops.module_chain') }} as module_name,
+        cast(null as double) as kernel_us,
         cast(null as bigint) as kernel_count,
         sum(least(cpu_ops.end_us, windows.window_end_us) - greatest(cpu_ops.ts_us, windows.window_start_us))
             as host_us,
@@ -171,8 +171,8 @@ gpu_idle as (
         'gpu_idle' as work_side,
         cast(null as varchar) as root_op_name,
         cast(null as varchar) as op_name,
-        cast(null as varchar) as module,
-        cast(null as double) as gpu_time_us,
+        cast(null as varchar) as module_name,
+        cast(null as double) as kernel_us,
         cast(null as bigint) as kernel_count,
         cast(null as double) as host_us,
         cast(null as bigint) as host_op_count,
@@ -205,8 +205,8 @@ final as (
         window_work.work_side,
         window_work.root_op_name,
         window_work.op_name,
-        window_work.module,
-        window_work.gpu_time_us,
+        window_work.module_name,
+        window_work.kernel_us,
         window_work.kernel_count,
         window_work.host_us,
         window_work.host_op_count,

@@ -62,8 +62,8 @@ def _rows(db: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, object]]:
 
 def test_the_overlap_is_htas_on_every_rank(dlrm_db: duckdb.DuckDBPyConnection) -> None:
     expected = _expected("hta/comm_comp_overlap.csv")
-    rows = _rows(dlrm_db, f"select rank, comm_comp_overlap_pct from job_rank_breakdown where job_id = '{JOB}'")
-    measured = {row["rank"]: row["comm_comp_overlap_pct"] for row in rows}
+    rows = _rows(dlrm_db, f"select rank, comm_comp_overlap_percent from job_rank_breakdown where job_id = '{JOB}'")
+    measured = {row["rank"]: row["comm_comp_overlap_percent"] for row in rows}
     assert sorted(measured) == sorted(expected) == list(range(8))
     for rank, hta in expected.items():
         # HTA rounds to 2 decimals; the acceptance bar is 0.5 points, we are within the rounding
@@ -72,14 +72,14 @@ def test_the_overlap_is_htas_on_every_rank(dlrm_db: duckdb.DuckDBPyConnection) -
 
 def test_the_temporal_breakdown_is_htas_on_every_rank(dlrm_db: duckdb.DuckDBPyConnection) -> None:
     expected = _expected("hta/temporal_breakdown.csv")
-    rows = _rows(dlrm_db, f"""select rank, idle_us, compute_us, non_compute_us, span_us, idle_time_percent,
+    rows = _rows(dlrm_db, f"""select rank, idle_us, computation_us, non_compute_us, span_us, idle_time_percent,
                                      compute_time_percent, non_compute_time_percent
                               from job_rank_breakdown where job_id = '{JOB}'""")
     assert len(rows) == 8
     for row in rows:
         hta = expected[int(row["rank"])]
         # whole microseconds on both sides: exactly equal
-        assert (row["idle_us"], row["compute_us"], row["non_compute_us"], row["span_us"]) == (
+        assert (row["idle_us"], row["computation_us"], row["non_compute_us"], row["span_us"]) == (
             hta["idle_time(us)"], hta["compute_time(us)"], hta["non_compute_time(us)"], hta["kernel_time(us)"])
         for ours, theirs in (("idle_time_percent", "idle_time_pctg"), ("compute_time_percent", "compute_time_pctg"),
                              ("non_compute_time_percent", "non_compute_time_pctg")):
@@ -112,7 +112,7 @@ def _raw_windows(trace: Path) -> dict[int, tuple[float, float, float]]:
 def test_the_work_before_each_collective_is_the_raw_traces(dlrm_db: duckdb.DuckDBPyConnection) -> None:
     rows = _rows(dlrm_db, f"""
         select j.rank, w.comm_ordinal, any_value(w.window_us) as window_us,
-            coalesce(sum(w.gpu_time_us), 0) as gpu_time_us, sum(w.idle_us) as idle_us,
+            coalesce(sum(w.kernel_us), 0) as kernel_us, sum(w.idle_us) as idle_us,
             count(*) filter (where w.instance_id is null or w.job_id <> '{JOB}' or w.rank <> j.rank) as unmatched
         from collective_preceding_work as w
         inner join job_ranks as j on w.trace_id = j.trace_id
@@ -122,7 +122,7 @@ def test_the_work_before_each_collective_is_the_raw_traces(dlrm_db: duckdb.DuckD
     for row in rows:
         assert row["unmatched"] == 0  # every row carries its job, rank and collective instance
         by_rank.setdefault(int(row["rank"]), {})[int(row["comm_ordinal"])] = (
-            row["window_us"], row["gpu_time_us"], row["idle_us"])
+            row["window_us"], row["kernel_us"], row["idle_us"])
     files = sorted(JOB_DIR.glob("worker*.json.gz"))
     assert len(by_rank) == len(files) == 8
     for trace in files:
