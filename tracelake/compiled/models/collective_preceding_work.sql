@@ -167,7 +167,7 @@ launched_work as (
         kernels.end_us,
         coalesce(kernels.cpu_op_name, kernels.launch_name, '(unlinked)') as op_name,
         coalesce(root_ops.name, kernels.cpu_op_name, kernels.launch_name, '(unlinked)') as root_op_name,
-        list_extract(launching_ops.module_chain, -1) as module
+        list_extract(launching_ops.module_chain, -1) as module_name
     from kernels
     left join op_roots
         on kernels.trace_id = op_roots.trace_id
@@ -188,9 +188,9 @@ gpu_work as (
         'gpu' as work_side,
         launched_work.root_op_name,
         launched_work.op_name,
-        launched_work.module,
+        launched_work.module_name,
         sum(least(launched_work.end_us, windows.window_end_us)
-            - greatest(launched_work.ts_us, windows.window_start_us)) as gpu_time_us,
+            - greatest(launched_work.ts_us, windows.window_start_us)) as kernel_us,
         count(*) as kernel_count,
         cast(null as double) as host_us,
         cast(null as bigint) as host_op_count,
@@ -201,7 +201,7 @@ gpu_work as (
         and launched_work.ts_us < windows.window_end_us
         and launched_work.end_us > windows.window_start_us
     group by windows.trace_id, windows.event_idx, launched_work.root_op_name, launched_work.op_name,
-        launched_work.module
+        launched_work.module_name
 ),
 
 host_work as (
@@ -211,8 +211,8 @@ host_work as (
         'host' as work_side,
         cpu_ops.name as root_op_name,
         cpu_ops.name as op_name,
-        list_extract(cpu_ops.module_chain, -1) as module,
-        cast(null as double) as gpu_time_us,
+        list_extract(cpu_ops.module_chain, -1) as module_name,
+        cast(null as double) as kernel_us,
         cast(null as bigint) as kernel_count,
         sum(least(cpu_ops.end_us, windows.window_end_us) - greatest(cpu_ops.ts_us, windows.window_start_us))
             as host_us,
@@ -234,8 +234,8 @@ gpu_idle as (
         'gpu_idle' as work_side,
         cast(null as varchar) as root_op_name,
         cast(null as varchar) as op_name,
-        cast(null as varchar) as module,
-        cast(null as double) as gpu_time_us,
+        cast(null as varchar) as module_name,
+        cast(null as double) as kernel_us,
         cast(null as bigint) as kernel_count,
         cast(null as double) as host_us,
         cast(null as bigint) as host_op_count,
@@ -268,8 +268,8 @@ final as (
         window_work.work_side,
         window_work.root_op_name,
         window_work.op_name,
-        window_work.module,
-        window_work.gpu_time_us,
+        window_work.module_name,
+        window_work.kernel_us,
         window_work.kernel_count,
         window_work.host_us,
         window_work.host_op_count,
