@@ -228,6 +228,13 @@ NOT_THE_WORKLOAD_CHECKS: dict[str, tuple[str, ...]] = {
 # largest say what the host did (a data loader, a copy) without a wall of frames.
 FINDING_HOST_ACTIVITY_TOP = 5
 
+# ---- multi-rank jobs (models/marts/job_clock_offsets.sql) ----------------------------------
+# A node's clock offset is applied only above this many µs. The models read the dbt var
+# `clock_offset_floor_us` (dbt_project.yml), which must equal this (tests/jobs check it): ranks on
+# one node share a clock, and implicit-sync collectives end within 1-7 µs of each other on the
+# shared 8-rank DLRM job (TraceLens' skew in end time), so an estimate below ~3x that is noise.
+CLOCK_OFFSET_FLOOR_US = 20.0
+
 # ---- collective signatures (models/marts/collective_signatures.sql, dbt vars of the same names) ----
 # vllm-project/vllm#52777's classes for a collective signature: skew-bound, bandwidth-bound, mixed,
 # inconclusive. The mart reads these values from dbt_project.yml's vars (lower-case names); a test
