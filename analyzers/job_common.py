@@ -10,6 +10,7 @@ the fastest rank's transfer time, the overlap finding exposed time less waiting.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import duckdb
@@ -57,10 +58,11 @@ def inline(sql: str, *values: Any) -> str:
 
 
 def rows(db: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
-    """The rows of an inlined query, as dicts."""
+    """The rows of an inlined query, as dicts (DECIMAL values as floats)."""
     cursor = db.execute(sql)
     names = [d[0] for d in cursor.description or []]
-    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    return [{name: float(value) if isinstance(value, Decimal) else value for name, value in zip(names, row, strict=True)}
+            for row in cursor.fetchall()]
 
 
 def impact(recoverable_us: float, ctx: JobContext, method: EstimateMethod = "quantified") -> dict[str, Any]:

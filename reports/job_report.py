@@ -86,9 +86,9 @@ def _cards(inputs: JobReportInputs) -> list[dict[str, Any]]:
 
 def _summary(inputs: JobReportInputs, cards: list[dict[str, Any]]) -> dict[str, Any]:
     """The biggest real win (the first estimated finding) and the rest of the estimated ones."""
-    estimated = [c for c in cards if c["recoverable_ms"] is not None and (c["share"] or 0.0)
-                 >= settings.MIN_PITEM_IMPACT_SCORE]
-    return {"lead": estimated[0] if estimated else None, "others": estimated[1:],
+    estimated = [c for c in cards if c["recoverable_ms"] is not None]
+    lead = estimated[0] if estimated and (estimated[0]["share"] or 0.0) >= settings.MIN_PITEM_IMPACT_SCORE else None
+    return {"lead": lead, "others": estimated[1:] if lead else estimated,
             "unestimated": [c for c in cards if c["recoverable_ms"] is None]}
 
 

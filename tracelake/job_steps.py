@@ -30,8 +30,10 @@ def rank_job_findings(db: duckdb.DuckDBPyConnection, job_id: str, findings: Sequ
     time, heuristic never above a larger quantified one, unestimated last), P1 first; impacts are %
     of the job's step time."""
     ctx = job_context(db, job_id)
+    scored = [f for f in rank_order(list(findings)) if f.impact_score is not None]
+    unscored = [f for f in findings if f.impact_score is None]  # in analyzer order: why-late after its straggler
     ranked = [RankedFinding(**f.model_dump(exclude={"global_rank"}), global_rank=rank)
-              for rank, f in enumerate(rank_order(list(findings)), start=1)]
+              for rank, f in enumerate(scored + unscored, start=1)]
     return PriorityData(trace_id=job_id, comparison_scope="job", e2e_time_ms=ctx.job_step_ms, findings=ranked,
                         priorities=[])
 
