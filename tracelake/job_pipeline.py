@@ -22,7 +22,15 @@ from tracelake.core.errors import BadTraceError
 from tracelake.folders import FolderKind, OutputStaging, OutputTarget, claim_output_folder
 from tracelake.ingestion import IngestProgress
 from tracelake.job_assembly import JobAssembly
-from tracelake.job_rank_steps import RankReport, assign_ranks, ingest_ranks, write_rank_reports
+from tracelake.job_rank_steps import (
+    RankReport,
+    assign_ranks,
+    find_job_findings,
+    ingest_ranks,
+    open_job_marts,
+    write_job_analysis,
+    write_rank_reports,
+)
 from tracelake.jobs import JobInput
 from tracelake.run_contracts import JobRunMetadata
 from tracelake.staging import fit_name
@@ -41,6 +49,10 @@ JOB_ANALYSIS_STEPS = (
          label="assigning ranks and nodes"),
     Step("rank reports", write_rank_reports,
          ("warehouse", "job", "rank_traces", "options", "out_dir", "runner", "on_stage"), "rank_reports"),
+    Step("open job marts", open_job_marts, ("warehouse", "runner"), "db"),
+    Step("job findings", find_job_findings, ("db", "job"), "job_findings", label="finding the job's findings"),
+    Step("job report", write_job_analysis, ("db", "job", "job_findings", "rank_reports", "runner"),
+         label="writing the job's analysis.md"),
 )
 check_wiring(JOB_ANALYSIS_STEPS, JOB_RUN_INPUTS)
 
