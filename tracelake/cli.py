@@ -156,7 +156,7 @@ def ingest(
                      'tracelake analyze runs/job42/ --gpus-per-node 8   (a job: one report per rank and the job\'s)')
 def analyze(
     traces: Annotated[list[Path], typer.Argument(
-        metavar="TRACE...", help=("A trace file (.json or .json.gz; the baseline with --compare); or a job: a folder "
+        metavar="TRACE", help=("A trace file (.json or .json.gz; the baseline with --compare); or a job: a folder "
                                   "of its rank traces, or several rank files (JOB_DIR, or F1 F2 ...)."))],
     job: Annotated[str | None, typer.Option(
         "--job", help="Analyze the traces as one job of this name (default: the folder's name).")] = None,
