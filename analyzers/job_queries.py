@@ -101,11 +101,13 @@ late_collectives as (
         and i.collective_kind = 'implicit_sync'
 ),
 work as (
-    select w.rank, w.op_name, coalesce(w.module, '') as module, sum(w.gpu_time_us) as time_us,
+    select c.rank, w.op_name, coalesce(w.module_name, '') as module, sum(w.kernel_us) as time_us,
         sum(w.kernel_count) as kernels
     from collective_preceding_work as w
-    inner join late_collectives as l on l.job_id = w.job_id and l.instance_id = w.instance_id
-    group by w.rank, w.op_name, coalesce(w.module, '')
+    inner join collective_calls as c on c.trace_id = w.trace_id and c.event_idx = w.comm_event_idx
+    inner join late_collectives as l on l.job_id = c.job_id and l.instance_id = c.instance_id
+    where w.work_side = 'gpu'
+    group by c.rank, w.op_name, coalesce(w.module_name, '')
 ),
 ranks as (
     select r.rank
@@ -205,9 +207,10 @@ order by n.node_id"""
 EXPOSED_TRANSFER_SQL = """
 with params as (select ?::varchar as job_id),
 per_rank as (
-    select b.rank, b.span_us, b.comm_us, b.exposed_comm_us, coalesce(s.total_wait_us, 0) as wait_us,
+    select b.rank, b.span_us, b.communication_us as comm_us, b.exposed_comm_us,
+        coalesce(s.total_wait_us, 0) as wait_us,
         greatest(b.exposed_comm_us - coalesce(s.total_wait_us, 0), 0) as exposed_transfer_us,
-        greatest(b.compute_us - (b.comm_us - b.exposed_comm_us), 0) as free_compute_us
+        greatest(b.computation_us - (b.communication_us - b.exposed_comm_us), 0) as free_compute_us
     from job_rank_breakdown as b
     cross join params
     left join job_straggler_summary as s on s.job_id = b.job_id and s.rank = b.rank
@@ -223,8 +226,8 @@ order by rank"""
 # The job's time breakdown per rank (the report's table), with the straggler flag.
 BREAKDOWN_SQL = """
 with params as (select ?::varchar as job_id)
-select b.rank, b.node_id, b.span_us, b.kernel_us, b.compute_us, b.comm_us, b.exposed_comm_us, b.idle_us,
-    b.comm_comp_overlap_pct, s.total_wait_us, s.times_arrived_last
+select b.rank, b.node_id, b.span_us, b.busy_us, b.computation_us, b.communication_us, b.exposed_comm_us,
+    b.idle_us, b.comm_comp_overlap_percent, s.total_wait_us, s.times_arrived_last
 from job_rank_breakdown as b
 cross join params
 left join job_straggler_summary as s on s.job_id = b.job_id and s.rank = b.rank
@@ -241,19 +244,20 @@ per_rank as (
     where b.job_id = params.job_id
 ),
 spread as (
-    select 1 as position, 'median' as statistic, median(span_us) as span_us, median(kernel_us) as kernel_us,
-        median(compute_us) as compute_us, median(comm_us) as comm_us, median(exposed_comm_us) as exposed_comm_us,
-        median(idle_us) as idle_us, median(comm_comp_overlap_pct) as comm_comp_overlap_pct
+    select 1 as position, 'median' as statistic, median(span_us) as span_us, median(busy_us) as busy_us,
+        median(computation_us) as computation_us, median(communication_us) as communication_us,
+        median(exposed_comm_us) as exposed_comm_us, median(idle_us) as idle_us,
+        median(comm_comp_overlap_percent) as comm_comp_overlap_percent
     from per_rank
     union all
-    select 2, 'min', min(span_us), min(kernel_us), min(compute_us), min(comm_us), min(exposed_comm_us), min(idle_us),
-        min(comm_comp_overlap_pct)
+    select 2, 'min', min(span_us), min(busy_us), min(computation_us), min(communication_us), min(exposed_comm_us),
+        min(idle_us), min(comm_comp_overlap_percent)
     from per_rank
     union all
-    select 3, 'max', max(span_us), max(kernel_us), max(compute_us), max(comm_us), max(exposed_comm_us), max(idle_us),
-        max(comm_comp_overlap_pct)
+    select 3, 'max', max(span_us), max(busy_us), max(computation_us), max(communication_us), max(exposed_comm_us),
+        max(idle_us), max(comm_comp_overlap_percent)
     from per_rank
 )
-select statistic, span_us, kernel_us, compute_us, comm_us, exposed_comm_us, idle_us, comm_comp_overlap_pct
+select statistic, span_us, busy_us, computation_us, communication_us, exposed_comm_us, idle_us, comm_comp_overlap_percent
 from spread
 order by position"""
