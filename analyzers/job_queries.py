@@ -87,10 +87,13 @@ cross join lost
 cross join others_exposed
 cross join job_step"""
 
-# Why the straggler is late: its GPU work before the collectives it arrives last at (the work since
-# the previous collective ended, collective_preceding_work), by op and module, against the median of
-# the other ranks over the same collectives. The rows are the ops it spends most time on beyond the
-# median rank. Its rank is the first query column so the query names the rank it compares.
+# Why the straggler is late. Over the collectives it arrives last at, its arrival splits into when
+# its window opened (the previous collective's end, or its first GPU work for the first collective;
+# measured from the earliest rank's, on the job clock) and what filled the window
+# (collective_preceding_work): GPU work by launching op and module, GPU idle, and the host's root
+# ops meanwhile (they overlap the idle: a host-side reason, not an addition). Each part on the
+# straggler against the median of the other ranks (per collective, summed; a part a rank lacks is
+# 0); the rows are the parts where the straggler spends longer, largest excess first.
 WHY_LATE_SQL = """
 with params as (select ?::varchar as job_id, ?::integer as straggler_rank),
 late_collectives as (
@@ -100,45 +103,60 @@ late_collectives as (
     where i.job_id = params.job_id and i.last_arrival_rank = params.straggler_rank
         and i.collective_kind = 'implicit_sync'
 ),
-work as (
-    select c.rank, w.op_name, coalesce(w.module_name, '') as module, sum(w.kernel_us) as time_us,
-        sum(w.kernel_count) as kernels
-    from collective_preceding_work as w
-    inner join collective_calls as c on c.trace_id = w.trace_id and c.event_idx = w.comm_event_idx
+calls as (
+    select c.rank, c.instance_id, c.trace_id, c.event_idx, c.start_us
+    from collective_calls as c
     inner join late_collectives as l on l.job_id = c.job_id and l.instance_id = c.instance_id
-    where w.work_side = 'gpu'
-    group by c.rank, w.op_name, coalesce(w.module_name, '')
 ),
-ranks as (
-    select r.rank
-    from job_ranks as r
-    cross join params
-    where r.job_id = params.job_id
+windows as (
+    select calls.rank, calls.instance_id, calls.start_us - coalesce(max(w.window_us), 0) as window_start_us
+    from calls
+    left join collective_preceding_work as w on w.trace_id = calls.trace_id and w.comm_event_idx = calls.event_idx
+    group by calls.rank, calls.instance_id, calls.start_us
 ),
-ops as (
-    select distinct op_name, module from work
+parts as (
+    select rank, instance_id, 'window_start' as kind, '' as name, '' as module,
+        window_start_us - min(window_start_us) over (partition by instance_id) as value_us
+    from windows
+    union all
+    select calls.rank, calls.instance_id, w.work_side as kind,
+        coalesce(case when w.work_side = 'gpu' then w.op_name else w.root_op_name end, '') as name,
+        coalesce(w.module_name, '') as module, coalesce(w.kernel_us, w.host_us, w.idle_us, 0) as value_us
+    from calls
+    inner join collective_preceding_work as w on w.trace_id = calls.trace_id and w.comm_event_idx = calls.event_idx
+),
+part_keys as (
+    select distinct instance_id, kind, name, module from parts
 ),
 every_rank as (
-    select ranks.rank, ops.op_name, ops.module, coalesce(work.time_us, 0) as time_us
-    from ranks
-    cross join ops
-    left join work on work.rank = ranks.rank and work.op_name = ops.op_name and work.module = ops.module
+    select calls.rank, k.instance_id, k.kind, k.name, k.module, coalesce(sum(p.value_us), 0) as value_us
+    from calls
+    inner join part_keys as k on k.instance_id = calls.instance_id
+    left join parts as p
+        on p.rank = calls.rank and p.instance_id = k.instance_id and p.kind = k.kind and p.name = k.name
+        and p.module = k.module
+    group by calls.rank, k.instance_id, k.kind, k.name, k.module
 ),
-compared as (
-    select e.op_name, e.module,
-        sum(e.time_us) filter (where e.rank = params.straggler_rank) as straggler_us,
-        median(e.time_us) filter (where e.rank <> params.straggler_rank) as median_rank_us
+per_collective as (
+    select e.instance_id, e.kind, e.name, e.module,
+        sum(e.value_us) filter (where e.rank = params.straggler_rank) as straggler_us,
+        median(e.value_us) filter (where e.rank <> params.straggler_rank) as median_rank_us
     from every_rank as e
     cross join params
-    group by e.op_name, e.module
+    group by e.instance_id, e.kind, e.name, e.module
+),
+compared as (
+    select kind, name, module, sum(straggler_us) as straggler_us, sum(median_rank_us) as median_rank_us
+    from per_collective
+    group by kind, name, module
 )
-select params.straggler_rank as rank, compared.op_name, compared.module, compared.straggler_us,
+select params.straggler_rank as rank, compared.kind, compared.name, compared.module, compared.straggler_us,
     compared.median_rank_us, compared.straggler_us - compared.median_rank_us as excess_us,
     (select count(*) from late_collectives) as late_collectives
 from compared
 cross join params
 where compared.straggler_us > compared.median_rank_us
-order by excess_us desc, compared.op_name, compared.module"""
+order by excess_us desc, compared.kind, compared.name, compared.module"""
 
 # Per collective signature: its bound (collective_signatures.bound, vllm#52777's classes), bus
 # bandwidth against the link's peak, and for bandwidth-bound ones the median latency above what its
