@@ -176,12 +176,13 @@ where s.job_id = params.job_id
 order by s.bound, s.total_wait_us desc, s.collective_name, s.msg_bytes"""
 
 # All-to-all(v) instances above the imbalance setting: the hot (src, dst) pair, and the share of the
-# collective the imbalance costs (1 - mean / max of the per-rank bytes).
+# collective the imbalance costs: its latency (the fastest rank's duration) x (1 - mean / max of the
+# per-rank bytes).
 ALLTOALL_SQL = """
 with params as (select ?::varchar as job_id, ?::double as imbalance_max)
-select a.instance_id, a.collective_name, a.comm_latency_us, a.size_imbalance, a.throughput_gb_per_s,
-    a.hot_src_rank, a.hot_dst_rank, a.hot_pair_bytes,
-    a.comm_latency_us * (1 - 1 / a.size_imbalance) as recoverable_us
+select a.instance_id, a.collective_name, a.min_rank_dur_us as comm_latency_us, a.size_imbalance,
+    a.throughput_gb_per_s, a.hot_src_rank, a.hot_dst_rank, a.hot_pair_bytes,
+    a.min_rank_dur_us * (1 - 1 / a.size_imbalance) as recoverable_us
 from alltoall_instances as a
 cross join params
 where a.job_id = params.job_id and a.size_imbalance > params.imbalance_max
