@@ -260,3 +260,10 @@ CLOCK_END_SKEW_MAX_US = 50.0
 # until the last rank arrived) is at least this share of its collective kernels' time: then overlap
 # cannot hide it, the late rank must arrive earlier (the per-rank multi-kernel finding says so).
 COLLECTIVE_WAIT_SHARE_MIN = 0.5
+
+# ---- multi-rank jobs (models/marts/job_clock_offsets.sql) ----------------------------------
+# A node's clock offset is applied only above this many µs. The models read the dbt var
+# `clock_offset_floor_us` (dbt_project.yml), which must equal this (tests/jobs check it): ranks on
+# one node share a clock, and implicit-sync collectives end within 1-7 µs of each other on the
+# shared 8-rank DLRM job (TraceLens' skew in end time), so an estimate below ~3x that is noise.
+CLOCK_OFFSET_FLOOR_US = 20.0
