@@ -25,7 +25,8 @@ cross join params
 left join job_step on job_step.job_id = j.job_id
 where j.job_id = params.job_id"""
 
-# The straggler: the rank last at the most implicit-sync collectives (fewest total wait on a tie),
+# The straggler: the rank last at the most implicit-sync collectives (fewest total wait on a tie;
+# the collectives job_straggler_summary counts: implicit-sync or unnamed stream-ordered, no desync),
 # and what the other ranks lose waiting for it: per collective it arrives last at, the mean wait of
 # the others, summed; capped by the others' mean exposed communication (waiting under computation
 # costs nothing).
@@ -49,7 +50,8 @@ late_collectives as (
     select i.instance_id
     from collective_instances as i
     inner join straggler on i.job_id = straggler.job_id and i.last_arrival_rank = straggler.rank
-    where i.collective_kind = 'implicit_sync'
+    where not i.is_desync
+        and (i.collective_kind = 'implicit_sync' or (i.match_method = 'stream_ordinal' and i.collective_name = 'unknown'))
 ),
 others_wait as (
     select c.instance_id, avg(c.wait_us) as mean_wait_of_others_us
@@ -100,8 +102,8 @@ late_collectives as (
     select i.job_id, i.instance_id
     from collective_instances as i
     cross join params
-    where i.job_id = params.job_id and i.last_arrival_rank = params.straggler_rank
-        and i.collective_kind = 'implicit_sync'
+    where i.job_id = params.job_id and i.last_arrival_rank = params.straggler_rank and not i.is_desync
+        and (i.collective_kind = 'implicit_sync' or (i.match_method = 'stream_ordinal' and i.collective_name = 'unknown'))
 ),
 calls as (
     select c.rank, c.instance_id, c.trace_id, c.event_idx, c.start_us
@@ -164,8 +166,7 @@ order by excess_us desc, compared.kind, compared.name, compared.module"""
 SIGNATURES_SQL = """
 with params as (select ?::varchar as job_id, ?::double as attainable_share)
 select s.collective_name, s.dtype, s.msg_bytes, s.pg_name, s.node_span, s.instance_count,
-    s.median_latency_us, s.median_bus_gb_per_s, s.peak_bus_gb_per_s,
-    100.0 * s.median_bus_gb_per_s / nullif(s.peak_bus_gb_per_s, 0) as pct_of_peak,
+    s.median_latency_us, s.median_bus_gb_per_s, s.peak_bus_gb_per_s, s.pct_of_peak,
     s.median_start_skew_us, s.total_wait_us, s.bound,
     s.instance_count * greatest(s.median_latency_us
         - s.median_latency_us * s.median_bus_gb_per_s / nullif(s.peak_bus_gb_per_s * params.attainable_share, 0), 0)
