@@ -174,7 +174,7 @@ select s.collective_name, s.dtype, s.msg_bytes, s.pg_name, s.node_span, s.instan
 from collective_signatures as s
 cross join params
 where s.job_id = params.job_id
-order by s.bound, s.total_wait_us desc, s.collective_name, s.msg_bytes"""
+order by s.total_wait_us desc, s.collective_name, s.msg_bytes"""
 
 # All-to-all(v) instances above the imbalance setting: the hot (src, dst) pair, and the share of the
 # collective the imbalance costs: its latency (the fastest rank's duration) x (1 - mean / max of the
