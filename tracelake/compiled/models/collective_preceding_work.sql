@@ -12,6 +12,10 @@ op_ancestors as (
     select * from "warehouse"."main"."cpu_op_ancestors"
 ),
 
+collective_calls as (
+    select * from "warehouse"."main"."collective_calls"
+),
+
 accumulated_intervals as (
     select * from "warehouse"."intermediate"."int_gpu_intervals_accumulated"
     where event_scope = 'all_events' and interval_set = 'all'
@@ -249,6 +253,9 @@ window_work as (
 
 final as (
     select
+        collective_calls.job_id,
+        collective_calls.rank,
+        collective_calls.instance_id,
         window_work.trace_id,
         window_work.comm_event_idx,
         windows.comm_ordinal,
@@ -271,6 +278,9 @@ final as (
     inner join windows
         on window_work.trace_id = windows.trace_id
         and window_work.comm_event_idx = windows.event_idx
+    left join collective_calls
+        on window_work.trace_id = collective_calls.trace_id
+        and window_work.comm_event_idx = collective_calls.event_idx
 )
 
 select * from final

@@ -2,10 +2,7 @@
 
 with instances as (
     select * from "warehouse"."main"."collective_instances"
-<<<<<<< HEAD
-=======
     where not is_desync
->>>>>>> jobs-ranks
 ),
 
 jobs as (
@@ -16,19 +13,6 @@ job_ranks as (
     select * from "warehouse"."main"."job_ranks"
 ),
 
-<<<<<<< HEAD
-peaks as (
-    select * from "warehouse"."main"."interconnect_peaks"
-),
-
-job_platforms as (
-    select job_id, min(platform) as platform
-    from job_ranks
-    group by job_id
-),
-
-signatures as (
-=======
 interconnect_peaks as (
     select * from "warehouse"."main"."interconnect_peaks"
 ),
@@ -41,7 +25,6 @@ job_link_peaks as (
 ),
 
 signature_stats as (
->>>>>>> jobs-ranks
     select
         job_id,
         collective_name,
@@ -49,53 +32,12 @@ signature_stats as (
         msg_bytes,
         pg_name,
         node_span,
-<<<<<<< HEAD
-=======
         any_value(collective_kind) as collective_kind,
         max(group_size) as group_size,
->>>>>>> jobs-ranks
         count(*) as instance_count,
         median(comm_latency_us) as median_latency_us,
         median(bus_gb_per_s) as median_bus_gb_per_s,
         median(start_skew_us) as median_start_skew_us,
-<<<<<<< HEAD
-        median(avg_wait_us) as median_avg_wait_us,
-        sum(avg_wait_us * ranks_present) as total_wait_us
-    from instances
-    where not is_desync
-    group by job_id, collective_name, dtype, msg_bytes, pg_name, node_span
-),
-
-final as (
-    select
-        signatures.job_id,
-        signatures.collective_name,
-        signatures.dtype,
-        signatures.msg_bytes,
-        signatures.pg_name,
-        signatures.node_span,
-        signatures.instance_count,
-        signatures.median_latency_us,
-        signatures.median_bus_gb_per_s,
-        peaks.peak_gb_per_s as peak_bus_gb_per_s,
-        100.0 * signatures.median_bus_gb_per_s / nullif(peaks.peak_gb_per_s, 0) as pct_of_peak,
-        signatures.median_start_skew_us,
-        signatures.median_avg_wait_us,
-        signatures.total_wait_us,
-        case
-            when jobs.clock_method = 'unaligned'
-                or signatures.median_start_skew_us <= coalesce(jobs.clock_uncertainty_us, 0) then 'inconclusive'
-            when signatures.median_avg_wait_us >= 2.0 * signatures.median_latency_us
-                then 'skew'
-            when signatures.median_latency_us >= 2.0 * signatures.median_avg_wait_us
-                then 'bandwidth'
-            else 'mixed'
-        end as bound
-    from signatures
-    inner join jobs on signatures.job_id = jobs.job_id
-    left join job_platforms on signatures.job_id = job_platforms.job_id
-    left join peaks on job_platforms.platform = peaks.platform and signatures.node_span = peaks.link_class
-=======
         median(avg_wait_us / nullif(avg_wait_us + comm_latency_us, 0)) as median_wait_share,
         sum(avg_wait_us * ranks_present) as total_wait_us
     from instances
@@ -160,7 +102,6 @@ final as (
         end as bound,
         bound_reason
     from classified
->>>>>>> jobs-ranks
 )
 
 select * from final
