@@ -20,7 +20,9 @@ from tracelake.core.errors import TraceLakeError
 from tracelake.reports.csv_files import write_csv
 
 MB = 1048576.0  # TraceLens' MB: 2^20 bytes
-AGG_METRICS = ("mean", "median", "min", "max")  # the report's agg_metrics (expected CSVs' columns)
+AGG_METRICS = ("mean", "median", "min", "max")
+JOB_MARTS = ("jobs", "job_ranks", "collective_calls", "collective_instances", "job_straggler_summary",
+             "alltoall_instances")  # the report's agg_metrics (expected CSVs' columns)
 
 # TraceLens' collective_id: the stream index in its simplified mode, else "<pg>_<index>"
 # (p2p instances have their own ordinals here, so their ids carry "p2p_")
@@ -221,6 +223,16 @@ def nccl_summary_all2allv_sql() -> str:
     """
 
 
+def _job_marts(db: duckdb.DuckDBPyConnection, job_id: str) -> duckdb.DuckDBPyConnection:
+    """An in-memory database holding the job's rows of the marts the CSVs read: the marts are views
+    over each other, so each is computed once here instead of once per CSV."""
+    memory = duckdb.connect()
+    for mart in JOB_MARTS:
+        memory.register(mart, db.sql(f"select * from {mart} where job_id = $job_id",
+                                     params={"job_id": job_id}).to_arrow_table())
+    return memory
+
+
 def write_collective_csvs(db: duckdb.DuckDBPyConnection, job_id: str, folder: Path) -> list[Path]:
     """Write the job's TraceLens-compatible collective CSVs into `folder` (made if missing) and
     return their paths. The all-to-all-v pair is written only when the job has all_to_allv
@@ -229,6 +241,7 @@ def write_collective_csvs(db: duckdb.DuckDBPyConnection, job_id: str, folder: Pa
     if not ranks:
         raise TraceLakeError(f"no job named {job_id!r} in the warehouse (job_ranks has none of its ranks)")
     folder.mkdir(parents=True, exist_ok=True)
+    db = _job_marts(db, job_id)
     implicit_sync = _query(db, nccl_implicit_sync_sql(ranks), job_id)
     with_bandwidth = implicit_sync.num_rows > 0 and implicit_sync.column("algo bw (GB/s)").null_count < implicit_sync.num_rows
     tables = {
