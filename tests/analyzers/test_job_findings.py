@@ -1,5 +1,5 @@
 """What a senior engineer expects of the job findings on the real 8-rank DLRM job
-(/work/shared/traces/jobs/dlrm_8rank, TraceLens' collective report on the same files in its
+(tests/data/jobs/dlrm_8rank, TraceLens' collective report on the same files in its
 expected/tracelens/): rank 7 is named the straggler (last at 5 of 8 collectives), the others' loss
 equals the TraceLens waits summed, the straggler finding's recoverable time is what its SQL returns,
 the job report's P1 is the biggest recoverable finding, and the per-rank multi-kernel finding of a
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,12 +24,10 @@ from tracelake.ingestion import ingest_paths
 from tracelake.job_steps import run_job_agents, write_job_report
 from tracelake.warehouse import Warehouse
 
-JOB_DIR = Path(os.environ.get("TRACELAKE_DLRM_JOB", "/work/shared/traces/jobs/dlrm_8rank"))
+JOB_DIR = Path(__file__).parents[1] / "data" / "jobs" / "dlrm_8rank"
 TRACELENS = JOB_DIR / "expected" / "tracelens"
 JOB = "dlrm_8rank"
 RANK_FILE = re.compile(r"worker(\d+)_")
-
-pytestmark = pytest.mark.skipif(not JOB_DIR.is_dir(), reason=f"the DLRM job is not at {JOB_DIR}")
 
 
 @dataclass(frozen=True)
