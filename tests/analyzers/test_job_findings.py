@@ -131,8 +131,10 @@ def test_a_waiting_ranks_multi_kernel_finding_says_waiting_not_overlap(dlrm: Dlr
     waiting_by_rank = {}
     for rank in (7, 1):
         trace_id = dlrm.trace_ids[rank]
-        total, computation = dlrm.db.execute(
+        timeline = dlrm.db.execute(
             "select total_time_ms, computation_time_ms from gpu_timeline where trace_id = ?", [trace_id]).fetchone()
+        assert timeline is not None
+        total, computation = timeline
         ctx = AnalysisContext(trace_id=trace_id, platform="MI300X", e2e_time_ms=total, computation_time_ms=computation)
         found = {f.finding_id: f for f in multi_kernel.analyze(dlrm.db, ctx).findings}
         assert "multi_kernel:comm-overlap" not in found and "multi_kernel:exposed-comm" not in found, list(found)
