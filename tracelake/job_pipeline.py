@@ -25,7 +25,10 @@ from tracelake.job_assembly import JobAssembly
 from tracelake.job_rank_steps import (
     RankReport,
     assign_ranks,
+    find_job_findings,
     ingest_ranks,
+    open_job_marts,
+    write_job_analysis,
     write_rank_reports,
 )
 from tracelake.jobs import JobInput
@@ -46,8 +49,10 @@ JOB_ANALYSIS_STEPS = (
          label="assigning ranks and nodes"),
     Step("rank reports", write_rank_reports,
          ("warehouse", "job", "rank_traces", "options", "out_dir", "runner", "on_stage"), "rank_reports"),
-    # then the job's findings and report (open_job_marts, find_job_findings, write_job_analysis), once
-    # jobs-report's queries and jobs-ranks' job_rank_breakdown agree on its columns
+    Step("open job marts", open_job_marts, ("warehouse", "runner"), "db"),
+    Step("job findings", find_job_findings, ("db", "job"), "job_findings", label="finding the job's findings"),
+    Step("job report", write_job_analysis, ("db", "job", "job_findings", "rank_reports", "runner"),
+         label="writing the job's analysis.md"),
 )
 check_wiring(JOB_ANALYSIS_STEPS, JOB_RUN_INPUTS)
 
