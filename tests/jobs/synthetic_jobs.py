@@ -59,6 +59,7 @@ HOT_PAIR_NELEMS = 65_536  # the planted hot all_to_allv pair's elements; every o
 class JobSpec:
     """What to plant. Collectives are numbered k = 0..K-1 in the source rank's order."""
 
+    name: str = "synthetic"  # written into each rank's traceName: jobs that differ only here are distinct files
     world_size: int = 8
     ranks: tuple[int, ...] | None = None  # the ranks written (None: all)
     gpus_per_node: int | None = None  # deviceProperties length and rank // gpus_per_node nodes
@@ -292,7 +293,7 @@ def _header(spec: JobSpec, source: SourceRank, rank: int) -> dict[str, Any]:
         header["deviceProperties"] = [{**devices[i % len(devices)], "id": i} for i in range(spec.gpus_per_node)]
     if rank in spec.trimonth_ranks:
         header["baseTimeNanoseconds"] = int(source.header["baseTimeNanoseconds"]) - TRIMONTH_NS
-    header["traceName"] = f"rank{rank}.json"
+    header["traceName"] = f"{spec.name}/rank{rank}.json"
     return header
 
 
