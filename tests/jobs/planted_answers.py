@@ -4,7 +4,8 @@ Rank r's collective k starts at the source rank's start + delta[r, k] and ends w
 ended (`synthetic_jobs.py`), so per instance: comm latency = min duration, wait_r = max start -
 start_r, start skew = max wait, end skew = 0, earliest arrival = the largest wait (lowest rank on a
 tie, TraceLens' rule), last arrival = wait 0. The straggler summary follows TraceLens (TL#599) over
-the implicit-sync collectives (all-reduce here; broadcast is not one). Times in µs.
+the implicit-sync collectives (all-reduce here; broadcast is not one), its communication time over
+every collective kernel. Times in µs.
 """
 
 from __future__ import annotations
@@ -93,7 +94,9 @@ def expected_straggler_summary(spec: JobSpec, calls: pl.DataFrame) -> pl.DataFra
         {"earliest_arrival_rank": "rank", "len": "times_arrived_first"})
     summary = sync.group_by("rank").agg(
         pl.col("wait_us").sum().alias("total_wait_us"), pl.col("wait_us").mean().alias("mean_wait_us"),
-        pl.len().alias("num_collectives"), pl.col("dur_us").sum().alias("total_comm_us"))
+        pl.len().alias("num_collectives"))
+    # TraceLens' total_nccl_dur_us sums every collective kernel of the rank, implicit-sync or not
+    summary = summary.join(calls.group_by("rank").agg(pl.col("dur_us").sum().alias("total_comm_us")), on="rank")
     summary = (summary.join(last, on="rank", how="left").join(first, on="rank", how="left")
                .with_columns(pl.col("times_arrived_last", "times_arrived_first").fill_null(0).cast(pl.Int64)))
     return summary.with_columns(

@@ -1,4 +1,5 @@
-"""Synthetic jobs, each built once per session into its own folder and warehouse (`job_warehouse`)."""
+"""Synthetic jobs, each built once per session into its own folder and warehouse (the `job_warehouse`
+fixture; test modules import it)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 import tracelake
 from tests.conftest import run_cli
-from tests.jobs.synthetic_jobs import JobSpec, SourceRank, file_name, load_source, write_job
+from tests.jobs.synthetic_jobs import JobSpec, SourceRank, load_source, write_job
 
 STRAGGLER = 5  # the rank planted last in 3 of every 4 collectives
 
@@ -49,26 +50,11 @@ class BuiltJob:
             return handle.sql(sql).pl().to_dicts()
 
 
-def job_tags(spec: JobSpec, rank: int) -> dict[str, str]:
-    """The membership tags of docs/jobs.md, as `tracelake ingest --job` writes them."""
-    return {"job": spec.name, "job_rank": str(rank), "job_rank_source": "distributedInfo",
-            "job_world_size": str(spec.world_size), "job_world_size_source": "distributedInfo",
-            "job_node": str(spec.node_of(rank)),
-            "job_node_source": "gpus_per_node" if spec.gpus_per_node else "single_node"}
-
-
 def ingest_job(spec: JobSpec, folder: Path, warehouse: Path) -> None:
-    """`tracelake ingest FOLDER --tag job=NAME`, then each rank's membership tags."""
-    from tracelake.warehouse import Warehouse
-
-    result = run_cli("ingest", str(folder), "--warehouse", str(warehouse), "--tag", f"job={spec.name}", "--quiet")
+    """`tracelake ingest FOLDER --job NAME [--gpus-per-node N]`: the job assembly of docs/jobs.md."""
+    nodes = ["--gpus-per-node", str(spec.gpus_per_node)] if spec.gpus_per_node else []
+    result = run_cli("ingest", str(folder), "--warehouse", str(warehouse), "--job", spec.name, *nodes, "--quiet")
     assert result.returncode == 0, result.stderr
-    with tracelake.open(warehouse) as handle:
-        ids = {row["file_name"]: row["trace_id"] for row in handle.traces().to_dicts()}
-    wh = Warehouse(warehouse)
-    wh.prepare_for_writing()
-    with wh.write_lock():
-        wh.retag_traces({ids[file_name(rank)]: (job_tags(spec, rank), ()) for rank in spec.written_ranks()})
 
 
 @pytest.fixture(scope="session")

@@ -10,13 +10,13 @@ from typing import Any
 import polars as pl
 import pytest
 
-from tests.jobs.conftest import STRAGGLER, BuiltJob
 from tests.jobs.planted_answers import (
     alltoallv_answer,
     expected_calls,
     expected_instances,
     expected_straggler_summary,
 )
+from tests.jobs.synthetic.conftest import STRAGGLER, BuiltJob
 from tests.jobs.synthetic_jobs import FP8_DTYPE, TRIMONTH_NS, split_matrix
 
 TOLERANCE_US = 0.005  # Kineto's ns resolution on a float64 clock of ~4.5e12 µs

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.jobs.conftest import STRAGGLER, BuiltJob
 from tests.jobs.planted_answers import expected_calls
+from tests.jobs.synthetic.conftest import STRAGGLER, BuiltJob
 from tests.jobs.synthetic_jobs import (
     SENDRECV_KERNEL,
     TRIMONTH_NS,
