@@ -188,8 +188,8 @@ def _rank(f: RankFile) -> tuple[int | None, str, str | None]:
     named = rank_in_file_name(f.label)
     if named is not None and named <= _MAX_RANK:
         return named, "file_name", None
-    return None, "", (f"{f.label}: no rank: the header has no distributedInfo.rank and the file name none of "
-                      f"{', '.join(settings.RANK_FILE_NAME_PATTERNS)} (rename it, e.g. rank3_<name>)")
+    return None, "", (f"{f.label}: no rank: its header has no distributedInfo.rank and its name no rank<N> or "
+                      "worker<N> (rename it, e.g. rank3_<name>)")
 
 
 def _nodes(ranks: dict[str, int], files: list[RankFile], gpus_per_node: int | None,

@@ -171,12 +171,12 @@ def recognize_jobs(paths: list[Path], report: IngestReport, warehouse: Warehouse
     ingested = {o.path: o.trace_id for o in report.outcomes if o.trace_id and o.status in ("new", "known")}
     if name is not None or gpus_per_node is not None:
         job = job_input(paths, name)
-        skipped = [o for o in report.outcomes if o.status == "skipped"]
+        skipped = [o for o in report.outcomes if o.status == "skipped" and o.path in set(job.files)]
         if skipped:
             raise JobError(job.name, [f"{o.path}: not a profiler trace" for o in skipped])
         assembly, notes = assign_job(warehouse, job, {p: t for p, t in ingested.items() if p in set(job.files)},
                                      gpus_per_node)
-        return [assembly.summary()] + notes
+        return [assembly.summary()] + [f"note: {note}" for note in notes]
     lines = []
     for folder in (p for p in paths if p.is_dir()):
         job = job_input([folder], None)
@@ -194,7 +194,7 @@ def recognize_jobs(paths: list[Path], report: IngestReport, warehouse: Warehouse
             lines.append(f"note: {folder} is not one job ({'; '.join(error.problems)}); its traces are ingested "
                          "each on its own")
             continue
-        lines += [assembly.summary()] + notes
+        lines += [assembly.summary()] + [f"note: {note}" for note in notes]
     return lines
 
 
