@@ -2,13 +2,15 @@
 
 Rank r's collective k starts at the source rank's start + delta[r, k] and ends where the source's
 ended (`synthetic_jobs.py`), so per instance: comm latency = min duration, wait_r = max start -
-start_r, start skew = max wait, end skew = 0, earliest arrival = the largest wait (lowest rank on a
-tie, TraceLens' rule), last arrival = wait 0. The straggler summary follows TraceLens (TL#599) over
+start_r, start skew = max wait, end skew = 0, earliest arrival = the largest wait, last arrival = wait 0
+(the planted delays are distinct per collective: no ties). The straggler summary follows TraceLens (TL#599) over
 the implicit-sync collectives (all-reduce here; broadcast is not one), its communication time over
 every collective kernel. Times in µs.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -64,8 +66,8 @@ def expected_calls(spec: JobSpec, source: SourceRank) -> pl.DataFrame:
 
 def expected_instances(spec: JobSpec, calls: pl.DataFrame) -> pl.DataFrame:
     """One row per collective k: ranks_present, comm_latency_us, start_skew_us, end_skew_us,
-    avg_wait_us, earliest/last arrival rank, msg_bytes (the largest rank's for all_to_allv), bandwidths."""
-    by_wait = calls.sort("k", pl.col("wait_us"), "rank", descending=[False, True, False])
+    avg_wait_us, earliest/last arrival rank (the planted ladder has no ties), msg_bytes (the largest rank's for all_to_allv), bandwidths."""
+    by_wait = calls.sort("k", "wait_us", "rank", descending=[False, True, True])
     earliest = by_wait.group_by("k", maintain_order=True).first().select("k", pl.col("rank").alias("earliest_arrival_rank"))
     last = (calls.sort("k", "wait_us", "rank").group_by("k", maintain_order=True).first()
             .select("k", pl.col("rank").alias("last_arrival_rank")))
@@ -103,10 +105,17 @@ def expected_straggler_summary(spec: JobSpec, calls: pl.DataFrame) -> pl.DataFra
         (100.0 * pl.col("times_arrived_last") / instances.height).alias("pct_arrived_last")).sort("rank")
 
 
-def alltoallv_answer(spec: JobSpec) -> dict[str, float | tuple[int, int]]:
-    """The planted all_to_allv: bytes sent per rank (Float), max/mean imbalance, the hot pair."""
+def alltoallv_answer(spec: JobSpec, source: SourceRank, k: int) -> dict[str, Any]:
+    """The planted all_to_allv at collective k: bytes sent per rank (Float), max/mean imbalance, the
+    hot pair, and TraceLens' wall time (latest end - earliest start) and throughput over it."""
     matrix = split_matrix(spec) * DTYPE_BYTES["Float"]
     sent = matrix.sum(axis=1)
     hot = np.unravel_index(int(matrix.argmax()), matrix.shape)
+    starts_ns = source.collectives["start_ns"][k] + planted_delays_ns(spec, source)[:, k]
+    wall_us = (int(source.collectives["end_ns"][k]) - int(starts_ns.min())) / 1000
+    total = int(sent.sum())
     return {"size_imbalance": float(sent.max() / sent.mean()), "hot_pair": (int(hot[0]), int(hot[1])),
-            "hot_pair_bytes": float(matrix.max()), "total_bytes": float(sent.sum())}
+            "hot_pair_bytes": int(matrix.max()), "total_in_bytes": total, "wall_us": wall_us,
+            "start_skew_us": int(starts_ns.max() - starts_ns.min()) / 1000,
+            "throughput_gb_per_s": total / wall_us / 1000,
+            "throughput_gib_per_s": total / 1024**3 / (wall_us / 1e6)}

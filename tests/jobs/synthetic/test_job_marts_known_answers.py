@@ -17,7 +17,7 @@ from tests.jobs.planted_answers import (
     expected_straggler_summary,
 )
 from tests.jobs.synthetic.conftest import STRAGGLER, BuiltJob
-from tests.jobs.synthetic_jobs import FP8_DTYPE, TRIMONTH_NS, split_matrix
+from tests.jobs.synthetic_jobs import FP8_DTYPE, split_matrix
 
 TOLERANCE_US = 0.005  # Kineto's ns resolution on a float64 clock of ~4.5e12 µs
 JobWarehouse = Callable[[str], BuiltJob]
@@ -114,13 +114,18 @@ def test_a_second_node_with_a_clock_offset_gives_the_unshifted_answers(job_wareh
 
 def test_ranks_straddling_a_three_month_base_give_the_same_waits(job_warehouse: JobWarehouse) -> None:
     job = job_warehouse("trimonth")
-    bases = {r["rank"]: r for r in job.query("select rank, base_time_us, has_base_time from job_ranks where job_id = 'trimonth'")}
-    assert all(b["has_base_time"] for b in bases.values())
-    assert bases[0]["base_time_us"] - bases[1]["base_time_us"] == TRIMONTH_NS // 1000
-    assert bases[0]["base_time_us"] == bases[2]["base_time_us"]
+    ranks = job.query("select rank, base_time_us, has_base_time from job_ranks where job_id = 'trimonth'")
+    assert len(ranks) == 8 and all(r["has_base_time"] for r in ranks)
     [job_row] = job.query("select epoch_us, clock_method from jobs where job_id = 'trimonth'")
-    assert job_row["epoch_us"] == bases[1]["base_time_us"]
+    assert job_row["epoch_us"] == min(r["base_time_us"] for r in ranks)
     assert_waits(job)
+    # every call at its planted absolute time (source base + source ts + delay), odd ranks included
+    source_base_us = int(job.source.header["baseTimeNanoseconds"]) // 1000
+    expected = expected_calls(job.spec, job.source)
+    actual = mart_calls(job).filter(~pl.col("is_p2p")).join(expected, on=["rank", "seq"], suffix="_planted")
+    for row in actual.to_dicts():
+        _close(job_row["epoch_us"] - source_base_us + row["start_us"], row["start_us_planted"],
+               f"trimonth: rank {row['rank']}, seq {row['seq']}: absolute start")
 
 
 @pytest.mark.parametrize(("name", "method"), [("p2p_comms_id", "comms_id"), ("p2p_seq", "pg_seq")])
@@ -144,6 +149,9 @@ def test_a_64_rank_group_rebuilds_its_truncated_rank_list(job_warehouse: JobWare
     alltoallv = calls.filter(pl.col("seq") == 6)
     assert set(alltoallv["collective_name"].to_list()) == {"alltoallv"} and alltoallv["splits_truncated"].all()
     assert not calls.filter(pl.col("seq") != 6)["splits_truncated"].any()
+    [alltoall] = job.query("select splits_truncated, total_in_bytes from alltoall_instances where job_id = 'wide64'")
+    assert alltoall["splits_truncated"] and alltoall["total_in_bytes"] == int(split_matrix(job.spec).sum()) * 4
+    assert job.query("select count(*) as n from alltoall_pairs where job_id = 'wide64'") == [{"n": 0}]
     assert_waits(job)
 
 
@@ -162,11 +170,18 @@ def test_fp8_messages_have_one_byte_elements_and_a_bandwidth(job_warehouse: JobW
 
 def test_an_all_to_allv_with_planted_imbalance_names_the_hot_pair(job_warehouse: JobWarehouse) -> None:
     job = job_warehouse("payloads")
-    answer = alltoallv_answer(job.spec)
+    [k] = job.spec.alltoallv
+    answer = alltoallv_answer(job.spec, job.source, k)
     [row] = job.query("select * from alltoall_instances where job_id = 'payloads'")
-    assert row["size_imbalance"] == pytest.approx(answer["size_imbalance"], rel=1e-9)
-    assert (row["hot_src_rank"], row["hot_dst_rank"]) == answer["hot_pair"]
-    assert row["hot_pair_bytes"] == answer["hot_pair_bytes"]
+    assert row["size_imbalance"] == pytest.approx(answer["size_imbalance"], rel=1e-9), "size_imbalance"
+    assert (row["hot_src_rank"], row["hot_dst_rank"]) == answer["hot_pair"], "hot pair"
+    for column in ("hot_pair_bytes", "total_in_bytes"):
+        assert row[column] == answer[column], column
+    for column in ("wall_us", "start_skew_us"):
+        _close(row[column], answer[column], column)
+    for column in ("throughput_gb_per_s", "throughput_gib_per_s"):
+        assert row[column] == pytest.approx(answer[column], rel=1e-6), column
+    assert (row["ranks_present"], row["splits_truncated"]) == (8, False)
     pairs = job.query("select src_rank, dst_rank, bytes from alltoall_pairs where job_id = 'payloads'")
     planted = split_matrix(job.spec) * 4
     assert len(pairs) == 64 and all(p["bytes"] == planted[p["src_rank"], p["dst_rank"]] for p in pairs)
