@@ -66,6 +66,7 @@ def test_the_eight_rank_job_writes_tracelens_straggler_summary(warehouse_copy: P
     assert result.returncode == 0, result.stderr
     out = tmp_path / "dlrm_8rank_job_analysis"  # named after the folder
     assert result.stdout.splitlines()[0] == "job dlrm_8rank: 8 of 8 ranks on 1 node (deviceProperties)"
+    assert f"wrote {out / 'analysis.md'}" in result.stdout.splitlines()  # the job's report, its P1 next
     expected = list(csv.DictReader((DLRM_JOB / "expected" / "tracelens" / "straggler_summary.csv").open()))
     written = list(csv.DictReader((out / "collective_report" / "straggler_summary.csv").open()))
     assert written == expected  # rank 7 last in 5 of 8 collectives, waits 1,534 us; rank 1 waits 11,125 us
