@@ -229,7 +229,8 @@ def assemble_job(name: str, files: list[RankFile], gpus_per_node: int | None = N
     for f in files:
         rank, source, problem = _rank(f)
         if problem is not None:
-            problems.append(problem)
+            alone = len(files) == 1 and rank is None and source == ""  # one trace, no rank: likely no job at all
+            problems.append(problem + (f"; to analyze the one trace alone, give the file: {f.label}" if alone else ""))
         elif rank is not None:
             ranks[f.trace_id], sources[f.trace_id] = rank, source
             named = rank_in_file_name(f.label)

@@ -210,3 +210,11 @@ def test_flags_that_do_not_fit_a_job_are_refused(tmp_path: Path) -> None:
     tagged = run_cli("ingest", str(job), "--tag", "job=x", "--warehouse", str(warehouse))
     assert tagged.returncode == 2 and "job is a job tag" in tagged.stderr and "--job NAME" in tagged.stderr
     assert not warehouse.exists()  # each refused before any work
+
+
+def test_a_folder_of_one_trace_that_is_no_rank_says_to_give_the_file(tmp_path: Path) -> None:
+    folder = tmp_path / "one"
+    folder.mkdir()
+    (folder / "trace.json.gz").write_bytes((TRACES / "torch_compile_triton" / "trace.json.gz").read_bytes())
+    result = run_cli("analyze", str(folder), "--warehouse", str(tmp_path / "wh"))
+    _one_line_error(result, "trace.json.gz: no rank", "to analyze the one trace alone, give the file: trace.json.gz")
