@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+# ---- jobs: the ranks of one distributed run (tracelake/job_assembly.py, docs/jobs.md) -------
+# A rank read from a file name when the header's distributedInfo has none, tried in order: TraceLens'
+# default rank regex (generate_multi_rank_collective_report_pytorch.py, `--rank_regex`), then the
+# `worker<N>` names of PyTorch's tensorboard_trace_handler runs (the param DLRM job).
+RANK_FILE_NAME_PATTERNS = (r"rank[\[\-_/]?(\d+)", r"worker(\d+)")
+# A host read from a file name (or the folder it sits in, below the job's folder): `node03`,
+# `node-3`, `host-a`, `host12`. Ours: launchers name per-host folders or files so; a name without
+# such a token says nothing of its node (TraceLens' file naming for 2 nodes x 8, TL#525/#526).
+HOST_FILE_NAME_PATTERNS = (r"(?<![A-Za-z0-9])((?:node|host)(?:\d+|-[A-Za-z0-9]+))(?![A-Za-z0-9])",)
+# Problems of a job named in one error line before "and N more" (each names its file).
+JOB_PROBLEMS_SHOWN = 3
+
 # ---- system tier --------------------------------------------------------------------------
 IDLE_PERCENT_MAX = 15.0  # TraceLens orchestrator: cpu_idle agent runs / flags above 15 % idle
 SHORT_KERNEL_US = 10.0  # TraceLens short-kernel study default threshold
@@ -227,6 +239,39 @@ NOT_THE_WORKLOAD_CHECKS: dict[str, tuple[str, ...]] = {
 # Python frames and host ops listed per finding as the host work inside its idle gaps: the few
 # largest say what the host did (a data loader, a copy) without a wall of frames.
 FINDING_HOST_ACTIVITY_TOP = 5
+
+# ---- job findings (issue 24: analyzers/job_*.py) ------------------------------------------------
+# A rank is the job's straggler when it arrives last at a collective more often than every other
+# rank and at at least this share of the job's implicit-sync collectives: a majority, the design's
+# "last in >= X %" (shared/reference/multi_rank.md); uniformly random arrival of 8 ranks would give
+# 12.5 %. TraceLens' straggler summary (TL#599) sorts by wait and leaves the verdict to the reader.
+STRAGGLER_LAST_ARRIVAL_PERCENT_MIN = 50.0
+# ... over at least this many collectives: fewer is a coincidence, not a pattern (a rank last at 2
+# of 2 collectives is 100 %).
+STRAGGLER_MIN_COLLECTIVES = 4
+# Why a rank is late: the ops whose GPU work before the collectives it arrives last at exceeds the
+# median rank's most, this many listed (the vllm#52911 hand-built tables show the top 1-3).
+WHY_LATE_TOP_OPS = 3
+# ... an op is named as the difference only when its excess over the median rank is at least this
+# share of the others' mean wait for the straggler: an op that explains a tenth of the lateness is
+# not why the rank is late.
+WHY_LATE_MIN_SHARE = 0.10
+# A bandwidth-bound collective signature recovers its median latency above what its bytes take at
+# this share of the link's peak bus bandwidth (interconnect_peaks seed): the same attainable share
+# as ATTAINABLE_ROOFLINE_PERCENT (nccl-tests' large-message bus bandwidth tops out below peak).
+COLLECTIVE_ATTAINABLE_PEAK_PERCENT = 80.0
+# An all-to-all(v) is imbalanced when its busiest rank sends this much more than the mean
+# (max / mean of the per-rank bytes, TraceLens' size_imbalance): 1.2 = 20 % above the mean; the
+# collective runs as long as its busiest rank, so (1 - mean / max) of it is the imbalance's.
+ALLTOALL_IMBALANCE_MAX = 1.2
+# Ranks of one node share one clock, and implicit-sync collectives end together on them: the shared
+# DLRM job ends within 1-7 us. A median end skew above this on one node is a clock or NCCL / RCCL
+# anomaly (TraceLens issue #22), not a straggler: its waits cannot be trusted.
+CLOCK_END_SKEW_MAX_US = 50.0
+# A rank's collective time is "mostly waiting" when its wait (collective_calls.wait_us: the time
+# until the last rank arrived) is at least this share of its collective kernels' time: then overlap
+# cannot hide it, the late rank must arrive earlier (the per-rank multi-kernel finding says so).
+COLLECTIVE_WAIT_SHARE_MIN = 0.5
 
 # ---- multi-rank jobs (models/marts/job_clock_offsets.sql) ----------------------------------
 # A node's clock offset is applied only above this many µs. The models read the dbt var
