@@ -57,7 +57,8 @@ def test_a_file_without_distributed_info_takes_its_rank_from_its_name(warehouse_
     tags = job_tags()
     assert tags["rank-6.trace.json.gz"] == {
         "job": "dlrm", "job_rank": "6", "job_rank_source": "file_name", "job_world_size": "8",
-        "job_world_size_source": "distributedInfo", "job_node": "0", "job_node_source": "deviceProperties"}
+        "job_world_size_source": "distributedInfo", "job_node": "0", "job_node_source": "deviceProperties",
+        "job_folder": str(job.resolve())}
     assert tags[DLRM_RANKS[5].name]["job_rank"] == "5"
 
 
@@ -173,3 +174,39 @@ def test_nodes_from_hosts_in_the_file_names(warehouse_copy: Path, tmp_path: Path
     assert {int(t["job_rank"]): (t["job_node"], t["job_host"], t["job_node_source"]) for t in tags.values() if t} == {
         0: ("1", "host-b", "host_in_file_name"), 1: ("1", "host-b", "host_in_file_name"),
         2: ("0", "host-a", "host_in_file_name"), 3: ("0", "host-a", "host_in_file_name")}
+
+
+def test_a_job_name_keeps_to_one_job(warehouse_copy: Path, tmp_path: Path, job_tags: JobTags) -> None:
+    job = tmp_path / "dlrm"
+    for rank in range(4):
+        copy_rank(rank, job)
+    assert run_cli("ingest", str(job), "--job", "dlrm", "--warehouse", str(warehouse_copy)).returncode == 0
+    (job / DLRM_RANKS[3].name).unlink()  # the folder changed: rank 3 is no member any more
+    again = run_cli("ingest", str(job), "--job", "dlrm", "--warehouse", str(warehouse_copy))
+    assert again.returncode == 0, again.stderr
+    assert "note: 1 trace(s) of job dlrm no longer in" in again.stderr
+    assert sorted(int(t["job_rank"]) for t in job_tags().values() if t) == [0, 1, 2]
+    elsewhere = tmp_path / "other" / "dlrm"  # another folder's job of the same name is refused
+    copy_rank(5, elsewhere)
+    refused = run_cli("ingest", str(elsewhere), "--job", "dlrm", "--warehouse", str(warehouse_copy), "--quiet")
+    _one_line_error(refused, f"the warehouse holds another job of this name (3 trace(s), from {job})",
+                    "--job NAME", "tracelake rm job=dlrm")
+
+
+def test_flags_that_do_not_fit_a_job_are_refused(tmp_path: Path) -> None:
+    job = tmp_path / "dlrm"
+    copy_rank(0, job)
+    copy_rank(1, job)
+    warehouse = tmp_path / "wh"
+    for args, fragment in (
+            (["--compare", str(DLRM_RANKS[2])], "a job's analysis takes no --compare"),
+            (["--capture-folder", str(tmp_path)], "--capture-folder belongs to one graph-replay trace"),
+            (["--job", "a/b"], "is not a job name")):
+        result = run_cli("analyze", str(job), *args, "--warehouse", str(warehouse))
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.count("\n") == 1 and fragment in result.stderr, result.stderr
+    single = run_cli("analyze", str(DLRM_RANKS[0]), "--gpus-per-node", "4", "--warehouse", str(warehouse))
+    assert single.returncode == 2 and "--gpus-per-node places a job's ranks on nodes" in single.stderr
+    tagged = run_cli("ingest", str(job), "--tag", "job=x", "--warehouse", str(warehouse))
+    assert tagged.returncode == 2 and "job is a job tag" in tagged.stderr and "--job NAME" in tagged.stderr
+    assert not warehouse.exists()  # each refused before any work
