@@ -121,7 +121,16 @@ def test_the_reports_p1_is_the_biggest_recoverable_job_finding(dlrm: DlrmJob) ->
     summary = markdown.split("## Executive Summary", 1)[1].split("\n## ", 1)[0]
     assert "[P1: Rank 7 is the straggler" in summary
     assert "ranks/rank7/analysis.md" in markdown
-    assert "| 7 **straggler** |" in markdown
+    # the per-rank breakdown: spans and waits are HTA's kernel_time and TraceLens' total waits
+    with (JOB_DIR / "expected" / "hta" / "temporal_breakdown.csv").open() as handle:
+        spans = {int(r["rank"]): float(r["kernel_time(us)"]) for r in csv.DictReader(handle)}
+    assert f"| 7 **straggler** | 0 | {spans[7] / 1000:.3f} |" in markdown
+    assert f"Step time | {max(spans.values()) / 1000:.3f} ms" in markdown
+    assert f"**, {ranked[0]['recoverable_ms']:.3f} ms (" in summary  # the lead's time, as its SQL returns it
+    html = (dlrm.out / "analysis.html").read_text()
+    assert 'href="ranks/rank7/analysis.html"' in html and "<h3>P1: Rank 7 is the straggler" in html
+    for rank, span in spans.items():
+        assert re.search(rf"^\| {rank}( \*\*straggler\*\*)? \| 0 \| {span / 1000:.3f} \|", markdown, re.M), rank
 
 
 def test_a_waiting_ranks_multi_kernel_finding_says_waiting_not_overlap(dlrm: DlrmJob) -> None:
