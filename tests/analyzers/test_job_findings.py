@@ -20,6 +20,7 @@ import pytest
 from tracelake.analyzers import multi_kernel
 from tracelake.analyzers.contracts import AnalysisContext, Finding
 from tracelake.analyzers.job_common import rows
+from tracelake.core.errors import BadTraceError
 from tracelake.ingestion import ingest_paths
 from tracelake.job_steps import run_job_agents, write_job_report
 from tracelake.warehouse import Warehouse
@@ -160,3 +161,8 @@ def test_a_waiting_ranks_multi_kernel_finding_says_waiting_not_overlap(dlrm: Dlr
     assert rank1.evidence["wait_ms"] == pytest.approx(11.125)
     assert rank1.evidence["waited_for"][0]["rank"] == 7
     assert rank1.title.startswith("Collectives wait for rank 7")
+
+
+def test_a_job_the_warehouse_does_not_hold_is_one_clear_error(dlrm: DlrmJob) -> None:
+    with pytest.raises(BadTraceError, match=r"^job 'no_such_job' is not in the warehouse; `tracelake analyze JOB_DIR`"):
+        run_job_agents(dlrm.db, "no_such_job")
