@@ -28,6 +28,7 @@ from tracelake.job_rank_steps import (
     find_job_findings,
     ingest_ranks,
     open_job_marts,
+    write_collective_report,
     write_job_analysis,
     write_rank_reports,
 )
@@ -53,6 +54,8 @@ JOB_ANALYSIS_STEPS = (
     Step("job findings", find_job_findings, ("db", "job"), "job_findings", label="finding the job's findings"),
     Step("job report", write_job_analysis, ("db", "job", "job_findings", "rank_reports", "runner"),
          label="writing the job's analysis.md"),
+    Step("collective report", write_collective_report, ("db", "job", "runner"),
+         label="writing the collective CSVs"),
 )
 check_wiring(JOB_ANALYSIS_STEPS, JOB_RUN_INPUTS)
 

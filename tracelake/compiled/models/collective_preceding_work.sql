@@ -154,10 +154,19 @@ windows as (
     from busy_before_end
 ),
 
+launching_op_ids as (
+    select distinct trace_id, cpu_op_id as op_id
+    from kernels
+    where cpu_op_id is not null and not is_comm
+),
+
 op_roots as (
-    select trace_id, op_id, arg_max(ancestor_op_id, distance) as root_op_id
+    select op_ancestors.trace_id, op_ancestors.op_id, arg_max(op_ancestors.ancestor_op_id, op_ancestors.distance) as root_op_id
     from op_ancestors
-    group by trace_id, op_id
+    inner join launching_op_ids
+        on op_ancestors.trace_id = launching_op_ids.trace_id
+        and op_ancestors.op_id = launching_op_ids.op_id
+    group by op_ancestors.trace_id, op_ancestors.op_id
 ),
 
 launched_work as (
