@@ -17,9 +17,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tracelake.analyzers import multi_kernel
+from tracelake.analyzers import multi_kernel, settings
 from tracelake.analyzers.contracts import AnalysisContext, Finding
-from tracelake.analyzers.job_common import rows
+from tracelake.analyzers.job_common import inline, rows
+from tracelake.analyzers.job_queries import EXPOSED_TRANSFER_SQL
 from tracelake.core.errors import BadTraceError
 from tracelake.ingestion import ingest_paths
 from tracelake.job_steps import run_job_agents, write_job_report
@@ -166,3 +167,15 @@ def test_a_waiting_ranks_multi_kernel_finding_says_waiting_not_overlap(dlrm: Dlr
 def test_a_job_the_warehouse_does_not_hold_is_one_clear_error(dlrm: DlrmJob) -> None:
     with pytest.raises(BadTraceError, match=r"^job 'no_such_job' is not in the warehouse; `tracelake analyze JOB_DIR`"):
         run_job_agents(dlrm.db, "no_such_job")
+
+
+def test_no_overlap_or_clock_finding_where_the_time_is_waiting_and_clocks_agree(dlrm: DlrmJob) -> None:
+    """DLRM's collectives end within 1-7 us (TraceLens' skew in end time) and their time is waiting:
+    no clock anomaly, and the exposed communication left after the waits is too small to advise overlap."""
+    ids = {f.finding_id for f in dlrm.findings}
+    assert "job_health:clock-anomaly" not in ids and "job_health:exposed-transfer" not in ids
+    per_rank = rows(dlrm.db, inline(EXPOSED_TRANSFER_SQL, JOB))
+    assert len(per_rank) == 8
+    step_us = per_rank[0]["job_step_us"]
+    assert 100.0 * per_rank[0]["median_hideable_us"] / step_us < settings.EXPOSED_COMM_PERCENT_MAX
+    assert all(r["exposed_transfer_us"] < 0.1 * r["exposed_comm_us"] for r in per_rank)  # mostly waiting
