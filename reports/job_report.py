@@ -70,6 +70,14 @@ def job_report_inputs(db: duckdb.DuckDBPyConnection, job_id: str, priority: Prio
         priority=priority, rank_links=links, reproduce=reproduce, problems=problems)
 
 
+def rank_ranges(ranks: list[int]) -> str:
+    """Ranks as sorted ranges: [1, 2, 3, 5] -> "1-3, 5" (126 missing ranks of 128 in one line)."""
+    ordered = sorted(set(ranks))
+    starts = [r for i, r in enumerate(ordered) if i == 0 or ordered[i - 1] != r - 1]
+    ends = [r for i, r in enumerate(ordered) if i == len(ordered) - 1 or ordered[i + 1] != r + 1]
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in zip(starts, ends, strict=True))
+
+
 def _cards(inputs: JobReportInputs) -> list[dict[str, Any]]:
     step = inputs.priority.e2e_time_ms
     cards = []
@@ -98,7 +106,8 @@ def render_job_markdown(inputs: JobReportInputs) -> str:
     text = _environment.get_template(TEMPLATE).render(
         job=inputs.job, straggler_rank=inputs.straggler_rank, breakdown=inputs.breakdown, spread=inputs.spread,
         signatures=inputs.signatures, cards=cards, summary=_summary(inputs, cards), rank_links=inputs.rank_links,
-        reproduce=inputs.reproduce, problems=inputs.problems, settings=settings)
+        reproduce=inputs.reproduce, problems=inputs.problems, settings=settings,
+        missing=rank_ranges(inputs.job.missing_ranks))
     return "\n".join(line.rstrip() for line in text.splitlines()).replace("\n\n\n", "\n\n").rstrip("\n") + "\n"
 
 

@@ -17,9 +17,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tracelake.analyzers import multi_kernel
+from tracelake.analyzers import multi_kernel, settings
 from tracelake.analyzers.contracts import AnalysisContext, Finding
-from tracelake.analyzers.job_common import rows
+from tracelake.analyzers.job_common import inline, rows
+from tracelake.analyzers.job_queries import EXPOSED_TRANSFER_SQL
+from tracelake.core.errors import BadTraceError
 from tracelake.ingestion import ingest_paths
 from tracelake.job_steps import run_job_agents, write_job_report
 from tracelake.warehouse import Warehouse
@@ -121,7 +123,16 @@ def test_the_reports_p1_is_the_biggest_recoverable_job_finding(dlrm: DlrmJob) ->
     summary = markdown.split("## Executive Summary", 1)[1].split("\n## ", 1)[0]
     assert "[P1: Rank 7 is the straggler" in summary
     assert "ranks/rank7/analysis.md" in markdown
-    assert "| 7 **straggler** |" in markdown
+    # the per-rank breakdown: spans and waits are HTA's kernel_time and TraceLens' total waits
+    with (JOB_DIR / "expected" / "hta" / "temporal_breakdown.csv").open() as handle:
+        spans = {int(r["rank"]): float(r["kernel_time(us)"]) for r in csv.DictReader(handle)}
+    assert f"| 7 **straggler** | 0 | {spans[7] / 1000:.3f} |" in markdown
+    assert f"Step time | {max(spans.values()) / 1000:.3f} ms" in markdown
+    assert f"**, {ranked[0]['recoverable_ms']:.3f} ms (" in summary  # the lead's time, as its SQL returns it
+    html = (dlrm.out / "analysis.html").read_text()
+    assert 'href="ranks/rank7/analysis.html"' in html and "<h3>P1: Rank 7 is the straggler" in html
+    for rank, span in spans.items():
+        assert re.search(rf"^\| {rank}( \*\*straggler\*\*)? \| 0 \| {span / 1000:.3f} \|", markdown, re.M), rank
 
 
 def test_a_waiting_ranks_multi_kernel_finding_says_waiting_not_overlap(dlrm: DlrmJob) -> None:
@@ -151,3 +162,20 @@ def test_a_waiting_ranks_multi_kernel_finding_says_waiting_not_overlap(dlrm: Dlr
     assert rank1.evidence["wait_ms"] == pytest.approx(11.125)
     assert rank1.evidence["waited_for"][0]["rank"] == 7
     assert rank1.title.startswith("Collectives wait for rank 7")
+
+
+def test_a_job_the_warehouse_does_not_hold_is_one_clear_error(dlrm: DlrmJob) -> None:
+    with pytest.raises(BadTraceError, match=r"^job 'no_such_job' is not in the warehouse; `tracelake analyze JOB_DIR`"):
+        run_job_agents(dlrm.db, "no_such_job")
+
+
+def test_no_overlap_or_clock_finding_where_the_time_is_waiting_and_clocks_agree(dlrm: DlrmJob) -> None:
+    """DLRM's collectives end within 1-7 us (TraceLens' skew in end time) and their time is waiting:
+    no clock anomaly, and the exposed communication left after the waits is too small to advise overlap."""
+    ids = {f.finding_id for f in dlrm.findings}
+    assert "job_health:clock-anomaly" not in ids and "job_health:exposed-transfer" not in ids
+    per_rank = rows(dlrm.db, inline(EXPOSED_TRANSFER_SQL, JOB))
+    assert len(per_rank) == 8
+    step_us = per_rank[0]["job_step_us"]
+    assert 100.0 * per_rank[0]["median_hideable_us"] / step_us < settings.EXPOSED_COMM_PERCENT_MAX
+    assert all(r["exposed_transfer_us"] < 0.1 * r["exposed_comm_us"] for r in per_rank)  # mostly waiting

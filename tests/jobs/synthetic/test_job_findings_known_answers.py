@@ -6,6 +6,7 @@ planted hot pair is an imbalance finding naming that pair."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -15,7 +16,7 @@ from tests.jobs.synthetic.conftest import STRAGGLER, BuiltJob
 from tests.jobs.synthetic_jobs import planted_delays_ns
 from tracelake.analyzers.contracts import Finding
 from tracelake.analyzers.job_common import rows
-from tracelake.job_steps import run_job_agents
+from tracelake.job_steps import run_job_agents, write_job_report
 from tracelake.warehouse import Warehouse
 
 
@@ -73,3 +74,13 @@ def test_an_all_to_all_with_a_planted_hot_pair(job_warehouse: Callable[[str], Bu
         (row,) = rows(db, imbalance.evidence_sql)
         assert imbalance.recoverable_ms == pytest.approx(row["recoverable_us"] / 1000.0, abs=1e-4)
         assert "rank 2 to rank 5" in imbalance.insight
+
+
+def test_a_job_of_2_of_128_ranks_says_which_are_missing(job_warehouse: Callable[[str], BuiltJob],
+                                                         tmp_path: Path) -> None:
+    job = job_warehouse("sparse128")  # ranks 0 and 77 of 128 written
+    for db, findings in _findings(job):
+        write_job_report(db, job.spec.name, findings, {}, tmp_path)
+        markdown = (tmp_path / "analysis.md").read_text()
+        assert "| Ranks present | 2 of 128 (missing: 1-76, 78-127; the job is analyzed for the ranks it has) |" in markdown
+        assert "rank 0 of job sparse128 has no report to link" in markdown
