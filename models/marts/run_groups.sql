@@ -17,7 +17,7 @@ phases as (
 ),
 
 category_time as (
-    select * from {{ ref('ops_summary_by_category') }}
+    select * from {{ ref('trace_category_kernel_time') }}
 ),
 
 serving_phases as (
@@ -29,7 +29,7 @@ serving_phases as (
 ),
 
 trace_kernel_time as (
-    select trace_id, sum(total_direct_kernel_time_ms) as kernel_time_ms
+    select trace_id, sum(kernel_time_ms) as kernel_time_ms
     from category_time
     group by trace_id
 ),
