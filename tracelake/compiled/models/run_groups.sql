@@ -13,7 +13,7 @@ phases as (
 ),
 
 category_time as (
-    select * from "warehouse"."main"."ops_summary_by_category"
+    select * from "warehouse"."main"."trace_category_kernel_time"
 ),
 
 serving_phases as (
@@ -25,7 +25,7 @@ serving_phases as (
 ),
 
 trace_kernel_time as (
-    select trace_id, sum(total_direct_kernel_time_ms) as kernel_time_ms
+    select trace_id, sum(kernel_time_ms) as kernel_time_ms
     from category_time
     group by trace_id
 ),
