@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+# ---- jobs: the ranks of one distributed run (tracelake/job_assembly.py, docs/jobs.md) -------
+# A rank read from a file name when the header's distributedInfo has none, tried in order: TraceLens'
+# default rank regex (generate_multi_rank_collective_report_pytorch.py, `--rank_regex`), then the
+# `worker<N>` names of PyTorch's tensorboard_trace_handler runs (the param DLRM job).
+RANK_FILE_NAME_PATTERNS = (r"rank[\[\-_/]?(\d+)", r"worker(\d+)")
+# A host read from a file name (or the folder it sits in, below the job's folder): `node03`,
+# `node-3`, `host-a`, `host12`. Ours: launchers name per-host folders or files so; a name without
+# such a token says nothing of its node (TraceLens' file naming for 2 nodes x 8, TL#525/#526).
+HOST_FILE_NAME_PATTERNS = (r"(?<![A-Za-z0-9])((?:node|host)(?:\d+|-[A-Za-z0-9]+))(?![A-Za-z0-9])",)
+# Problems of a job named in one error line before "and N more" (each names its file).
+JOB_PROBLEMS_SHOWN = 3
+
 # ---- system tier --------------------------------------------------------------------------
 IDLE_PERCENT_MAX = 15.0  # TraceLens orchestrator: cpu_idle agent runs / flags above 15 % idle
 SHORT_KERNEL_US = 10.0  # TraceLens short-kernel study default threshold

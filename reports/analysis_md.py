@@ -122,6 +122,7 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "agents": [{"agent": r.agent, "tier": r.tier, "status": r.status, "findings": len(r.findings),
                     "attempts": r.attempts} for r in inputs.agent_results],
         "trace_name": inputs.trace_name,
+        "job": _job_view(inputs),
         "trace_id": inputs.trace_id,
         "trace2_name": inputs.trace2_name or None,
         "trace2_id": inputs.trace2_id,
@@ -130,6 +131,15 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "scope": inputs.comparison_scope,
         "reproduce": reproduce,
     }
+
+
+def _job_view(inputs: ReportInputs) -> dict[str, Any] | None:
+    """The header line of a rank's report: its job, and the link to the job's report."""
+    job = inputs.job
+    if job is None:
+        return None
+    return {"name": job.name, "rank": job.rank, "world_size": job.world_size,
+            "link": Markdown(f"[the job's report]({job.job_report})")}  # our relative path, pattern-checked
 
 
 def embed_plot(markdown: str, png: bytes) -> str:

@@ -19,6 +19,15 @@ from tracelake.analyzers.model_id import ModelInfo
 PLOT_PENDING = "\x00tracelake-plot-pending\x00"
 
 
+class RankOfJob(BaseModel):
+    """A rank report's place in its job: its header names the job and links to the job's report."""
+
+    name: str  # the job's name (the `job` tag)
+    rank: int
+    world_size: int
+    job_report: str = Field(default="../../analysis.md", pattern=r"^[A-Za-z0-9_./-]+$")  # relative link
+
+
 class ReportInputs(BaseModel):
     """The inputs of ``render_analysis``; trace 1 is the baseline, trace 2 the target."""
 
@@ -34,6 +43,7 @@ class ReportInputs(BaseModel):
     mode_reason: str  # runs.mode_reason, or "--mode <mode>" when given
     trace_name: str
     trace_id: str
+    job: RankOfJob | None = None  # the trace is a rank of a job analyzed as one (tracelake/job_pipeline.py)
     ts_base_us: int = 0  # traces.ts_base_us: what trace 1's stored timestamps are less (cards add it back)
     trace2_name: str | None = None
     trace2_id: str | None = None

@@ -17,6 +17,14 @@ import typer
 from typer import Abort, Exit
 
 from tracelake.analyzers.settings import COMPARE_THRESHOLD_PERCENT
+from tracelake.cli_analyze import (
+    TOP_FINDINGS_PRINTED as TOP_FINDINGS_PRINTED,
+    analyze_job,
+    exit_on_report_problems,
+    print_ingest_report,
+    print_warnings,
+    top_findings,
+)
 from tracelake.cli_exit import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -56,7 +64,6 @@ if TYPE_CHECKING:
 
 # gen0 / gen1 / gen2 thresholds of the cyclic collector; CPython's default is (700, 10, 10)
 GC_THRESHOLDS = (100_000, 20, 20)
-TOP_FINDINGS_PRINTED = 3  # analyze prints this many findings after "wrote .../analysis.md" (issue 13: a reader's first three)
 EXIT_COMPARE_CRASHED = 3  # `compare` keeps 1 for "regression": a crash must not read as a verdict in CI
 
 show_flags_as_flags()
@@ -105,50 +112,61 @@ def help_command(
                          standalone_mode=False) or EXIT_OK)
 
 
-@app.command(epilog='Example: tracelake ingest runs/ --tag model=bert --tag run=nightly-42')
+@app.command(epilog='Examples: tracelake ingest runs/ --tag model=bert --tag run=nightly-42;  '
+                     'tracelake ingest runs/job42/ --job job42   (its rank traces, tagged as one job)')
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Trace files (.json, .json.gz) or folders of them.")],
     warehouse: WarehouseOption = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="KEY=VALUE label for these traces (repeatable).")] = None,
+    job: Annotated[str | None, typer.Option("--job", help=(
+        "The traces are the ranks of one job of this name (else refused); without it, a folder whose traces are "
+        "the ranks of one job is tagged as that job, named after the folder."))] = None,
+    gpus_per_node: Annotated[int | None, typer.Option(
+        "--gpus-per-node", min=1, help="The job's node of each rank: rank // N (the traces must be one job).")] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="Parallel parse workers (default: cores).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
-    """Ingest traces into the warehouse; the marts are up to date when it returns."""
+    """Ingest traces into the warehouse; the marts are up to date when it returns. The ranks of one
+    job are tagged as that job (job, job_rank, job_node, ...: docs/jobs.md)."""
     if len(paths) == 1:
         prefetch(paths[0])
     from tracelake.ingestion import ingest_paths  # noqa: PLC0415 - see the note on the imports
+    from tracelake.jobs import JOB_TAGS, check_job_name, recognize_jobs  # noqa: PLC0415
 
     _imported_for_good()
     tags = parse_tags(tag or [])
+    managed = sorted(set(tags) & set(JOB_TAGS))
+    if managed:
+        raise typer.BadParameter(f"{', '.join(managed)} {'is a job tag' if len(managed) == 1 else 'are job tags'}, "
+                                 "written from the traces themselves; name a job with --job NAME", param_hint="--tag")
+    if job is not None:
+        check_job_name(job)
     wh = _warehouse(warehouse)
     show_progress = sys.stderr.isatty() and not quiet
     with ProgressBar(enabled=show_progress) as progress:
         report = ingest_paths(paths, wh, tags, jobs or default_jobs(), progress)
-    for outcome in report.outcomes:
-        if outcome.status == "new":
-            print(f"{outcome.trace_id}  {outcome.path.name}  {outcome.event_count} events  {outcome.seconds:.2f}s")
-        elif outcome.status == "known":
-            print(f"{outcome.trace_id}  {outcome.path.name}  {outcome.message}")
-        elif outcome.status == "skipped":
-            print(f"skipped  {outcome.path}  ({outcome.message})", file=sys.stderr)
-    for outcome in report.failed:
-        print(f"tracelake: error: {outcome.message}", file=sys.stderr)
-    if not quiet:
-        new = len(report.new_trace_ids)
-        print(f"{new} new, {len(report.outcomes) - new - len(report.failed)} unchanged, "
-              f"{len(report.failed)} failed in {report.seconds:.2f}s (models: {report.model_update})",
-              file=sys.stderr)
+    print_ingest_report(report, quiet)
     if report.failed:
         raise typer.Exit(EXIT_BAD_INPUT)
+    for line in recognize_jobs(paths, report, wh, job, gpus_per_node):
+        print(line, file=sys.stderr if line.startswith("note: ") else sys.stdout)
 
 
-@app.command(epilog='Example: tracelake analyze trace.json.gz --out report/   (then open report/analysis.md)')
+@app.command(epilog='Examples: tracelake analyze trace.json.gz --out report/   (then open report/analysis.md);  '
+                     'tracelake analyze runs/job42/ --gpus-per-node 8   (a job: one report per rank and the job\'s)')
 def analyze(
-    trace: Annotated[Path, typer.Argument(help="Trace file (.json or .json.gz); the baseline with --compare.")],
+    traces: Annotated[list[Path], typer.Argument(
+        metavar="TRACE...", help=("A trace file (.json or .json.gz; the baseline with --compare); or a job: a folder "
+                                  "of its rank traces, or several rank files (JOB_DIR, or F1 F2 ...)."))],
+    job: Annotated[str | None, typer.Option(
+        "--job", help="Analyze the traces as one job of this name (default: the folder's name).")] = None,
+    gpus_per_node: Annotated[int | None, typer.Option(
+        "--gpus-per-node", min=1, help=("A job's node of each rank: rank // N (used when the file names name no host; "
+                                        "default: the trace's deviceProperties, else one node)."))] = None,
     compare: Annotated[Path | None, typer.Option(
-        "--compare", help="Second trace (the target): comparative analysis against TRACE.")] = None,
+        "--compare", help="Second trace (the target): comparative analysis against TRACE (not for a job).")] = None,
     platform: Annotated[str | None, typer.Option(
-        "--platform", help="Roofline platform (default: detected from the trace).")] = None,
+        "--platform", help="Roofline platform (default: detected from the trace; a job's ranks all take it).")] = None,
     platform2: Annotated[str | None, typer.Option(
         "--platform2", help="Platform of the --compare trace (default: detected).")] = None,
     mode: Annotated[Mode, typer.Option("--mode", help=(
@@ -161,13 +179,15 @@ def analyze(
     capture_folder2: Annotated[Path | None, typer.Option(
         "--capture-folder2", help="Graph-capture traces for the --compare trace.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help=(
-        "Output folder (default: <trace dir>/<trace name>_analysis). Only a new, empty or TraceLake report folder "
-        "is replaced; any other folder is refused."))] = None,
+        "Output folder (default: <trace dir>/<trace name>_analysis; a job: <folder holding JOB_DIR>/<job>_job_analysis, "
+        "for files their folder's parent). Only a new, empty or TraceLake report folder is replaced; any other "
+        "folder is refused."))] = None,
     force: Annotated[bool, typer.Option("--force", help=(
         "Replace a TraceLake report folder that also holds files of yours (they are kept). Never replaces a "
         "folder TraceLake did not write."))] = False,
     warehouse: WarehouseOption = None,
-    jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="Parse workers (default: cores).")] = None,
+    jobs: Annotated[int | None, typer.Option(
+        "--jobs", min=1, help="Parse workers; a job's ranks are decoded this many at once (default: cores).")] = None,
     agents: Annotated[AgentsRunner, typer.Option(
         "--agents", help="Write findings deterministically or through --llm-cmd.")] = AgentsRunner.deterministic,
     llm_cmd: Annotated[str | None, typer.Option(
@@ -175,48 +195,49 @@ def analyze(
     xlsx: Annotated[bool, typer.Option("--xlsx", help="Also write perf_report.xlsx (one sheet per CSV).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
-    """Analyze a trace: perf report CSVs, agents' findings, analysis.md."""
-    prefetch(trace)
+    """Analyze a trace (perf report CSVs, agents' findings, analysis.md), or a job's ranks as one job."""
+    is_job = len(traces) > 1 or traces[0].is_dir() or job is not None
+    if not is_job:
+        prefetch(traces[0])
     from tracelake.pipeline import AnalyzeOptions, run_analysis  # noqa: PLC0415 - see the note on the imports
 
     _imported_for_good()
 
     if agents is AgentsRunner.llm and not llm_cmd:
         raise typer.BadParameter("--agents llm needs --llm-cmd", param_hint="--llm-cmd")
+    if gpus_per_node is not None and not is_job:
+        raise typer.BadParameter("--gpus-per-node places a job's ranks on nodes; give a folder or several rank "
+                                 "files (or --job NAME)", param_hint="--gpus-per-node")
+    if compare is not None and is_job:
+        raise typer.BadParameter("a job's analysis takes no --compare (compare two jobs with `tracelake compare`)",
+                                 param_hint="--compare")
     if compare is None and (platform2 or capture_folder2):
         raise typer.BadParameter("--platform2 and --capture-folder2 describe the --compare trace; pass --compare TRACE2",
                                  param_hint="--compare")
+    if capture_folder is not None and is_job:
+        raise typer.BadParameter("--capture-folder belongs to one graph-replay trace; a job's analysis takes none",
+                                 param_hint="--capture-folder")
     show_progress = sys.stderr.isatty() and not quiet
     options = AnalyzeOptions(
         platform=platform, mode=mode.value, out_dir=out, jobs=jobs or default_jobs(), xlsx=xlsx,
         capture_folder=capture_folder, agents=agents.value, llm_cmd=llm_cmd,
         compare=compare, platform2=platform2, capture_folder2=capture_folder2, force=force,
+        job_name=job, gpus_per_node=gpus_per_node,
     )
+    if is_job:
+        analyze_job(traces, options, _warehouse(warehouse), show_progress, quiet)
+        return
+    trace = traces[0]
     with ProgressBar(enabled=show_progress) as progress:
         outcome = run_analysis(trace, _warehouse(warehouse), options, progress, progress.stage)
     print(f"{outcome.trace_id}  {trace.name}  platform {outcome.platform} ({outcome.platform_source})")
     if compare is not None:
         print(f"{outcome.trace2_id}  {compare.name}  platform {outcome.platform2} (trace 2)")
     print(f"wrote {outcome.analysis_md}")
-    for line in _top_findings(outcome.out_dir / "priority_data.json"):
+    for line in top_findings(outcome.out_dir / "priority_data.json"):
         print(line)
-    if not quiet:
-        for warning in outcome.warnings:
-            print(f"warning: {warning}", file=sys.stderr)
-    if outcome.report_problems:
-        for problem in outcome.report_problems:
-            print(f"tracelake: report check failed: {problem}", file=sys.stderr)
-        raise typer.Exit(EXIT_FAILED)
-
-
-def _top_findings(priority_json: Path) -> list[str]:
-    """The first TOP_FINDINGS_PRINTED findings of priority_data.json, one line each."""
-    from tracelake.analyzers.contracts import PriorityData  # noqa: PLC0415 - the CLI imports the analysis stack lazily
-    from tracelake.reports.priority import finding_lines  # noqa: PLC0415
-
-    if not priority_json.is_file():
-        return []
-    return finding_lines(PriorityData.model_validate_json(priority_json.read_text()), TOP_FINDINGS_PRINTED)
+    print_warnings(outcome.warnings, quiet)
+    exit_on_report_problems(outcome.report_problems)
 
 
 @app.command(epilog='Example: tracelake platforms --format json')

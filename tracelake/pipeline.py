@@ -30,7 +30,7 @@ from tracelake.finding_steps import (
 )
 from tracelake.folders import FolderKind, OutputStaging, OutputTarget, claim_output_folder
 from tracelake.graph_captures import CaptureFile, read_capture_folder
-from tracelake.ingestion import IngestProgress, trace_files_in
+from tracelake.ingestion import IngestProgress
 from tracelake.platforms import resolve_platform
 from tracelake.report_steps import record_analysis, write_analysis_report
 from tracelake.run_contracts import RunMetadata
@@ -82,7 +82,8 @@ ANALYSIS_STEPS = (
     Step("validation", validate_findings, ("db", "agents", "findings", "priority", "runner"),
          label="checking the findings add up"),
     Step("report", write_analysis_report,
-         ("db", "trace", "compare", "facts", "categories", "priority", "findings", "model_info", "runner"), "problems",
+         ("db", "trace", "compare", "facts", "categories", "priority", "findings", "model_info", "options", "runner"),
+         "problems",
          label="writing analysis.md"),
     Step("record", record_analysis, ("record", "agents", "priority", "findings", "out_dir")),
 )
@@ -146,14 +147,9 @@ def _capture_links(trace: Path, options: AnalyzeOptions) -> dict[Path, list[Capt
 
 
 def _folder_given(folder: Path) -> str:
-    """What to do when `analyze` is given a folder: it reports on one trace (one rank, one run)."""
-    found = trace_files_in(folder)
-    if not found:
-        return f"{folder} is a folder with no .json or .json.gz trace files; analyze takes one trace file"
-    example = found[0]
-    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-    return (f"{folder} is a folder; analyze writes the report of one trace file, e.g. `tracelake analyze {example}`"
-            f"{more}; to load them all, `tracelake ingest {folder}`, then `tracelake compare` or `tracelake sql`")
+    """run_analysis reports on one trace; a folder is a job (tracelake/job_pipeline.py)."""
+    return (f"{folder} is a folder; run_analysis reports on one trace file: `tracelake analyze {folder}` "
+            "(run_job_analysis) analyzes its traces as the ranks of one job")
 
 
 def run_analysis(
@@ -181,8 +177,9 @@ def run_analysis(
         record.close()
         raise BadTraceError(f"cannot write the report next to {out_dir} ({exc.strerror}); choose a writable "
                             "folder with --out") from None
+    home = options.report_home or out_dir  # a job's rank report is built where it will not stay
     runner = AnalysisRunner(RunMetadata(
-        tracelake_version=__version__, trace_path=str(trace.resolve()), out_dir=str(out_dir),
+        tracelake_version=__version__, trace_path=str(trace.resolve()), out_dir=str(home),
         warehouse=str(warehouse.root), started_at=datetime.now(UTC),
         agents_runner=options.agents, comparison_scope="comparative" if options.compare else "standalone",
         trace2_path=str(options.compare.resolve()) if options.compare else None), output.content, on_stage)
@@ -205,7 +202,7 @@ def _analyze(trace: Path, warehouse: Warehouse, options: AnalyzeOptions, out_dir
     """ANALYSIS_STEPS over the run's inputs."""
     inputs = {"trace": trace, "compare": options.compare, "options": options, "warehouse": warehouse,
               "progress": progress, "captures": captures, "chosen_platforms": chosen_platforms,
-              "runner": runner, "record": record, "out_dir": out_dir}
+              "runner": runner, "record": record, "out_dir": options.report_home or out_dir}
     done = runner.run(ANALYSIS_STEPS, inputs)
     runner.finish()
     traces: TraceIds = done["traces"]

@@ -11,6 +11,7 @@ import duckdb
 from tracelake.analysis_facts import AnalysisFacts
 from tracelake.analysis_record import ReportRecord
 from tracelake.analysis_runner import AnalysisRunner
+from tracelake.analyze_options import AnalyzeOptions
 from tracelake.analyzers import trace_overview
 from tracelake.analyzers.comparison import category_times
 from tracelake.analyzers.contracts import AgentResult, PriorityData
@@ -31,7 +32,8 @@ def _report_warnings(warnings: list[str], results: list[AgentResult]) -> list[st
 
 
 def _report_inputs(db: duckdb.DuckDBPyConnection, trace: Path, facts: AnalysisFacts, priority: PriorityData,
-                   results: list[AgentResult], model_info: ModelInfo, warnings: list[str]) -> dict[str, Any]:
+                   results: list[AgentResult], model_info: ModelInfo, warnings: list[str],
+                   options: AnalyzeOptions) -> dict[str, Any]:
     trace_id, platform, gate = facts.trace.trace_id, facts.trace.platform.name, facts.trace.gate
     top_operations = (trace_overview.top_operations(db, trace_id, platform, priority.e2e_time_ms)
                       if gate.gpu_events_present else trace_overview.top_cpu_operations(db, trace_id))
@@ -41,7 +43,7 @@ def _report_inputs(db: duckdb.DuckDBPyConnection, trace: Path, facts: AnalysisFa
         "title_model": model_info.display_name,
         "platform": platform, "platform2": None, "comparison_scope": "standalone",
         "mode": facts.mode or "unknown", "mode_reason": facts.mode_reason, "trace_name": trace.name,
-        "trace_id": trace_id, "ts_base_us": ts_base_us(db, trace_id),
+        "trace_id": trace_id, "job": options.job, "ts_base_us": ts_base_us(db, trace_id),
         "gpu_utilization": facts.trace.gpu.model_dump(), "gpu_utilization2": None,
         "top_bottleneck_category": top_category, "priority": priority, "agent_results": results,
         "top_operations": top_operations, "model_info": model_info, "platform_spec": facts.platform_spec,
@@ -59,10 +61,10 @@ def _report_inputs(db: duckdb.DuckDBPyConnection, trace: Path, facts: AnalysisFa
 
 def write_analysis_report(db: duckdb.DuckDBPyConnection, trace: Path, compare: Path | None, facts: AnalysisFacts,
                           categories: CategoryData, priority: PriorityData, findings: list[AgentResult],
-                          model_info: ModelInfo, runner: AnalysisRunner) -> list[str]:
+                          model_info: ModelInfo, options: AnalyzeOptions, runner: AnalysisRunner) -> list[str]:
     """analysis.md and analysis.html (rendered while the plot process draws; the PNG goes in
     last); the problems validate_analysis finds in the markdown."""
-    fields = _report_inputs(db, trace, facts, priority, findings, model_info, runner.warnings)
+    fields = _report_inputs(db, trace, facts, priority, findings, model_info, runner.warnings, options)
     second, comparison = facts.trace2, categories.op_comparison
     if comparison is not None and compare is not None and second is not None:
         extra = report_fields(

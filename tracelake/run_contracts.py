@@ -47,6 +47,19 @@ class RunMetadata(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
+class JobRunMetadata(RunMetadata):
+    """metadata/run.json of a job's analysis (tracelake/job_pipeline.py): trace_path is the job's
+    folder, or the files' common folder."""
+
+    comparison_scope: str = "job"
+    job: str | None = None
+    world_size: int | None = None
+    ranks: list[int] = Field(default_factory=list)  # the ranks present, ascending
+    missing_ranks: list[int] = Field(default_factory=list)
+    node_count: int | None = None
+    rank_reports: list[str] = Field(default_factory=list)  # ranks/rank<r>, below the job's folder
+
+
 class QualityCheck(BaseModel):
     check_name: str
     value: float | None
