@@ -76,7 +76,7 @@ class TraceRun(BaseModel):
     file_name: str
     ingested_at: datetime
     model: str
-    model_source: Literal["tag", "file name"]
+    model_source: Literal["tag", "job", "file name"]
     run: str | None
     commit: str | None
     mode: str | None

@@ -28,6 +28,7 @@ final as (
         arg_min(rank, (value_ms, rank)) as min_rank,
         arg_max(rank, (value_ms, -rank)) as max_rank
     from long_metrics
+    where value_ms is not null
     group by job_id, metric
 )
 
