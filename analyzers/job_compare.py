@@ -1,0 +1,190 @@
+"""`tracelake compare job:A job:B`: two multi-rank jobs side by side (docs/jobs.md).
+
+- Per collective signature (name, dtype, message bytes, group size, intra- / inter-node; from
+  `collective_instances`): instances, median latency (TraceLens' comm_latency, the fastest rank's
+  duration), median bus bandwidth (GB/s), total wait of the ranks.
+- Per-rank spread (`job_rank_spread`): min / median / max over the ranks of step time,
+  communication, wait and kernel time, with the ranks at the ends.
+- The straggler of each side (`job_straggler_summary`, TraceLens' rule: the rank that waits least).
+
+Verdict: the job runs at the pace of its slowest rank, so the candidate regresses when its median or
+its slowest rank's step time is slower than the baseline's by more than the threshold. A job has
+one profiler window per rank, so there is no step-to-step noise band: the threshold decides alone.
+Signatures and the other spreads are listed, never fatal.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import duckdb
+from pydantic import BaseModel
+
+from tracelake.core.errors import TraceLakeError
+
+SignatureStatus = Literal["both", "new", "gone"]
+GATING_SPREADS = (("step_time", "median_ms", "median rank's step time"),
+                  ("step_time", "max_ms", "slowest rank's step time"))
+
+SIDE_SQL = """
+select j.job_id, j.world_size, j.rank_count, j.platforms, s.rank as straggler_rank,
+    s.times_arrived_last as straggler_times_arrived_last, s.num_collectives as collective_count,
+    s.total_wait_us / 1000.0 as straggler_wait_ms
+from jobs j
+left join (
+    select * from job_straggler_summary where job_id = $job and num_collectives > 0
+    qualify row_number() over (order by total_wait_us, rank) = 1
+) s using (job_id)
+where j.job_id = $job
+"""
+
+# per side, then paired on the signature (a side without it: new / gone)
+SIGNATURES_SQL = """
+with signatures as (
+    select
+        job_id, collective_name, coalesce(dtype, '') as dtype, msg_bytes, group_size, node_span,
+        count(*) as instance_count,
+        median(comm_latency_us) as latency_us,
+        median(bus_gb_per_s) as bus_gb_per_s,
+        sum(avg_wait_us * ranks_present) / 1000.0 as total_wait_ms
+    from collective_instances
+    where job_id in ($baseline, $candidate)
+    group by all
+),
+baseline as (select * from signatures where job_id = $baseline),
+candidate as (select * from signatures where job_id = $candidate)
+select
+    coalesce(b.collective_name, c.collective_name) as collective_name,
+    coalesce(b.dtype, c.dtype) as dtype,
+    coalesce(b.msg_bytes, c.msg_bytes) as msg_bytes,
+    coalesce(b.group_size, c.group_size) as group_size,
+    coalesce(b.node_span, c.node_span) as node_span,
+    b.instance_count as baseline_count, c.instance_count as candidate_count,
+    b.latency_us as baseline_latency_us, c.latency_us as candidate_latency_us,
+    b.bus_gb_per_s as baseline_bus_gb_per_s, c.bus_gb_per_s as candidate_bus_gb_per_s,
+    b.total_wait_ms as baseline_wait_ms, c.total_wait_ms as candidate_wait_ms
+from baseline b
+full outer join candidate c
+    on b.collective_name is not distinct from c.collective_name and b.dtype = c.dtype
+    and b.msg_bytes is not distinct from c.msg_bytes and b.group_size is not distinct from c.group_size
+    and b.node_span is not distinct from c.node_span
+order by coalesce(b.latency_us * b.instance_count, 0) + coalesce(c.latency_us * c.instance_count, 0) desc,
+    collective_name, msg_bytes
+"""
+
+SPREAD_SQL = """
+select metric, b.min_ms as baseline_min_ms, b.median_ms as baseline_median_ms, b.max_ms as baseline_max_ms,
+    b.max_rank as baseline_max_rank, c.min_ms as candidate_min_ms, c.median_ms as candidate_median_ms,
+    c.max_ms as candidate_max_ms, c.max_rank as candidate_max_rank
+from (select * from job_rank_spread where job_id = $baseline) b
+full outer join (select * from job_rank_spread where job_id = $candidate) c using (metric)
+order by case metric when 'step_time' then 1 when 'communication' then 2 when 'wait' then 3 else 4 end, metric
+"""
+
+
+class JobSide(BaseModel):
+    job_id: str
+    world_size: int | None
+    rank_count: int
+    platforms: list[str]
+    straggler_rank: int | None  # None without a matched collective
+    straggler_times_arrived_last: int | None
+    straggler_wait_ms: float | None
+    collective_count: int | None
+
+
+class SignatureChange(BaseModel):
+    collective_name: str | None
+    dtype: str
+    msg_bytes: int | None
+    group_size: int | None
+    node_span: str | None
+    status: SignatureStatus
+    baseline_count: int | None
+    candidate_count: int | None
+    baseline_latency_us: float | None  # median over the instances of the fastest rank's duration
+    candidate_latency_us: float | None
+    latency_change_percent: float | None
+    baseline_bus_gb_per_s: float | None  # median, decimal GB/s
+    candidate_bus_gb_per_s: float | None
+    baseline_wait_ms: float | None  # summed over the instances and their ranks
+    candidate_wait_ms: float | None
+
+
+class SpreadChange(BaseModel):
+    metric: str  # job_rank_spread.metric
+    baseline_min_ms: float | None
+    baseline_median_ms: float | None
+    baseline_max_ms: float | None
+    baseline_max_rank: int | None
+    candidate_min_ms: float | None
+    candidate_median_ms: float | None
+    candidate_max_ms: float | None
+    candidate_max_rank: int | None
+    median_change_percent: float | None
+    max_change_percent: float | None
+
+
+class JobComparison(BaseModel):
+    """`tracelake compare job:A job:B --format json`."""
+
+    kind: Literal["jobs"] = "jobs"
+    regression: bool  # the CLI exits 1 when true
+    summary: str
+    threshold_percent: float
+    baseline: JobSide
+    candidate: JobSide
+    signatures: list[SignatureChange]  # largest total latency first
+    spreads: list[SpreadChange]
+    failures: list[str]
+
+
+def query_rows(db: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    cursor = db.execute(sql, params)
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _change(before: float | None, after: float | None) -> float | None:
+    return 100.0 * (after - before) / before if before and after is not None else None
+
+
+def _side(db: duckdb.DuckDBPyConnection, job_id: str) -> JobSide:
+    rows = query_rows(db, SIDE_SQL, {"job": job_id})
+    if not rows:
+        raise TraceLakeError(f"no job {job_id!r} in the warehouse's jobs")
+    row = rows[0]
+    platforms = row["platforms"]
+    return JobSide(**{**row, "platforms": [str(p) for p in platforms] if isinstance(platforms, list) else
+                      [p for p in str(platforms or "").split(",") if p]})
+
+
+def _signature(row: dict) -> SignatureChange:
+    status: SignatureStatus = ("both" if row["baseline_count"] and row["candidate_count"]
+                               else "new" if row["candidate_count"] else "gone")
+    return SignatureChange(**row, status=status,
+                           latency_change_percent=_change(row["baseline_latency_us"], row["candidate_latency_us"]))
+
+
+def compare_jobs(db: duckdb.DuckDBPyConnection, baseline: str, candidate: str, threshold_percent: float) -> JobComparison:
+    """Two jobs of the warehouse compared; `regression` when a gating step time is slower beyond the threshold."""
+    sides = {"baseline": baseline, "candidate": candidate}
+    spreads = [SpreadChange(**row, median_change_percent=_change(row["baseline_median_ms"], row["candidate_median_ms"]),
+                            max_change_percent=_change(row["baseline_max_ms"], row["candidate_max_ms"]))
+               for row in query_rows(db, SPREAD_SQL, sides)]
+    failures, deciding = [], ""
+    for metric, column, label in GATING_SPREADS:
+        spread = next((s for s in spreads if s.metric == metric), None)
+        change = getattr(spread, f"{column.removesuffix('_ms')}_change_percent") if spread else None
+        if change is not None and not deciding:
+            deciding = f"{label} {change:+.1f} %"
+        if change is not None and change > threshold_percent:
+            failures.append(label)
+    verdict = "REGRESSION" if failures else "OK"
+    summary = (f"{verdict}: job {candidate} against job {baseline}: "
+               + (deciding or "no step time on one side") + f" (threshold {threshold_percent:g} %)")
+    return JobComparison(
+        regression=bool(failures), summary=summary, threshold_percent=threshold_percent,
+        baseline=_side(db, baseline), candidate=_side(db, candidate),
+        signatures=[_signature(row) for row in query_rows(db, SIGNATURES_SQL, sides)], spreads=spreads,
+        failures=failures)
