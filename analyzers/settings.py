@@ -239,3 +239,10 @@ NOT_THE_WORKLOAD_CHECKS: dict[str, tuple[str, ...]] = {
 # Python frames and host ops listed per finding as the host work inside its idle gaps: the few
 # largest say what the host did (a data loader, a copy) without a wall of frames.
 FINDING_HOST_ACTIVITY_TOP = 5
+
+# ---- multi-rank jobs (models/marts/job_clock_offsets.sql) ----------------------------------
+# A node's clock offset is applied only above this many µs. The models read the dbt var
+# `clock_offset_floor_us` (dbt_project.yml), which must equal this (tests/jobs check it): ranks on
+# one node share a clock, and implicit-sync collectives end within 1-7 µs of each other on the
+# shared 8-rank DLRM job (TraceLens' skew in end time), so an estimate below ~3x that is noise.
+CLOCK_OFFSET_FLOOR_US = 20.0

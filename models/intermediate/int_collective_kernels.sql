@@ -125,7 +125,8 @@ merged as (
             kernel_annotations.collective_name_raw) as collective_name_raw,
         coalesce(kernel_args.dtype, comm_records.dtype, kernel_annotations.first_input_type) as dtype,
         coalesce(kernel_args.in_nelems, comm_records.in_nelems,
-            {{ list_prod('kernel_annotations.first_input_dims') }}) as in_nelems,
+            case when kernel_annotations.first_input_dims is not null
+                then {{ list_prod('kernel_annotations.first_input_dims') }} end) as in_nelems,
         coalesce(kernel_args.out_nelems, comm_records.out_nelems) as out_nelems_given,
         coalesce(kernel_args.group_size, comm_records.group_size) as group_size,
         coalesce(kernel_args.pg_name, comm_records.pg_name) as pg_name,
