@@ -43,6 +43,7 @@ from tracelake.analyzers.multi_kernel_metrics import (
     MultiKernelMetrics,
     TransferStats,
 )
+from tracelake.analyzers.multi_kernel_waiting import collective_waiting
 
 __all__ = ["AGENT_NAME", "DISPLAY_NAME", "FLAGGED_DIRECTIONS", "MEMCPY_SQL", "TIER", "TIMELINE_SQL", "CollectiveModel",
            "CollectiveOp", "MemcpyDirection", "MultiKernelMetrics", "TransferStats", "analyze"]
@@ -226,7 +227,7 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
     hideable_us = 1000.0 * _hideable_comm_ms(tl) if metrics.overlap_flagged else 0.0
     claims = Claims(copies=_claimed_copies(db, ctx.trace_id), **_claimed_comm(db, ctx.trace_id, hideable_us))
     metrics.collective_model = _collective_model(db, ctx.trace_id, claims.unhideable_comm)
-    found = findings(metrics, ctx, claims)
+    found = findings(metrics, ctx, claims, collective_waiting(db, ctx.trace_id))
     metrics.patterns_detected = [f.finding_id.split(":", 1)[1] for f in found]
     return AgentResult(agent=AGENT_NAME, tier="system", category=AGENT_NAME, status="OK",
                        metrics=metrics.model_dump(mode="json"), findings=found)

@@ -19,6 +19,7 @@ from tracelake.analyzers.multi_kernel_metrics import (
     MultiKernelMetrics,
     TransferStats,
 )
+from tracelake.analyzers.multi_kernel_waiting import CollectiveWaiting, waiting_finding
 from tracelake.core.sql_text import inline_trace_id
 
 COMM_CHECKS = ("linked_gpu_time_share", "same_stream_overlaps", "distributed_info")
@@ -380,17 +381,25 @@ def _copy_finding(direction: str, m: MultiKernelMetrics, ctx: AnalysisContext, c
         **impact)
 
 
-def findings(m: MultiKernelMetrics, ctx: AnalysisContext, claims: Claims) -> list[Finding]:
-    """The trace's findings, in this order: overlap, exposed communication, D2H and H2D copies."""
+def findings(m: MultiKernelMetrics, ctx: AnalysisContext, claims: Claims,
+             waiting: CollectiveWaiting | None = None) -> list[Finding]:
+    """The trace's findings, in this order: overlap, exposed communication, D2H and H2D copies. A
+    rank of a job whose collective time is mostly waiting for a late rank (`waiting`) gets one
+    finding that says so instead of the two communication findings: overlap would not hide it."""
     shared = _shared(m, ctx)
     found: list[Finding] = []
-    if m.overlap_flagged:
+    unhideable_ms = claimed_ms(claims.unhideable_comm)
+    unhideable_percent = 100.0 * unhideable_ms / ctx.e2e_time_ms if ctx.e2e_time_ms > 0 else 0.0
+    comm_flagged = m.overlap_flagged or (m.exposed_comm_flagged
+                                         and unhideable_percent > settings.EXPOSED_COMM_PERCENT_MAX)
+    if comm_flagged and waiting is not None and waiting.mostly_waiting:
+        found.append(waiting_finding(waiting, AGENT_NAME, ctx.trace_id, m.exposed_comm_time_ms))
+    elif m.overlap_flagged:
         found.append(_overlap_finding(m, ctx, claims, shared))
     # Exposed communication that overlap cannot hide (no computation left to hide it under) must get
     # cheaper instead: a second mechanism, so a second finding.
-    unhideable_ms = claimed_ms(claims.unhideable_comm)
-    unhideable_percent = 100.0 * unhideable_ms / ctx.e2e_time_ms if ctx.e2e_time_ms > 0 else 0.0
-    if m.exposed_comm_flagged and unhideable_percent > settings.EXPOSED_COMM_PERCENT_MAX:
+    if m.exposed_comm_flagged and unhideable_percent > settings.EXPOSED_COMM_PERCENT_MAX and not (
+            waiting is not None and waiting.mostly_waiting):
         found.append(_slow_comm_finding(m, ctx, claims, shared, unhideable_ms, unhideable_percent))
     found += [_copy_finding(direction, m, ctx, claims, shared)
               for direction in FLAGGED_DIRECTIONS if m.memcpy_by_direction[direction].flagged]

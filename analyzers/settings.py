@@ -246,3 +246,36 @@ FINDING_HOST_ACTIVITY_TOP = 5
 # one node share a clock, and implicit-sync collectives end within 1-7 µs of each other on the
 # shared 8-rank DLRM job (TraceLens' skew in end time), so an estimate below ~3x that is noise.
 CLOCK_OFFSET_FLOOR_US = 20.0
+
+# ---- job findings (issue 24: analyzers/job_*.py) ------------------------------------------------
+# A rank is the job's straggler when it arrives last at a collective more often than every other
+# rank and at at least this share of the job's implicit-sync collectives: a majority, the design's
+# "last in >= X %" (shared/reference/multi_rank.md); uniformly random arrival of 8 ranks would give
+# 12.5 %. TraceLens' straggler summary (TL#599) sorts by wait and leaves the verdict to the reader.
+STRAGGLER_LAST_ARRIVAL_PERCENT_MIN = 50.0
+# ... over at least this many collectives: fewer is a coincidence, not a pattern (a rank last at 2
+# of 2 collectives is 100 %).
+STRAGGLER_MIN_COLLECTIVES = 4
+# Why a rank is late: the ops whose GPU work before the collectives it arrives last at exceeds the
+# median rank's most, this many listed (the vllm#52911 hand-built tables show the top 1-3).
+WHY_LATE_TOP_OPS = 3
+# ... an op is named as the difference only when its excess over the median rank is at least this
+# share of the others' mean wait for the straggler: an op that explains a tenth of the lateness is
+# not why the rank is late.
+WHY_LATE_MIN_SHARE = 0.10
+# A bandwidth-bound collective signature recovers its median latency above what its bytes take at
+# this share of the link's peak bus bandwidth (interconnect_peaks seed): the same attainable share
+# as ATTAINABLE_ROOFLINE_PERCENT (nccl-tests' large-message bus bandwidth tops out below peak).
+COLLECTIVE_ATTAINABLE_PEAK_PERCENT = 80.0
+# An all-to-all(v) is imbalanced when its busiest rank sends this much more than the mean
+# (max / mean of the per-rank bytes, TraceLens' size_imbalance): 1.2 = 20 % above the mean; the
+# collective runs as long as its busiest rank, so (1 - mean / max) of it is the imbalance's.
+ALLTOALL_IMBALANCE_MAX = 1.2
+# Ranks of one node share one clock, and implicit-sync collectives end together on them: the shared
+# DLRM job ends within 1-7 us. A median end skew above this on one node is a clock or NCCL / RCCL
+# anomaly (TraceLens issue #22), not a straggler: its waits cannot be trusted.
+CLOCK_END_SKEW_MAX_US = 50.0
+# A rank's collective time is "mostly waiting" when its wait (collective_calls.wait_us: the time
+# until the last rank arrived) is at least this share of its collective kernels' time: then overlap
+# cannot hide it, the late rank must arrive earlier (the per-rank multi-kernel finding says so).
+COLLECTIVE_WAIT_SHARE_MIN = 0.5

@@ -48,3 +48,14 @@
 {% macro duckdb__json_compact(column) -%}
     try(json({{ column }})::varchar)
 {%- endmacro %}
+
+{#- The last element of a list (NULL for an empty or NULL list). -#}
+{% macro list_last(list_expression) -%}
+    {{ return(adapter.dispatch('list_last', 'tracelake')(list_expression)) }}
+{%- endmacro %}
+{% macro default__list_last(list_expression) -%}
+    element_at({{ list_expression }}, -1)
+{%- endmacro %}
+{% macro duckdb__list_last(list_expression) -%}
+    list_extract({{ list_expression }}, -1)
+{%- endmacro %}

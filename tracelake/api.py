@@ -14,6 +14,8 @@ lock like the command does.
     job.ranks(), job.collectives(), job.instances(), job.stragglers(), job.signatures(), job.spread()
     result = wh.analyze("trace.json.gz", out="report/")    # or tracelake.analyze(..., warehouse=...)
     result.findings[0].title
+    job = wh.analyze("runs/job42/", gpus_per_node=8)        # a folder (or a list of files): one job
+    job.rank_reports[7], job.missing_ranks
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from tracelake.core.errors import TraceLakeError, WarehouseError
 if TYPE_CHECKING:
     import duckdb
     import polars
+
+    from tracelake.analyze_options import AnalyzeOptions
+    from tracelake.warehouse import Warehouse
 
 PathLike = str | os.PathLike[str]
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -70,6 +75,8 @@ class IngestResult(BaseModel):
     def failed(self) -> list[IngestedTrace]:
         return [t for t in self.traces if t.status == "failed"]
 
+    notes: list[str] = []  # the jobs recognized and tagged (`job X: 8 of 8 ranks ...`), and why a folder is none
+
 
 class Analysis(BaseModel):
     """What `analyze` wrote: the report folder and its ranked findings (priority_data.json)."""
@@ -89,6 +96,22 @@ class Analysis(BaseModel):
 
     def markdown(self) -> str:
         return self.analysis_md.read_text()
+
+
+class JobAnalysis(BaseModel):
+    """What `analyze` wrote for a job: each rank's report and the job's (docs/jobs.md, "Outputs")."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job: str  # the `job` tag of its traces: `wh.sql("select * from job_ranks where job_id = $j", {"j": job.job})`
+    world_size: int
+    ranks: list[int]  # the ranks present, ascending
+    missing_ranks: list[int]
+    node_count: int
+    out_dir: Path
+    analysis_md: Path | None  # the job's report, once the job report step writes one
+    rank_reports: dict[int, Path]  # rank -> its analysis.md (ranks/rank<r>/analysis.md)
+    warnings: list[str]
 
 
 class WarehouseHandle:
@@ -196,13 +219,14 @@ class WarehouseHandle:
                                  f"{self.path}` to bring it up to date")
 
     def ingest(self, paths: PathLike | Iterable[PathLike], tags: dict[str, str] | None = None,
-               jobs: int | None = None) -> IngestResult:
+               jobs: int | None = None, job: str | None = None, gpus_per_node: int | None = None) -> IngestResult:
         """Ingest trace files or folders into this warehouse (as `tracelake ingest`)."""
-        return ingest(paths, warehouse=self.path, tags=tags, jobs=jobs)
+        return ingest(paths, warehouse=self.path, tags=tags, jobs=jobs, job=job, gpus_per_node=gpus_per_node)
 
-    def analyze(self, trace: PathLike, out: PathLike | None = None, platform: str | None = None,
-                **options: Any) -> Analysis:
-        """Analyze one trace in this warehouse (as `tracelake analyze`); the options of `tracelake.analyze`."""
+    def analyze(self, trace: PathLike | Sequence[PathLike], out: PathLike | None = None, platform: str | None = None,
+                **options: Any) -> Analysis | JobAnalysis:
+        """Analyze one trace, or a job (a folder, or several files), in this warehouse (as `tracelake
+        analyze`); the options of `tracelake.analyze`."""
         return analyze(trace, out, platform, warehouse=self.path, **options)
 
     def trace_ids(self, trace: str | Iterable[str]) -> list[str]:
@@ -284,36 +308,50 @@ def open(warehouse: PathLike | None = None, create: bool = False) -> WarehouseHa
 
 
 def ingest(paths: PathLike | Iterable[PathLike], warehouse: PathLike | None = None,
-           tags: dict[str, str] | None = None, jobs: int | None = None) -> IngestResult:
-    """Ingest trace files or folders (as `tracelake ingest`); the tables are up to date on return."""
+           tags: dict[str, str] | None = None, jobs: int | None = None, job: str | None = None,
+           gpus_per_node: int | None = None) -> IngestResult:
+    """Ingest trace files or folders (as `tracelake ingest`); the tables are up to date on return.
+    A folder holding the ranks of one job is tagged as that job; with `job`, the traces must be one
+    job of that name (else TraceLakeError)."""
     from tracelake.ingestion import ingest_paths  # noqa: PLC0415
+    from tracelake.jobs import recognize_jobs  # noqa: PLC0415
     from tracelake.warehouse import Warehouse  # noqa: PLC0415
 
-    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    items = [Path(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else list(paths))]
     _release_readers()
-    report = ingest_paths([Path(p) for p in items], Warehouse(Path(warehouse) if warehouse else default_warehouse()),
-                          dict(tags or {}), jobs or default_jobs())
+    wh = Warehouse(Path(warehouse) if warehouse else default_warehouse())
+    report = ingest_paths(items, wh, dict(tags or {}), jobs or default_jobs())
+    notes = [] if report.failed else recognize_jobs(items, report, wh, job, gpus_per_node)
     return IngestResult(
         traces=[IngestedTrace(path=o.path, trace_id=o.trace_id, status=o.status, event_count=o.event_count,
                               message=o.message) for o in report.outcomes],
-        model_update=report.model_update, seconds=report.seconds)
+        model_update=report.model_update, seconds=report.seconds, notes=notes)
 
 
-def analyze(trace: PathLike, out: PathLike | None = None, platform: str | None = None, *,
+def analyze(trace: PathLike | Sequence[PathLike], out: PathLike | None = None, platform: str | None = None, *,
             warehouse: PathLike | None = None, compare: PathLike | None = None, platform2: str | None = None,
             mode: str = "auto", capture_folder: PathLike | None = None, jobs: int | None = None,
-            xlsx: bool = False, force: bool = False) -> Analysis:
-    """Analyze one trace (as `tracelake analyze`): the report folder and the ranked findings."""
+            xlsx: bool = False, force: bool = False, job: str | None = None,
+            gpus_per_node: int | None = None) -> Analysis | JobAnalysis:
+    """Analyze one trace (as `tracelake analyze`): the report folder and the ranked findings. A
+    folder, several files or `job` given: the ranks of one job, each rank's report and the job's."""
     from tracelake.analyzers.contracts import PriorityData  # noqa: PLC0415
     from tracelake.pipeline import AnalyzeOptions, run_analysis  # noqa: PLC0415
     from tracelake.warehouse import Warehouse  # noqa: PLC0415
 
     _release_readers()
+    paths = [Path(trace)] if isinstance(trace, (str, os.PathLike)) else [Path(p) for p in trace]
     options = AnalyzeOptions(
         platform=platform, mode=mode, out_dir=Path(out) if out is not None else None, jobs=jobs or default_jobs(),
         xlsx=xlsx, capture_folder=Path(capture_folder) if capture_folder else None,
-        compare=Path(compare) if compare is not None else None, platform2=platform2, force=force)
-    outcome = run_analysis(Path(trace), Warehouse(Path(warehouse) if warehouse else default_warehouse()), options)
+        compare=Path(compare) if compare is not None else None, platform2=platform2, force=force,
+        job_name=job, gpus_per_node=gpus_per_node)
+    wh = Warehouse(Path(warehouse) if warehouse else default_warehouse())
+    if len(paths) != 1 or paths[0].is_dir() or job is not None:
+        return _analyze_job(paths, wh, options)
+    if gpus_per_node is not None:
+        raise TraceLakeError("gpus_per_node places a job's ranks on nodes; give a folder or several rank files")
+    outcome = run_analysis(paths[0], wh, options)
     if outcome.report_problems:
         raise TraceLakeError("the report failed its checks: " + "; ".join(outcome.report_problems))
     priority = PriorityData.model_validate_json((outcome.out_dir / "priority_data.json").read_text())
@@ -322,3 +360,18 @@ def analyze(trace: PathLike, out: PathLike | None = None, platform: str | None =
         trace2_id=outcome.trace2_id, platform2=outcome.platform2, out_dir=outcome.out_dir,
         analysis_md=outcome.analysis_md, e2e_time_ms=priority.e2e_time_ms,
         findings=sorted(priority.findings, key=lambda f: f.global_rank), warnings=outcome.warnings)
+
+
+def _analyze_job(paths: list[Path], wh: Warehouse, options: AnalyzeOptions) -> JobAnalysis:
+    from tracelake.job_pipeline import run_job_analysis  # noqa: PLC0415
+    from tracelake.jobs import job_input  # noqa: PLC0415
+
+    outcome = run_job_analysis(job_input(paths, options.job_name), wh, options)
+    if outcome.report_problems:
+        raise TraceLakeError("the report failed its checks: " + "; ".join(outcome.report_problems))
+    job = outcome.job
+    return JobAnalysis(
+        job=job.name, world_size=job.world_size, ranks=[m.rank for m in job.members], missing_ranks=job.missing_ranks,
+        node_count=job.node_count, out_dir=outcome.out_dir, analysis_md=outcome.analysis_md,
+        rank_reports={r.rank: outcome.out_dir / r.folder / "analysis.md" for r in outcome.rank_reports},
+        warnings=outcome.warnings)

@@ -112,8 +112,8 @@ def help_command(
                          standalone_mode=False) or EXIT_OK)
 
 
-@app.command(epilog='Examples: tracelake ingest runs/ --tag model=bert --tag run=nightly-42;  '
-                     'tracelake ingest runs/job42/ --job job42   (its rank traces, tagged as one job)')
+@app.command(epilog='Example: tracelake ingest runs/ --tag model=bert --tag run=nightly-42;  a job\'s ranks: '
+                     'tracelake ingest runs/job42/ --job job42')
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Trace files (.json, .json.gz) or folders of them.")],
     warehouse: WarehouseOption = None,
@@ -152,11 +152,11 @@ def ingest(
         print(line, file=sys.stderr if line.startswith("note: ") else sys.stdout)
 
 
-@app.command(epilog='Examples: tracelake analyze trace.json.gz --out report/   (then open report/analysis.md);  '
-                     'tracelake analyze runs/job42/ --gpus-per-node 8   (a job: one report per rank and the job\'s)')
+@app.command(epilog='Example: tracelake analyze trace.json.gz --out report/   (then open report/analysis.md);  '
+                     'a job\'s ranks: tracelake analyze runs/job42/ --gpus-per-node 8')
 def analyze(
     traces: Annotated[list[Path], typer.Argument(
-        metavar="TRACE...", help=("A trace file (.json or .json.gz; the baseline with --compare); or a job: a folder "
+        metavar="TRACE", help=("A trace file (.json or .json.gz; the baseline with --compare); or a job: a folder "
                                   "of its rank traces, or several rank files (JOB_DIR, or F1 F2 ...)."))],
     job: Annotated[str | None, typer.Option(
         "--job", help="Analyze the traces as one job of this name (default: the folder's name).")] = None,

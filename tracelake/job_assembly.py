@@ -20,7 +20,7 @@ from tracelake.core.errors import BadTraceError
 JOB_TAG = "job"
 # every tag job assembly writes (docs/jobs.md, "Membership"); a new assembly replaces them all
 JOB_TAGS = ("job", "job_rank", "job_rank_source", "job_world_size", "job_world_size_source", "job_node",
-            "job_node_source", "job_host")
+            "job_node_source", "job_host", "job_folder")
 
 _RANK_PATTERNS = tuple(re.compile(p, re.IGNORECASE) for p in settings.RANK_FILE_NAME_PATTERNS)
 _HOST_PATTERNS = tuple(re.compile(p, re.IGNORECASE) for p in settings.HOST_FILE_NAME_PATTERNS)
@@ -75,6 +75,7 @@ class JobAssembly:
     world_size: int
     world_size_source: str  # distributedInfo | files
     members: tuple[JobMember, ...]
+    folder: str = ""  # the job's folder (the one given, or the files' common folder), absolute
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -98,7 +99,7 @@ class JobAssembly:
             tags[m.trace_id] = {
                 "job": self.name, "job_rank": str(m.rank), "job_rank_source": m.rank_source,
                 "job_world_size": str(self.world_size), "job_world_size_source": self.world_size_source,
-                "job_node": str(m.node), "job_node_source": m.node_source,
+                "job_node": str(m.node), "job_node_source": m.node_source, "job_folder": self.folder,
             } | ({"job_host": m.host} if m.host else {})
         return tags
 
@@ -188,8 +189,8 @@ def _rank(f: RankFile) -> tuple[int | None, str, str | None]:
     named = rank_in_file_name(f.label)
     if named is not None and named <= _MAX_RANK:
         return named, "file_name", None
-    return None, "", (f"{f.label}: no rank: the header has no distributedInfo.rank and the file name none of "
-                      f"{', '.join(settings.RANK_FILE_NAME_PATTERNS)} (rename it, e.g. rank3_<name>)")
+    return None, "", (f"{f.label}: no rank: its header has no distributedInfo.rank and its name no rank<N> or "
+                      "worker<N> (rename it, e.g. rank3_<name>)")
 
 
 def _nodes(ranks: dict[str, int], files: list[RankFile], gpus_per_node: int | None,
@@ -215,7 +216,7 @@ def _nodes(ranks: dict[str, int], files: list[RankFile], gpus_per_node: int | No
     return {t: (0, "single_node", None) for t in ranks}, notes
 
 
-def assemble_job(name: str, files: list[RankFile], gpus_per_node: int | None = None) -> JobAssembly:
+def assemble_job(name: str, files: list[RankFile], gpus_per_node: int | None = None, folder: str = "") -> JobAssembly:
     """The job of `files`, or a JobError naming every reason they are not one."""
     if not files:
         raise JobError(name, ["no trace files"])
@@ -254,4 +255,4 @@ def assemble_job(name: str, files: list[RankFile], gpus_per_node: int | None = N
     members = tuple(sorted(
         (JobMember(f.trace_id, f.label, ranks[f.trace_id], sources[f.trace_id], *nodes[f.trace_id]) for f in files),
         key=lambda m: m.rank))
-    return JobAssembly(name, world_size, size_source, members, tuple(notes + node_notes))
+    return JobAssembly(name, world_size, size_source, members, folder, tuple(notes + node_notes))

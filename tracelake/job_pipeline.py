@@ -22,7 +22,12 @@ from tracelake.core.errors import BadTraceError
 from tracelake.folders import FolderKind, OutputStaging, OutputTarget, claim_output_folder
 from tracelake.ingestion import IngestProgress
 from tracelake.job_assembly import JobAssembly
-from tracelake.job_rank_steps import RankReport, assign_ranks, ingest_ranks, write_rank_reports
+from tracelake.job_rank_steps import (
+    RankReport,
+    assign_ranks,
+    ingest_ranks,
+    write_rank_reports,
+)
 from tracelake.jobs import JobInput
 from tracelake.run_contracts import JobRunMetadata
 from tracelake.staging import fit_name
@@ -41,6 +46,8 @@ JOB_ANALYSIS_STEPS = (
          label="assigning ranks and nodes"),
     Step("rank reports", write_rank_reports,
          ("warehouse", "job", "rank_traces", "options", "out_dir", "runner", "on_stage"), "rank_reports"),
+    # then the job's findings and report (open_job_marts, find_job_findings, write_job_analysis), once
+    # jobs-report's queries and jobs-ranks' job_rank_breakdown agree on its columns
 )
 check_wiring(JOB_ANALYSIS_STEPS, JOB_RUN_INPUTS)
 

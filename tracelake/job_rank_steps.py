@@ -1,5 +1,6 @@
-"""The steps of a job's analysis that read its ranks: ingest them all, assign the job (ranks, nodes,
-membership tags), and write each rank's usual report into `ranks/rank<r>/`."""
+"""The steps of a job's analysis (tracelake/job_pipeline.py lists them): ingest every rank, assign the
+job (ranks, nodes, membership tags), write each rank's usual report into `ranks/rank<r>/`, then the
+job's findings and report (thin calls of tracelake/job_steps.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import duckdb
+
 from tracelake.analysis_runner import AnalysisRunner
 from tracelake.analyze_options import AnalyzeOptions
+from tracelake.analyzers.contracts import Finding
 from tracelake.ingestion import IngestProgress
 from tracelake.job_assembly import JobAssembly
+from tracelake.job_steps import run_job_agents, write_job_report
 from tracelake.jobs import JobInput, assign_job, ingest_job
 from tracelake.pipeline import run_analysis
 from tracelake.reports.report_inputs import RankOfJob
@@ -86,3 +91,20 @@ def write_rank_reports(warehouse: Warehouse, job: JobAssembly, rank_traces: Rank
         reports.append(RankReport(member.rank, member.trace_id, rank_traces.path_of(member.trace_id),
                                   outcome.platform, outcome.platform_source, folder, outcome.report_problems))
     return reports
+
+
+def open_job_marts(warehouse: Warehouse, runner: AnalysisRunner) -> duckdb.DuckDBPyConnection:
+    """The read-only connection the job's own steps share (the marts with the job's tags)."""
+    return runner.keep_open(warehouse.connect_read_only())
+
+
+def find_job_findings(db: duckdb.DuckDBPyConnection, job: JobAssembly) -> list[Finding]:
+    """The job analyzers' findings over the job marts (tracelake/job_steps.py)."""
+    return run_job_agents(db, job.name)
+
+
+def write_job_analysis(db: duckdb.DuckDBPyConnection, job: JobAssembly, job_findings: list[Finding],
+                       rank_reports: list[RankReport], runner: AnalysisRunner) -> None:
+    """The job's analysis.md, analysis.html and priority_data.json, linking to each rank's report."""
+    reports = {r.rank: runner.staging / r.folder / "analysis.md" for r in rank_reports}
+    runner.warnings += write_job_report(db, job.name, job_findings, reports, runner.staging)

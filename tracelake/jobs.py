@@ -121,16 +121,16 @@ def assign_job(warehouse: Warehouse, job: JobInput, trace_ids: dict[Path, str],
     duplicates = _same_content(trace_ids)
     if duplicates:
         raise JobError(job.name, duplicates)
-    assembly = assemble_job(job.name, _rank_files(warehouse, job, trace_ids), gpus_per_node)
-    return assembly, list(assembly.notes) + write_job_tags(warehouse, assembly, job.root)
+    assembly = assemble_job(job.name, _rank_files(warehouse, job, trace_ids), gpus_per_node, str(job.root.resolve()))
+    return assembly, list(assembly.notes) + write_job_tags(warehouse, assembly)
 
 
-def _current_members(warehouse: Warehouse, name: str) -> dict[str, tuple[str, str]]:
-    """trace id -> (source path, job) of the traces tagged `name` now."""
+def _current_members(warehouse: Warehouse, name: str) -> dict[str, str]:
+    """trace id -> the job folder (`job_folder` tag) of the traces tagged as job `name` now."""
     with warehouse.connect_read_only() as con:
-        rows = con.execute("select trace_id, source_path, tags['job'] from traces where tags['job'] = ?",
+        rows = con.execute("select trace_id, coalesce(tags['job_folder'], '') from traces where tags['job'] = ?",
                            [name]).fetchall()
-    return {row[0]: (row[1], row[2]) for row in rows}
+    return {row[0]: row[1] for row in rows}
 
 
 def _jobs_of(warehouse: Warehouse, trace_ids: Iterable[str]) -> dict[str, str]:
@@ -140,16 +140,17 @@ def _jobs_of(warehouse: Warehouse, trace_ids: Iterable[str]) -> dict[str, str]:
     return {row[0]: row[1] for row in rows}
 
 
-def write_job_tags(warehouse: Warehouse, assembly: JobAssembly, root: Path) -> list[str]:
-    """The membership tags of `assembly`, in one tag journal. Traces tagged with the job's name
-    before and not in it any more are untagged when they came from the job's folder (the folder's
-    content changed); a job of that name elsewhere is refused: two jobs never share a name."""
+def write_job_tags(warehouse: Warehouse, assembly: JobAssembly) -> list[str]:
+    """The membership tags of `assembly`, in one tag journal. Traces of a job of this name from the
+    same folder that are not in it any more (the folder's content changed) lose their job tags; a
+    job of this name from another folder is refused: two jobs never share a name."""
     tags = assembly.tags()
-    stale = {t: path for t, (path, _) in _current_members(warehouse, assembly.name).items() if t not in tags}
-    elsewhere = [path for path in stale.values() if not Path(path).is_relative_to(root.resolve())]
+    members = _current_members(warehouse, assembly.name)
+    stale = [t for t in members if t not in tags]
+    elsewhere = sorted({members[t] for t in stale if members[t] != assembly.folder})
     if elsewhere:
         raise JobError(assembly.name, [
-            f"the warehouse holds another job of this name ({len(stale)} trace(s), e.g. {elsewhere[0]}); "
+            f"the warehouse holds another job of this name ({len(stale)} trace(s), from {elsewhere[0]}); "
             f"name this one with --job NAME, or remove the other (tracelake rm job={assembly.name})"])
     moved = {t: job for t, job in _jobs_of(warehouse, tags).items() if job != assembly.name}
     changes: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
@@ -158,7 +159,8 @@ def write_job_tags(warehouse: Warehouse, assembly: JobAssembly, root: Path) -> l
     warehouse.prepare_for_writing()
     with warehouse.write_lock():
         warehouse.retag_traces(changes)
-    notes = [f"{len(stale)} trace(s) of job {assembly.name} no longer in {root} are not of the job any more"] if stale else []
+    notes = [f"{len(stale)} trace(s) of job {assembly.name} no longer in {assembly.folder} are not of the job any "
+             "more"] if stale else []
     notes += [f"trace {t} was of job {job}; it is of job {assembly.name} now" for t, job in sorted(moved.items())]
     return notes
 
@@ -171,12 +173,12 @@ def recognize_jobs(paths: list[Path], report: IngestReport, warehouse: Warehouse
     ingested = {o.path: o.trace_id for o in report.outcomes if o.trace_id and o.status in ("new", "known")}
     if name is not None or gpus_per_node is not None:
         job = job_input(paths, name)
-        skipped = [o for o in report.outcomes if o.status == "skipped"]
+        skipped = [o for o in report.outcomes if o.status == "skipped" and o.path in set(job.files)]
         if skipped:
             raise JobError(job.name, [f"{o.path}: not a profiler trace" for o in skipped])
         assembly, notes = assign_job(warehouse, job, {p: t for p, t in ingested.items() if p in set(job.files)},
                                      gpus_per_node)
-        return [assembly.summary()] + notes
+        return [assembly.summary()] + [f"note: {note}" for note in notes]
     lines = []
     for folder in (p for p in paths if p.is_dir()):
         job = job_input([folder], None)
@@ -194,7 +196,7 @@ def recognize_jobs(paths: list[Path], report: IngestReport, warehouse: Warehouse
             lines.append(f"note: {folder} is not one job ({'; '.join(error.problems)}); its traces are ingested "
                          "each on its own")
             continue
-        lines += [assembly.summary()] + notes
+        lines += [assembly.summary()] + [f"note: {note}" for note in notes]
     return lines
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import shutil
 from pathlib import Path
 
 import duckdb
@@ -71,20 +70,6 @@ def test_shell_completion_completes_commands() -> None:
     assert "complete" in script.stdout and "tracelake" in script.stdout.lower()
     words = run_cli(env={"_TRACELAKE_COMPLETE": "complete_bash", "COMP_WORDS": "tracelake an", "COMP_CWORD": "1"})
     assert "analyze" in words.stdout
-
-
-def test_analyze_of_a_folder_explains_itself(tmp_path: Path) -> None:
-    folder = tmp_path / "runs"
-    folder.mkdir()
-    shutil.copyfile(H100_BERT, folder / "rank0.json.gz")
-    shutil.copyfile(MI300_BERT, folder / "rank1.json.gz")
-    result = run_cli("analyze", str(folder), "--warehouse", str(tmp_path / "wh"))
-    assert result.returncode == 2
-    message = result.stderr.strip()
-    assert message.count("\n") == 0
-    assert "is a folder" in message and "rank0.json.gz" in message and "1 more" in message
-    assert "tracelake ingest" in message
-    assert not (tmp_path / "wh").exists()  # refused before any work
 
 
 def test_sql_json_is_strict_and_tables_keep_every_digit(small_warehouse: Path) -> None:

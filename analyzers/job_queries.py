@@ -1,0 +1,259 @@
+"""The queries of the job findings, over the job marts (docs/jobs.md). Each finding runs its query
+and prints it, with the job id in place of its one `?`, as its evidence_sql: the numbers the
+finding states are the columns that query returns, so the reader reproduces them by running it.
+
+Every query starts from `params` (the job id) and ends in one row per thing the finding names.
+The job's step time is its slowest rank's span (job_rank_breakdown.span_us): the job runs as long
+as its slowest rank, and every "% of the job's step time" divides by it.
+"""
+
+from __future__ import annotations
+
+# The job's header: ranks present and missing, nodes, platforms, clock method and uncertainty,
+# the step time.
+JOB_SQL = """
+with params as (select ?::varchar as job_id),
+job_step as (
+    select b.job_id, max(b.span_us) as job_step_us
+    from job_rank_breakdown as b
+    group by b.job_id
+)
+select j.job_id, j.world_size, j.rank_count, j.missing_ranks, j.node_count, j.platforms, j.clock_method,
+    j.clock_uncertainty_us, job_step.job_step_us
+from jobs as j
+cross join params
+left join job_step on job_step.job_id = j.job_id
+where j.job_id = params.job_id"""
+
+# The straggler: the rank last at the most implicit-sync collectives (fewest total wait on a tie),
+# and what the other ranks lose waiting for it: per collective it arrives last at, the mean wait of
+# the others, summed; capped by the others' mean exposed communication (waiting under computation
+# costs nothing).
+STRAGGLER_SQL = """
+with params as (select ?::varchar as job_id),
+straggler as (
+    select s.job_id, s.rank, s.node_id, s.times_arrived_last, s.num_collectives, s.pct_arrived_last,
+        s.total_wait_us
+    from job_straggler_summary as s
+    cross join params
+    where s.job_id = params.job_id
+    order by s.times_arrived_last desc, s.total_wait_us, s.rank
+    limit 1
+),
+runner_up as (
+    select max(s.times_arrived_last) as times_arrived_last
+    from job_straggler_summary as s
+    inner join straggler on s.job_id = straggler.job_id and s.rank <> straggler.rank
+),
+late_collectives as (
+    select i.instance_id
+    from collective_instances as i
+    inner join straggler on i.job_id = straggler.job_id and i.last_arrival_rank = straggler.rank
+    where i.collective_kind = 'implicit_sync'
+),
+others_wait as (
+    select c.instance_id, avg(c.wait_us) as mean_wait_of_others_us
+    from collective_calls as c
+    inner join straggler on c.job_id = straggler.job_id and c.rank <> straggler.rank
+    inner join late_collectives as l on l.instance_id = c.instance_id
+    group by c.instance_id
+),
+others_exposed as (
+    select avg(b.exposed_comm_us) as others_exposed_comm_us
+    from job_rank_breakdown as b
+    inner join straggler on b.job_id = straggler.job_id and b.rank <> straggler.rank
+),
+job_step as (
+    select max(b.span_us) as job_step_us
+    from job_rank_breakdown as b
+    inner join straggler on b.job_id = straggler.job_id
+),
+lost as (
+    select count(*) as late_collectives, coalesce(sum(mean_wait_of_others_us), 0) as others_wait_us
+    from others_wait
+)
+select straggler.rank, straggler.node_id, straggler.times_arrived_last, straggler.num_collectives,
+    straggler.pct_arrived_last, straggler.total_wait_us as straggler_wait_us,
+    coalesce(runner_up.times_arrived_last, 0) as runner_up_times_last,
+    lost.late_collectives, lost.others_wait_us, others_exposed.others_exposed_comm_us,
+    least(lost.others_wait_us, coalesce(others_exposed.others_exposed_comm_us, lost.others_wait_us))
+        as recoverable_us,
+    job_step.job_step_us,
+    100.0 * least(lost.others_wait_us, coalesce(others_exposed.others_exposed_comm_us, lost.others_wait_us))
+        / nullif(job_step.job_step_us, 0) as recoverable_pct_of_step
+from straggler
+cross join runner_up
+cross join lost
+cross join others_exposed
+cross join job_step"""
+
+# Why the straggler is late: its GPU work before the collectives it arrives last at (the work since
+# the previous collective ended, collective_preceding_work), by op and module, against the median of
+# the other ranks over the same collectives. The rows are the ops it spends most time on beyond the
+# median rank. Its rank is the first query column so the query names the rank it compares.
+WHY_LATE_SQL = """
+with params as (select ?::varchar as job_id, ?::integer as straggler_rank),
+late_collectives as (
+    select i.job_id, i.instance_id
+    from collective_instances as i
+    cross join params
+    where i.job_id = params.job_id and i.last_arrival_rank = params.straggler_rank
+        and i.collective_kind = 'implicit_sync'
+),
+work as (
+    select w.rank, w.op_name, coalesce(w.module, '') as module, sum(w.gpu_time_us) as time_us,
+        sum(w.kernel_count) as kernels
+    from collective_preceding_work as w
+    inner join late_collectives as l on l.job_id = w.job_id and l.instance_id = w.instance_id
+    group by w.rank, w.op_name, coalesce(w.module, '')
+),
+ranks as (
+    select r.rank
+    from job_ranks as r
+    cross join params
+    where r.job_id = params.job_id
+),
+ops as (
+    select distinct op_name, module from work
+),
+every_rank as (
+    select ranks.rank, ops.op_name, ops.module, coalesce(work.time_us, 0) as time_us
+    from ranks
+    cross join ops
+    left join work on work.rank = ranks.rank and work.op_name = ops.op_name and work.module = ops.module
+),
+compared as (
+    select e.op_name, e.module,
+        sum(e.time_us) filter (where e.rank = params.straggler_rank) as straggler_us,
+        median(e.time_us) filter (where e.rank <> params.straggler_rank) as median_rank_us
+    from every_rank as e
+    cross join params
+    group by e.op_name, e.module
+)
+select params.straggler_rank as rank, compared.op_name, compared.module, compared.straggler_us,
+    compared.median_rank_us, compared.straggler_us - compared.median_rank_us as excess_us,
+    (select count(*) from late_collectives) as late_collectives
+from compared
+cross join params
+where compared.straggler_us > compared.median_rank_us
+order by excess_us desc, compared.op_name, compared.module"""
+
+# Per collective signature: its bound (collective_signatures.bound, vllm#52777's classes), bus
+# bandwidth against the link's peak, and for bandwidth-bound ones the median latency above what its
+# bytes take at the attainable share of the peak, times its count.
+SIGNATURES_SQL = """
+with params as (select ?::varchar as job_id, ?::double as attainable_share)
+select s.collective_name, s.dtype, s.msg_bytes, s.pg_name, s.node_span, s.instance_count,
+    s.median_latency_us, s.median_bus_gb_per_s, s.peak_bus_gb_per_s,
+    100.0 * s.median_bus_gb_per_s / nullif(s.peak_bus_gb_per_s, 0) as pct_of_peak,
+    s.median_start_skew_us, s.total_wait_us, s.bound,
+    s.instance_count * greatest(s.median_latency_us
+        - s.median_latency_us * s.median_bus_gb_per_s / nullif(s.peak_bus_gb_per_s * params.attainable_share, 0), 0)
+        as recoverable_us
+from collective_signatures as s
+cross join params
+where s.job_id = params.job_id
+order by s.bound, s.total_wait_us desc, s.collective_name, s.msg_bytes"""
+
+# All-to-all(v) instances above the imbalance setting: the hot (src, dst) pair, and the share of the
+# collective the imbalance costs (1 - mean / max of the per-rank bytes).
+ALLTOALL_SQL = """
+with params as (select ?::varchar as job_id, ?::double as imbalance_max)
+select a.instance_id, a.collective_name, a.comm_latency_us, a.size_imbalance, a.throughput_gb_per_s,
+    a.hot_src_rank, a.hot_dst_rank, a.hot_pair_bytes,
+    a.comm_latency_us * (1 - 1 / a.size_imbalance) as recoverable_us
+from alltoall_instances as a
+cross join params
+where a.job_id = params.job_id and a.size_imbalance > params.imbalance_max
+order by recoverable_us desc, a.instance_id"""
+
+# Collectives some rank of their group is missing, or whose ranks disagree on the size or type.
+DESYNC_SQL = """
+with params as (select ?::varchar as job_id)
+select i.instance_id, i.pg_name, i.index_in_group, i.collective_name, i.ranks_expected, i.ranks_present,
+    i.desync_reason
+from collective_instances as i
+cross join params
+where i.job_id = params.job_id and i.is_desync
+order by i.pg_name, i.index_in_group, i.instance_id"""
+
+# Per node: the median end skew of its node-local implicit-sync collectives (they end together on
+# one clock; TraceLens issue #22) and how many exceed the setting.
+CLOCK_SQL = """
+with params as (select ?::varchar as job_id, ?::double as end_skew_max_us),
+node_local as (
+    select c.instance_id, min(c.node_id) as node_id
+    from collective_calls as c
+    cross join params
+    where c.job_id = params.job_id and c.collective_kind = 'implicit_sync'
+    group by c.instance_id
+    having count(distinct c.node_id) = 1
+)
+select n.node_id, count(*) as collectives, median(i.end_skew_us) as median_end_skew_us,
+    max(i.end_skew_us) as max_end_skew_us, count(*) filter (where i.end_skew_us > params.end_skew_max_us) as above
+from node_local as n
+inner join collective_instances as i on i.instance_id = n.instance_id
+cross join params
+where i.job_id = params.job_id
+group by n.node_id
+having median(i.end_skew_us) > max(params.end_skew_max_us)
+order by n.node_id"""
+
+# Per rank: the exposed communication that is transfer, not waiting (exposed communication less the
+# rank's waits at collectives), and the computation not already under communication that could
+# hide it; the job-level figure is the median rank's.
+EXPOSED_TRANSFER_SQL = """
+with params as (select ?::varchar as job_id),
+per_rank as (
+    select b.rank, b.span_us, b.comm_us, b.exposed_comm_us, coalesce(s.total_wait_us, 0) as wait_us,
+        greatest(b.exposed_comm_us - coalesce(s.total_wait_us, 0), 0) as exposed_transfer_us,
+        greatest(b.compute_us - (b.comm_us - b.exposed_comm_us), 0) as free_compute_us
+    from job_rank_breakdown as b
+    cross join params
+    left join job_straggler_summary as s on s.job_id = b.job_id and s.rank = b.rank
+    where b.job_id = params.job_id
+)
+select rank, span_us, comm_us, exposed_comm_us, wait_us, exposed_transfer_us, free_compute_us,
+    least(exposed_transfer_us, free_compute_us) as hideable_us,
+    median(least(exposed_transfer_us, free_compute_us)) over () as median_hideable_us,
+    max(span_us) over () as job_step_us
+from per_rank
+order by rank"""
+
+# The job's time breakdown per rank (the report's table), with the straggler flag.
+BREAKDOWN_SQL = """
+with params as (select ?::varchar as job_id)
+select b.rank, b.node_id, b.span_us, b.kernel_us, b.compute_us, b.comm_us, b.exposed_comm_us, b.idle_us,
+    b.comm_comp_overlap_pct, s.total_wait_us, s.times_arrived_last
+from job_rank_breakdown as b
+cross join params
+left join job_straggler_summary as s on s.job_id = b.job_id and s.rank = b.rank
+where b.job_id = params.job_id
+order by b.rank"""
+
+# The spread of the per-rank breakdown: median, min and max over the ranks, one row each.
+BREAKDOWN_SPREAD_SQL = """
+with params as (select ?::varchar as job_id),
+per_rank as (
+    select b.*
+    from job_rank_breakdown as b
+    cross join params
+    where b.job_id = params.job_id
+),
+spread as (
+    select 1 as position, 'median' as statistic, median(span_us) as span_us, median(kernel_us) as kernel_us,
+        median(compute_us) as compute_us, median(comm_us) as comm_us, median(exposed_comm_us) as exposed_comm_us,
+        median(idle_us) as idle_us, median(comm_comp_overlap_pct) as comm_comp_overlap_pct
+    from per_rank
+    union all
+    select 2, 'min', min(span_us), min(kernel_us), min(compute_us), min(comm_us), min(exposed_comm_us), min(idle_us),
+        min(comm_comp_overlap_pct)
+    from per_rank
+    union all
+    select 3, 'max', max(span_us), max(kernel_us), max(compute_us), max(comm_us), max(exposed_comm_us), max(idle_us),
+        max(comm_comp_overlap_pct)
+    from per_rank
+)
+select statistic, span_us, kernel_us, compute_us, comm_us, exposed_comm_us, idle_us, comm_comp_overlap_pct
+from spread
+order by position"""

@@ -1,0 +1,95 @@
+"""The job's straggler (the rank the others wait for) and why it is late.
+
+Straggler: the rank last at the most implicit-sync collectives (job_straggler_summary, TraceLens'
+straggler summary), named when it is last at no fewer than
+settings.STRAGGLER_LAST_ARRIVAL_PERCENT_MIN of at least settings.STRAGGLER_MIN_COLLECTIVES
+collectives and more often than any other rank. What the others lose: per collective it arrives
+last at, the mean wait of the other ranks, summed; capped by their mean exposed communication
+(STRAGGLER_SQL). That is the finding's recoverable time: had it arrived with the others, they would
+not have waited.
+
+Why: its GPU work before those collectives (collective_preceding_work) by op and module against the
+median of the other ranks (WHY_LATE_SQL, the table vllm#52911 builds by hand). The op with the
+largest excess is named in the straggler finding's action; the comparison is a finding of its own,
+unestimated (its time is the straggler finding's: one claim per microsecond).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from tracelake.analyzers import settings
+from tracelake.analyzers.contracts import AgentResult, Finding
+from tracelake.analyzers.job_common import JobContext, impact, inline, job_finding, result, rows
+from tracelake.analyzers.job_queries import STRAGGLER_SQL, WHY_LATE_SQL
+
+AGENT_NAME = "job_straggler"
+DISPLAY_NAME = "Straggler"
+
+
+def straggler_row(db: duckdb.DuckDBPyConnection, job_id: str) -> dict[str, Any] | None:
+    """The STRAGGLER_SQL row when it names a straggler by the settings, else None."""
+    found = rows(db, inline(STRAGGLER_SQL, job_id))
+    if not found:
+        return None
+    row = found[0]
+    if (int(row["num_collectives"] or 0) < settings.STRAGGLER_MIN_COLLECTIVES
+            or float(row["pct_arrived_last"] or 0.0) < settings.STRAGGLER_LAST_ARRIVAL_PERCENT_MIN
+            or int(row["times_arrived_last"]) <= int(row["runner_up_times_last"])):
+        return None
+    return row
+
+
+def why_late_rows(db: duckdb.DuckDBPyConnection, job_id: str, rank: int) -> tuple[str, list[dict[str, Any]]]:
+    """(the query, its rows): the straggler's ops beyond the median rank before its late collectives."""
+    sql = inline(WHY_LATE_SQL, job_id, rank)
+    return sql, rows(db, sql)
+
+
+def _named_ops(ops: list[dict[str, Any]], others_wait_us: float, late: int) -> list[dict[str, Any]]:
+    """The ops that explain the lateness: the top ones whose excess is a fair share of it."""
+    floor = settings.WHY_LATE_MIN_SHARE * others_wait_us if late else 0.0
+    return [{"op": r["op_name"], "module": r["module"] or None,
+             "straggler_ms": float(r["straggler_us"]) / 1000.0, "median_ms": float(r["median_rank_us"]) / 1000.0,
+             "excess_ms": float(r["excess_us"]) / 1000.0}
+            for r in ops[: settings.WHY_LATE_TOP_OPS] if float(r["excess_us"]) >= floor]
+
+
+def _straggler_values(row: dict[str, Any], ctx: JobContext, named: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "job_id": ctx.job_id, "rank": int(row["rank"]), "node_id": row["node_id"],
+        "times_last": int(row["times_arrived_last"]), "collectives": int(row["num_collectives"]),
+        "pct_last": float(row["pct_arrived_last"]), "straggler_wait_ms": float(row["straggler_wait_us"]) / 1000.0,
+        "late_collectives": int(row["late_collectives"]), "others_wait_ms": float(row["others_wait_us"]) / 1000.0,
+        "others_exposed_ms": None if row["others_exposed_comm_us"] is None else float(row["others_exposed_comm_us"]) / 1000.0,
+        "recoverable_ms": float(row["recoverable_us"]) / 1000.0, "job_step_ms": ctx.job_step_ms,
+        "pct_of_step": float(row["recoverable_pct_of_step"] or 0.0), "ops": named,
+        "rank_count": ctx.rank_count,
+    }
+
+
+def analyze(db: duckdb.DuckDBPyConnection, ctx: JobContext) -> AgentResult:
+    """The straggler finding and, when its work explains it, the why-late finding."""
+    row = straggler_row(db, ctx.job_id)
+    if row is None:
+        return result(AGENT_NAME, [])
+    rank = int(row["rank"])
+    why_sql, ops = why_late_rows(db, ctx.job_id, rank)
+    named = _named_ops(ops, float(row["others_wait_us"]), int(row["late_collectives"]))
+    values = _straggler_values(row, ctx, named)
+    straggler = job_finding(
+        AGENT_NAME, f"rank-{rank}", "straggler", values, evidence_sql=inline(STRAGGLER_SQL, ctx.job_id),
+        confidence="high" if ctx.clock_method != "unaligned" else "low",
+        fields={**impact(float(row["recoverable_us"]), ctx), "operations": [o["op"] for o in named]})
+    found: list[Finding] = [straggler]
+    if ops:
+        every = [{"op": r["op_name"], "module": r["module"] or None, "straggler_ms": float(r["straggler_us"]) / 1000.0,
+                  "median_ms": float(r["median_rank_us"]) / 1000.0, "excess_ms": float(r["excess_us"]) / 1000.0}
+                 for r in ops[: settings.WHY_LATE_TOP_OPS]]
+        found.append(job_finding(
+            AGENT_NAME, f"why-rank-{rank}", "why_late", {**values, "ops": every, "named": named},
+            evidence_sql=why_sql, confidence="medium",
+            fields={"estimate_method": "qualitative", "operations": [o["op"] for o in every]}))
+    return result(AGENT_NAME, found, {"straggler_rank": rank, **{k: v for k, v in values.items() if k != "ops"}})
