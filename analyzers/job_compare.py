@@ -8,9 +8,10 @@
 - The straggler of each side (`job_straggler_summary`, TraceLens' rule: the rank that waits least).
 
 Verdict: the job runs at the pace of its slowest rank, so the candidate regresses when its median or
-its slowest rank's step time is slower than the baseline's by more than the threshold. A job has
-one profiler window per rank, so there is no step-to-step noise band: the threshold decides alone.
-Signatures and the other spreads are listed, never fatal.
+its slowest rank's step time, or its median rank's kernel time (collectives included), is slower
+than the baseline's by more than the threshold. A job's ranks are not repeated samples of one
+another, so there is no noise band: the threshold decides alone. Signatures and the other spreads
+are listed, never fatal.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from tracelake.core.errors import TraceLakeError
 
 SignatureStatus = Literal["both", "new", "gone"]
 GATING_SPREADS = (("step_time", "median_ms", "median rank's step time"),
-                  ("step_time", "max_ms", "slowest rank's step time"))
+                  ("step_time", "max_ms", "slowest rank's step time"),
+                  ("kernel_time", "median_ms", "median rank's kernel time"))
 
 SIDE_SQL = """
 select j.job_id, j.world_size, j.rank_count, j.platforms, s.rank as straggler_rank,

@@ -351,6 +351,7 @@ def export(
 ) -> None:
     """Write a window of a trace (a finding's, a step's or START:END; default the whole trace) as a
     Chrome trace for Perfetto or chrome://tracing, with the findings on a track of their own."""
+    from tracelake.job_commands import export_job_command  # noqa: PLC0415
     from tracelake.reports.trace_export import (  # noqa: PLC0415
         FINDINGS_PID,
         finding_window,
@@ -360,7 +361,6 @@ def export(
         whole_trace,
         within_trace,
     )
-    from tracelake.job_commands import export_job_command  # noqa: PLC0415
     from tracelake.selectors import resolve_traces  # noqa: PLC0415
 
     chosen = [name for name, value in (("--finding", finding), ("--window", window), ("--step", step)) if value is not None]
@@ -479,8 +479,8 @@ def compare(
     import duckdb  # noqa: PLC0415 - see the note on the imports
 
     from tracelake.analyzers.regression import CompareSettings, compare as compare_traces  # noqa: PLC0415
-    from tracelake.reports.regression_md import render_regression_md  # noqa: PLC0415
     from tracelake.job_commands import compare_jobs_command, job_comparison_sides  # noqa: PLC0415
+    from tracelake.reports.regression_md import render_regression_md  # noqa: PLC0415
     from tracelake.selectors import resolve_traces  # noqa: PLC0415
 
     if threshold_pct is not None and not (math.isfinite(threshold_pct) and threshold_pct >= 0):
