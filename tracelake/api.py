@@ -277,6 +277,9 @@ class JobHandle:
 
     def signatures(self) -> polars.DataFrame:
         """Per collective signature (`collective_signatures`): count, latency, bus bandwidth, bound."""
+        if "collective_signatures" not in self.warehouse.tables():
+            raise WarehouseError(f"warehouse {self.warehouse.path} has no collective_signatures model yet; run "
+                                 f"`tracelake build --warehouse {self.warehouse.path}`")
         return self._frame("collective_signatures", "collective_name, msg_bytes")
 
     def spread(self) -> polars.DataFrame:
