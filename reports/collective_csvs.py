@@ -16,10 +16,13 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tracelake.core.errors import TraceLakeError
 from tracelake.reports.csv_files import write_csv
 
 MB = 1048576.0  # TraceLens' MB: 2^20 bytes
-AGG_METRICS = ("mean", "median", "min", "max")  # the report's agg_metrics (expected CSVs' columns)
+AGG_METRICS = ("mean", "median", "min", "max")
+JOB_MARTS = ("jobs", "job_ranks", "collective_calls", "collective_instances", "job_straggler_summary",
+             "alltoall_instances")  # the report's agg_metrics (expected CSVs' columns)
 
 # TraceLens' collective_id: the stream index in its simplified mode, else "<pg>_<index>"
 # (p2p instances have their own ordinals here, so their ids carry "p2p_")
@@ -115,9 +118,7 @@ def nccl_implicit_sync_sql(ranks: list[int]) -> str:
     per_instance as (
         select instance_id, arg_min(pg_ranks_text, rank) as pg_ranks_text, arg_min(name_text, rank) as name_text,
             arg_min(in_nelems, rank) as in_nelems, arg_min(out_nelems, rank) as out_nelems,
-            arg_min(in_mb, rank) as in_mb, arg_min(out_mb, rank) as out_mb,
-            {", ".join(per_rank)},
-            {", ".join(waits)}
+            arg_min(in_mb, rank) as in_mb, arg_min(out_mb, rank) as out_mb{"".join(", " + c for c in per_rank + waits)}
         from calls
         group by instance_id
     )
@@ -128,9 +129,7 @@ def nccl_implicit_sync_sql(ranks: list[int]) -> str:
         i.comm_latency_us as comm_latency, i.start_skew_us as "skew in start time",
         i.earliest_arrival_rank as "earliest arrival rank", i.avg_wait_us as avg_wait_time,
         i.end_skew_us as "skew in end time", i.algo_gib_per_s as "algo bw (GB/s)",
-        i.bus_gib_per_s as "bus bw (GB/s)",
-        {", ".join(rank_columns)},
-        i.node_span
+        i.bus_gib_per_s as "bus bw (GB/s)", {"".join(c + ", " for c in rank_columns)}i.node_span
     from collective_instances as i
     inner join per_instance as p on i.instance_id = p.instance_id
     where i.job_id = $job_id and {_IMPLICIT_SYNC}
@@ -224,12 +223,25 @@ def nccl_summary_all2allv_sql() -> str:
     """
 
 
+def _job_marts(db: duckdb.DuckDBPyConnection, job_id: str) -> duckdb.DuckDBPyConnection:
+    """An in-memory database holding the job's rows of the marts the CSVs read: the marts are views
+    over each other, so each is computed once here instead of once per CSV."""
+    memory = duckdb.connect()
+    for mart in JOB_MARTS:
+        memory.register(mart, db.sql(f"select * from {mart} where job_id = $job_id",
+                                     params={"job_id": job_id}).to_arrow_table())
+    return memory
+
+
 def write_collective_csvs(db: duckdb.DuckDBPyConnection, job_id: str, folder: Path) -> list[Path]:
     """Write the job's TraceLens-compatible collective CSVs into `folder` (made if missing) and
     return their paths. The all-to-all-v pair is written only when the job has all_to_allv
     instances (TraceLens skips the sheets then too)."""
-    folder.mkdir(parents=True, exist_ok=True)
     ranks = _job_ranks(db, job_id)
+    if not ranks:
+        raise TraceLakeError(f"no job named {job_id!r} in the warehouse (job_ranks has none of its ranks)")
+    folder.mkdir(parents=True, exist_ok=True)
+    db = _job_marts(db, job_id)
     implicit_sync = _query(db, nccl_implicit_sync_sql(ranks), job_id)
     with_bandwidth = implicit_sync.num_rows > 0 and implicit_sync.column("algo bw (GB/s)").null_count < implicit_sync.num_rows
     tables = {

@@ -4,36 +4,42 @@
     node from `deviceProperties` (rank // GPUs on the node). A view. -#}
 {{ config(materialized='view') }}
 
-with traces as (
-    select * from {{ ref('traces') }}
+with trace_files as (
+    select * from {{ ref('stg_trace__files') }}
 ),
 
-trace_files as (
-    select trace_id, trace_metadata from {{ ref('stg_trace__files') }}
+model_updates as (
+    select trace_id from {{ ref('trace_model_updates') }}
+),
+
+trace_platforms as (
+    select trace_id, platform from {{ ref('int_trace_platforms') }}
 ),
 
 members as (
+    -- traces whose models are up to date (as `traces` lists them), read without its counts
     select
-        traces.trace_id,
-        traces.file_name,
-        traces.tags,
-        traces.tags['job'] as job_id,
-        coalesce(try_cast(traces.tags['job_rank'] as integer), traces.rank) as rank,
+        trace_files.trace_id,
+        trace_files.file_name,
+        trace_files.tags,
+        trace_files.tags['job'] as job_id,
+        coalesce(try_cast(trace_files.tags['job_rank'] as integer), trace_files.rank) as rank,
         case
-            when traces.tags['job_rank'] is not null then coalesce(traces.tags['job_rank_source'], 'tag')
-            when traces.rank is not null then 'distributedInfo'
+            when trace_files.tags['job_rank'] is not null then coalesce(trace_files.tags['job_rank_source'], 'tag')
+            when trace_files.rank is not null then 'distributedInfo'
         end as rank_source,
-        coalesce(try_cast(traces.tags['job_world_size'] as integer), traces.world_size) as world_size,
-        traces.device_count,
-        traces.platform,
-        traces.ts_base_us,
+        coalesce(try_cast(trace_files.tags['job_world_size'] as integer), trace_files.world_size) as world_size,
+        trace_files.device_count,
+        trace_platforms.platform,
+        trace_files.ts_base_us,
         -- Kineto writes ts relative to baseTimeNanoseconds (system clock floored to 3-month
         -- intervals, per process); 2023 traces have none and write epoch us
         try_cast(json_extract_string(trace_files.trace_metadata, '$.baseTimeNanoseconds') as hugeint)
             as base_time_ns
-    from traces
-    left join trace_files on traces.trace_id = trace_files.trace_id
-    where traces.tags['job'] is not null
+    from trace_files
+    inner join model_updates on trace_files.trace_id = model_updates.trace_id
+    left join trace_platforms on trace_files.trace_id = trace_platforms.trace_id
+    where trace_files.tags['job'] is not null
 ),
 
 final as (

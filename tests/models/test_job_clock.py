@@ -55,7 +55,8 @@ def _shifted(trace: dict[str, Any], shift_us: int) -> dict[str, Any]:
 
 def _variants(root: Path) -> dict[str, list[Path]]:
     """job name -> its rank files."""
-    variants: dict[str, list[Path]] = {"dlrm": _rank_files(), "shifted": [], "straddle": [], "desync": []}
+    variants: dict[str, list[Path]] = {"dlrm": _rank_files(), "shifted": [], "straddle": [], "desync": [],
+                                       "unaligned": []}
     for path in _rank_files():
         trace, rank = _read(path), int(path.name[len("worker")])
         variants["shifted"].append(_write(_shifted(_read(path), NODE_OFFSET_US if rank >= 4 else 0),
@@ -69,6 +70,12 @@ def _variants(root: Path) -> dict[str, list[Path]]:
             last = max(kernels, key=lambda e: e["ts"])
             trace["traceEvents"] = [e for e in trace["traceEvents"] if e is not last]
         variants["desync"].append(_write(trace, root / "desync" / path.name))
+        # node 1's collectives say broadcast: no implicit-sync collective is common to both nodes
+        unaligned = _read(path)
+        for event in unaligned["traceEvents"]:
+            if rank >= 4 and event.get("name", "").startswith("nccl:"):
+                event["name"] = "nccl:broadcast"
+        variants["unaligned"].append(_write(unaligned, root / "unaligned" / path.name))
     return variants
 
 
@@ -77,7 +84,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckDBPyConn
     root = tmp_path_factory.mktemp("job_variants")
     wh = Warehouse(root / "warehouse")
     for job, files in _variants(root / "traces").items():
-        if job == "shifted":  # two nodes of four ranks, named by a tag as `tracelake analyze` would
+        if job in ("shifted", "unaligned"):  # two nodes of four ranks, named by a tag as `tracelake analyze` would
             for node, node_files in enumerate((files[:4], files[4:])):
                 assert not ingest_paths(node_files, wh, tags={"job": job, "job_node": str(node)}, jobs=2).failed
         else:
@@ -139,3 +146,18 @@ def test_a_rank_missing_a_collective_is_a_desync_not_an_error(db: duckdb.DuckDBP
     assert counts == [(7,)]
     # the seven whole collectives keep the job's numbers
     assert _instances(db, "desync")[:7] == _instances(db, "dlrm")[:7]
+
+
+def test_nodes_without_a_common_implicit_sync_collective_are_unaligned(db: duckdb.DuckDBPyConnection) -> None:
+    job = db.execute("select node_count, clock_method, clock_uncertainty_us from jobs where job_id = 'unaligned'").fetchone()
+    assert job == (2, "unaligned", None)
+    offsets = db.execute("""select node_id, offset_us, applied, collectives_used from job_clock_offsets
+                            where job_id = 'unaligned' order by node_id""").fetchall()
+    assert offsets == [(0, 0.0, False, 8), (1, None, False, 0)]
+    # cross-node skews are not reported; the instances say why they are not in sync
+    rows = db.execute("""select count(*), count(start_skew_us), count(end_skew_us), count(avg_wait_us),
+                             bool_and(is_desync), any_value(desync_reason)
+                         from collective_instances where job_id = 'unaligned'""").fetchone()
+    assert rows == (8, 0, 0, 0, True, "ranks disagree on the collective")
+    waits = db.execute("select count(wait_us) from collective_calls where job_id = 'unaligned'").fetchone()
+    assert waits == (0,)

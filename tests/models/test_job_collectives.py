@@ -16,6 +16,7 @@ import yaml
 
 from tracelake.analyzers import settings
 from tracelake.config import PROJECT_ROOT
+from tracelake.core.errors import TraceLakeError
 from tracelake.dbt_runner import run_dbt
 from tracelake.ingestion import ingest_paths
 from tracelake.reports.collective_csvs import write_collective_csvs
@@ -126,6 +127,15 @@ def test_the_summaries_have_tracelens_columns(csvs: Path) -> None:
     assert sum(int(row["operation_count"]) for row in long_summary) == 64  # TraceLens' is empty here
 
 
+def test_all_to_all_instances_add_up_the_ranks_inputs(db: duckdb.DuckDBPyConnection) -> None:
+    # the first all_to_all: 6144 floats on each of 8 ranks, from rank 1's start to rank 0's end
+    row = db.execute("""
+        select total_in_bytes, wall_us, size_imbalance, throughput_gib_per_s, hot_src_rank
+        from alltoall_instances where job_id = 'dlrm' and instance_id = 'all:0'""").fetchone()
+    assert row == (8 * 6144 * 4, 7635.0, 1.0, pytest.approx(8 * 6144 * 4 / 2**30 / 7635e-6), None)
+    assert db.execute("select count(*) from alltoall_instances where job_id = 'dlrm'").fetchone() == (5,)
+
+
 def test_the_job_row_states_its_clock(db: duckdb.DuckDBPyConnection) -> None:
     job = db.execute("""
         select world_size, rank_count, missing_ranks, node_count, epoch_us, clock_method, clock_uncertainty_us
@@ -148,6 +158,12 @@ def test_2024_kernel_args_give_the_process_group(db: duckdb.DuckDBPyConnection) 
     assert by_name[("allreduce", "Float")][5:9] == ([0, 1], 2, "default_pg", "kernel_args")
     assert by_name[("broadcast", "Long")][3] == 53 * 8
     assert {r[9] for r in rows} == {False}
+
+
+def test_an_unknown_job_is_one_clear_error(db: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
+    with pytest.raises(TraceLakeError, match="no job named 'nope'"):
+        write_collective_csvs(db, "nope", tmp_path / "report")
+    assert not (tmp_path / "report").exists()
 
 
 def test_the_clock_floor_setting_is_the_dbt_var() -> None:

@@ -63,8 +63,13 @@ expected_members as (
             when instances.pg_ranks is not null then list_intersect(instances.pg_ranks, jobs.ranks)
             when instances.group_size_given is null or instances.group_size_given = jobs.world_size then jobs.ranks
         end as expected_ranks,
-        instances.pg_ranks is not null
-            and len(list_intersect(instances.pg_ranks, jobs.ranks)) < len(instances.pg_ranks) as has_unseen_members
+        -- members of the group whose trace is not in the job (their nodes are unknown)
+        case
+            when instances.is_p2p then false
+            when instances.pg_ranks is not null
+                then len(list_intersect(instances.pg_ranks, jobs.ranks)) < len(instances.pg_ranks)
+            else instances.ranks_present < coalesce(instances.group_size_given, jobs.world_size, instances.ranks_present)
+        end as has_unseen_members
     from instances
     inner join jobs on instances.job_id = jobs.job_id
 ),
