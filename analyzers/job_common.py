@@ -16,12 +16,12 @@ from typing import Any
 import duckdb
 from pydantic import BaseModel
 
-from tracelake.analyzers.contracts import AdviceText, AgentResult, Confidence, EstimateMethod, Finding
+from tracelake.analyzers.contracts import AdviceText, AgentResult, Confidence, EstimateMethod, Finding, Tier
 from tracelake.analyzers.finding_text import render_part
 from tracelake.core.sql_text import sql_literal
 
 ADVICE_TABLE = "job"
-TIER = "system"
+TIER: Tier = "system"
 
 
 class JobContext(BaseModel):

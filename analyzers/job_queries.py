@@ -25,7 +25,8 @@ cross join params
 left join job_step on job_step.job_id = j.job_id
 where j.job_id = params.job_id"""
 
-# The straggler: the rank last at the most implicit-sync collectives (fewest total wait on a tie),
+# The straggler: the rank last at the most implicit-sync collectives (fewest total wait on a tie;
+# the collectives job_straggler_summary counts: implicit-sync or unnamed stream-ordered, no desync),
 # and what the other ranks lose waiting for it: per collective it arrives last at, the mean wait of
 # the others, summed; capped by the others' mean exposed communication (waiting under computation
 # costs nothing).
@@ -49,7 +50,8 @@ late_collectives as (
     select i.instance_id
     from collective_instances as i
     inner join straggler on i.job_id = straggler.job_id and i.last_arrival_rank = straggler.rank
-    where i.collective_kind = 'implicit_sync'
+    where not i.is_desync
+        and (i.collective_kind = 'implicit_sync' or (i.match_method = 'stream_ordinal' and i.collective_name = 'unknown'))
 ),
 others_wait as (
     select c.instance_id, avg(c.wait_us) as mean_wait_of_others_us
@@ -87,56 +89,76 @@ cross join lost
 cross join others_exposed
 cross join job_step"""
 
-# Why the straggler is late: its GPU work before the collectives it arrives last at (the work since
-# the previous collective ended, collective_preceding_work), by op and module, against the median of
-# the other ranks over the same collectives. The rows are the ops it spends most time on beyond the
-# median rank. Its rank is the first query column so the query names the rank it compares.
+# Why the straggler is late. Over the collectives it arrives last at, its arrival splits into when
+# its window opened (the previous collective's end, or its first GPU work for the first collective;
+# measured from the earliest rank's, on the job clock) and what filled the window
+# (collective_preceding_work): GPU work by launching op and module, GPU idle, and the host's root
+# ops meanwhile (they overlap the idle: a host-side reason, not an addition). Each part on the
+# straggler against the median of the other ranks (per collective, summed; a part a rank lacks is
+# 0); the rows are the parts where the straggler spends longer, largest excess first.
 WHY_LATE_SQL = """
 with params as (select ?::varchar as job_id, ?::integer as straggler_rank),
 late_collectives as (
     select i.job_id, i.instance_id
     from collective_instances as i
     cross join params
-    where i.job_id = params.job_id and i.last_arrival_rank = params.straggler_rank
-        and i.collective_kind = 'implicit_sync'
+    where i.job_id = params.job_id and i.last_arrival_rank = params.straggler_rank and not i.is_desync
+        and (i.collective_kind = 'implicit_sync' or (i.match_method = 'stream_ordinal' and i.collective_name = 'unknown'))
 ),
-work as (
-    select w.rank, w.op_name, coalesce(w.module, '') as module, sum(w.gpu_time_us) as time_us,
-        sum(w.kernel_count) as kernels
-    from collective_preceding_work as w
-    inner join late_collectives as l on l.job_id = w.job_id and l.instance_id = w.instance_id
-    group by w.rank, w.op_name, coalesce(w.module, '')
+calls as (
+    select c.rank, c.instance_id, c.trace_id, c.event_idx, c.start_us
+    from collective_calls as c
+    inner join late_collectives as l on l.job_id = c.job_id and l.instance_id = c.instance_id
 ),
-ranks as (
-    select r.rank
-    from job_ranks as r
-    cross join params
-    where r.job_id = params.job_id
+windows as (
+    select calls.rank, calls.instance_id, calls.start_us - coalesce(max(w.window_us), 0) as window_start_us
+    from calls
+    left join collective_preceding_work as w on w.trace_id = calls.trace_id and w.comm_event_idx = calls.event_idx
+    group by calls.rank, calls.instance_id, calls.start_us
 ),
-ops as (
-    select distinct op_name, module from work
+parts as (
+    select rank, instance_id, 'window_start' as kind, '' as name, '' as module,
+        window_start_us - min(window_start_us) over (partition by instance_id) as value_us
+    from windows
+    union all
+    select calls.rank, calls.instance_id, w.work_side as kind,
+        coalesce(case when w.work_side = 'gpu' then w.op_name else w.root_op_name end, '') as name,
+        coalesce(w.module_name, '') as module, coalesce(w.kernel_us, w.host_us, w.idle_us, 0) as value_us
+    from calls
+    inner join collective_preceding_work as w on w.trace_id = calls.trace_id and w.comm_event_idx = calls.event_idx
+),
+part_keys as (
+    select distinct instance_id, kind, name, module from parts
 ),
 every_rank as (
-    select ranks.rank, ops.op_name, ops.module, coalesce(work.time_us, 0) as time_us
-    from ranks
-    cross join ops
-    left join work on work.rank = ranks.rank and work.op_name = ops.op_name and work.module = ops.module
+    select calls.rank, k.instance_id, k.kind, k.name, k.module, coalesce(sum(p.value_us), 0) as value_us
+    from calls
+    inner join part_keys as k on k.instance_id = calls.instance_id
+    left join parts as p
+        on p.rank = calls.rank and p.instance_id = k.instance_id and p.kind = k.kind and p.name = k.name
+        and p.module = k.module
+    group by calls.rank, k.instance_id, k.kind, k.name, k.module
 ),
-compared as (
-    select e.op_name, e.module,
-        sum(e.time_us) filter (where e.rank = params.straggler_rank) as straggler_us,
-        median(e.time_us) filter (where e.rank <> params.straggler_rank) as median_rank_us
+per_collective as (
+    select e.instance_id, e.kind, e.name, e.module,
+        sum(e.value_us) filter (where e.rank = params.straggler_rank) as straggler_us,
+        median(e.value_us) filter (where e.rank <> params.straggler_rank) as median_rank_us
     from every_rank as e
     cross join params
-    group by e.op_name, e.module
+    group by e.instance_id, e.kind, e.name, e.module
+),
+compared as (
+    select kind, name, module, sum(straggler_us) as straggler_us, sum(median_rank_us) as median_rank_us
+    from per_collective
+    group by kind, name, module
 )
-select params.straggler_rank as rank, compared.op_name, compared.module, compared.straggler_us,
+select params.straggler_rank as rank, compared.kind, compared.name, compared.module, compared.straggler_us,
     compared.median_rank_us, compared.straggler_us - compared.median_rank_us as excess_us,
     (select count(*) from late_collectives) as late_collectives
 from compared
 cross join params
 where compared.straggler_us > compared.median_rank_us
-order by excess_us desc, compared.op_name, compared.module"""
+order by excess_us desc, compared.kind, compared.name, compared.module"""
 
 # Per collective signature: its bound (collective_signatures.bound, vllm#52777's classes), bus
 # bandwidth against the link's peak, and for bandwidth-bound ones the median latency above what its
@@ -144,8 +166,7 @@ order by excess_us desc, compared.op_name, compared.module"""
 SIGNATURES_SQL = """
 with params as (select ?::varchar as job_id, ?::double as attainable_share)
 select s.collective_name, s.dtype, s.msg_bytes, s.pg_name, s.node_span, s.instance_count,
-    s.median_latency_us, s.median_bus_gb_per_s, s.peak_bus_gb_per_s,
-    100.0 * s.median_bus_gb_per_s / nullif(s.peak_bus_gb_per_s, 0) as pct_of_peak,
+    s.median_latency_us, s.median_bus_gb_per_s, s.peak_bus_gb_per_s, s.pct_of_peak,
     s.median_start_skew_us, s.total_wait_us, s.bound,
     s.instance_count * greatest(s.median_latency_us
         - s.median_latency_us * s.median_bus_gb_per_s / nullif(s.peak_bus_gb_per_s * params.attainable_share, 0), 0)
@@ -153,15 +174,16 @@ select s.collective_name, s.dtype, s.msg_bytes, s.pg_name, s.node_span, s.instan
 from collective_signatures as s
 cross join params
 where s.job_id = params.job_id
-order by s.bound, s.total_wait_us desc, s.collective_name, s.msg_bytes"""
+order by s.total_wait_us desc, s.collective_name, s.msg_bytes"""
 
 # All-to-all(v) instances above the imbalance setting: the hot (src, dst) pair, and the share of the
-# collective the imbalance costs (1 - mean / max of the per-rank bytes).
+# collective the imbalance costs: its latency (the fastest rank's duration) x (1 - mean / max of the
+# per-rank bytes).
 ALLTOALL_SQL = """
 with params as (select ?::varchar as job_id, ?::double as imbalance_max)
-select a.instance_id, a.collective_name, a.comm_latency_us, a.size_imbalance, a.throughput_gb_per_s,
-    a.hot_src_rank, a.hot_dst_rank, a.hot_pair_bytes,
-    a.comm_latency_us * (1 - 1 / a.size_imbalance) as recoverable_us
+select a.instance_id, a.collective_name, a.min_rank_dur_us as comm_latency_us, a.size_imbalance,
+    a.throughput_gb_per_s, a.hot_src_rank, a.hot_dst_rank, a.hot_pair_bytes,
+    a.min_rank_dur_us * (1 - 1 / a.size_imbalance) as recoverable_us
 from alltoall_instances as a
 cross join params
 where a.job_id = params.job_id and a.size_imbalance > params.imbalance_max
@@ -205,9 +227,10 @@ order by n.node_id"""
 EXPOSED_TRANSFER_SQL = """
 with params as (select ?::varchar as job_id),
 per_rank as (
-    select b.rank, b.span_us, b.comm_us, b.exposed_comm_us, coalesce(s.total_wait_us, 0) as wait_us,
+    select b.rank, b.span_us, b.communication_us as comm_us, b.exposed_comm_us,
+        coalesce(s.total_wait_us, 0) as wait_us,
         greatest(b.exposed_comm_us - coalesce(s.total_wait_us, 0), 0) as exposed_transfer_us,
-        greatest(b.compute_us - (b.comm_us - b.exposed_comm_us), 0) as free_compute_us
+        greatest(b.computation_us - (b.communication_us - b.exposed_comm_us), 0) as free_compute_us
     from job_rank_breakdown as b
     cross join params
     left join job_straggler_summary as s on s.job_id = b.job_id and s.rank = b.rank
@@ -223,8 +246,8 @@ order by rank"""
 # The job's time breakdown per rank (the report's table), with the straggler flag.
 BREAKDOWN_SQL = """
 with params as (select ?::varchar as job_id)
-select b.rank, b.node_id, b.span_us, b.kernel_us, b.compute_us, b.comm_us, b.exposed_comm_us, b.idle_us,
-    b.comm_comp_overlap_pct, s.total_wait_us, s.times_arrived_last
+select b.rank, b.node_id, b.span_us, b.busy_us, b.computation_us, b.communication_us, b.exposed_comm_us,
+    b.idle_us, b.comm_comp_overlap_percent, s.total_wait_us, s.times_arrived_last
 from job_rank_breakdown as b
 cross join params
 left join job_straggler_summary as s on s.job_id = b.job_id and s.rank = b.rank
@@ -241,19 +264,20 @@ per_rank as (
     where b.job_id = params.job_id
 ),
 spread as (
-    select 1 as position, 'median' as statistic, median(span_us) as span_us, median(kernel_us) as kernel_us,
-        median(compute_us) as compute_us, median(comm_us) as comm_us, median(exposed_comm_us) as exposed_comm_us,
-        median(idle_us) as idle_us, median(comm_comp_overlap_pct) as comm_comp_overlap_pct
+    select 1 as position, 'median' as statistic, median(span_us) as span_us, median(busy_us) as busy_us,
+        median(computation_us) as computation_us, median(communication_us) as communication_us,
+        median(exposed_comm_us) as exposed_comm_us, median(idle_us) as idle_us,
+        median(comm_comp_overlap_percent) as comm_comp_overlap_percent
     from per_rank
     union all
-    select 2, 'min', min(span_us), min(kernel_us), min(compute_us), min(comm_us), min(exposed_comm_us), min(idle_us),
-        min(comm_comp_overlap_pct)
+    select 2, 'min', min(span_us), min(busy_us), min(computation_us), min(communication_us), min(exposed_comm_us),
+        min(idle_us), min(comm_comp_overlap_percent)
     from per_rank
     union all
-    select 3, 'max', max(span_us), max(kernel_us), max(compute_us), max(comm_us), max(exposed_comm_us), max(idle_us),
-        max(comm_comp_overlap_pct)
+    select 3, 'max', max(span_us), max(busy_us), max(computation_us), max(communication_us), max(exposed_comm_us),
+        max(idle_us), max(comm_comp_overlap_percent)
     from per_rank
 )
-select statistic, span_us, kernel_us, compute_us, comm_us, exposed_comm_us, idle_us, comm_comp_overlap_pct
+select statistic, span_us, busy_us, computation_us, communication_us, exposed_comm_us, idle_us, comm_comp_overlap_percent
 from spread
 order by position"""

@@ -48,16 +48,26 @@ def why_late_rows(db: duckdb.DuckDBPyConnection, job_id: str, rank: int) -> tupl
     return sql, rows(db, sql)
 
 
-def _named_ops(ops: list[dict[str, Any]], others_wait_us: float, late: int) -> list[dict[str, Any]]:
-    """The ops that explain the lateness: the top ones whose excess is a fair share of it."""
-    floor = settings.WHY_LATE_MIN_SHARE * others_wait_us if late else 0.0
-    return [{"op": r["op_name"], "module": r["module"] or None,
-             "straggler_ms": float(r["straggler_us"]) / 1000.0, "median_ms": float(r["median_rank_us"]) / 1000.0,
-             "excess_ms": float(r["excess_us"]) / 1000.0}
-            for r in ops[: settings.WHY_LATE_TOP_OPS] if float(r["excess_us"]) >= floor]
+def _part(row: dict[str, Any]) -> dict[str, Any]:
+    return {"kind": row["kind"], "op": row["name"] or None, "module": row["module"] or None,
+            "straggler_ms": float(row["straggler_us"]) / 1000.0, "median_ms": float(row["median_rank_us"]) / 1000.0,
+            "excess_ms": float(row["excess_us"]) / 1000.0}
 
 
-def _straggler_values(row: dict[str, Any], ctx: JobContext, named: list[dict[str, Any]]) -> dict[str, Any]:
+def named_parts(parts: list[dict[str, Any]], others_wait_us: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(the parts of the straggler's arrival that explain its lateness: a late window start, GPU work
+    by op, GPU idle, each at least settings.WHY_LATE_MIN_SHARE of what the others wait, at most
+    settings.WHY_LATE_TOP_OPS; the host's root ops that ran longer meanwhile, when GPU idle is named)."""
+    floor = settings.WHY_LATE_MIN_SHARE * others_wait_us
+    named = [_part(r) for r in parts if r["kind"] != "host" and float(r["excess_us"]) >= floor]
+    named = named[: settings.WHY_LATE_TOP_OPS]
+    host = ([_part(r) for r in parts if r["kind"] == "host"][: settings.WHY_LATE_TOP_OPS]
+            if any(p["kind"] == "gpu_idle" for p in named) else [])
+    return named, host
+
+
+def _straggler_values(row: dict[str, Any], ctx: JobContext, named: list[dict[str, Any]],
+                      host: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "job_id": ctx.job_id, "rank": int(row["rank"]), "node_id": row["node_id"],
         "times_last": int(row["times_arrived_last"]), "collectives": int(row["num_collectives"]),
@@ -65,7 +75,7 @@ def _straggler_values(row: dict[str, Any], ctx: JobContext, named: list[dict[str
         "late_collectives": int(row["late_collectives"]), "others_wait_ms": float(row["others_wait_us"]) / 1000.0,
         "others_exposed_ms": None if row["others_exposed_comm_us"] is None else float(row["others_exposed_comm_us"]) / 1000.0,
         "recoverable_ms": float(row["recoverable_us"]) / 1000.0, "job_step_ms": ctx.job_step_ms,
-        "pct_of_step": float(row["recoverable_pct_of_step"] or 0.0), "ops": named,
+        "pct_of_step": float(row["recoverable_pct_of_step"] or 0.0), "parts": named, "host": host,
         "rank_count": ctx.rank_count,
     }
 
@@ -76,20 +86,17 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: JobContext) -> AgentResult:
     if row is None:
         return result(AGENT_NAME, [])
     rank = int(row["rank"])
-    why_sql, ops = why_late_rows(db, ctx.job_id, rank)
-    named = _named_ops(ops, float(row["others_wait_us"]), int(row["late_collectives"]))
-    values = _straggler_values(row, ctx, named)
+    why_sql, parts = why_late_rows(db, ctx.job_id, rank)
+    named, host = named_parts(parts, float(row["others_wait_us"]))
+    values = _straggler_values(row, ctx, named, host)
+    operations = [p["op"] for p in named + host if p["op"]]
     straggler = job_finding(
         AGENT_NAME, f"rank-{rank}", "straggler", values, evidence_sql=inline(STRAGGLER_SQL, ctx.job_id),
         confidence="high" if ctx.clock_method != "unaligned" else "low",
-        fields={**impact(float(row["recoverable_us"]), ctx), "operations": [o["op"] for o in named]})
+        fields={**impact(float(row["recoverable_us"]), ctx), "operations": operations})
     found: list[Finding] = [straggler]
-    if ops:
-        every = [{"op": r["op_name"], "module": r["module"] or None, "straggler_ms": float(r["straggler_us"]) / 1000.0,
-                  "median_ms": float(r["median_rank_us"]) / 1000.0, "excess_ms": float(r["excess_us"]) / 1000.0}
-                 for r in ops[: settings.WHY_LATE_TOP_OPS]]
+    if parts:
         found.append(job_finding(
-            AGENT_NAME, f"why-rank-{rank}", "why_late", {**values, "ops": every, "named": named},
-            evidence_sql=why_sql, confidence="medium",
-            fields={"estimate_method": "qualitative", "operations": [o["op"] for o in every]}))
-    return result(AGENT_NAME, found, {"straggler_rank": rank, **{k: v for k, v in values.items() if k != "ops"}})
+            AGENT_NAME, f"why-rank-{rank}", "why_late", values, evidence_sql=why_sql, confidence="medium",
+            fields={"estimate_method": "qualitative", "operations": operations}))
+    return result(AGENT_NAME, found, {"straggler_rank": rank, **{k: v for k, v in values.items() if k not in ("parts", "host")}})

@@ -32,7 +32,8 @@ calls as (
     from collective_calls as c
     cross join params
     inner join collective_instances as i on i.job_id = c.job_id and i.instance_id = c.instance_id
-    where c.trace_id = params.trace_id and c.collective_kind = 'implicit_sync'
+    where c.trace_id = params.trace_id and not i.is_desync
+        and (i.collective_kind = 'implicit_sync' or (i.match_method = 'stream_ordinal' and i.collective_name = 'unknown'))
 ),
 late as (
     select last_arrival_rank as rank, sum(wait_us) as wait_us, count(*) as collectives

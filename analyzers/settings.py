@@ -240,13 +240,6 @@ NOT_THE_WORKLOAD_CHECKS: dict[str, tuple[str, ...]] = {
 # largest say what the host did (a data loader, a copy) without a wall of frames.
 FINDING_HOST_ACTIVITY_TOP = 5
 
-# ---- multi-rank jobs (models/marts/job_clock_offsets.sql) ----------------------------------
-# A node's clock offset is applied only above this many µs. The models read the dbt var
-# `clock_offset_floor_us` (dbt_project.yml), which must equal this (tests/jobs check it): ranks on
-# one node share a clock, and implicit-sync collectives end within 1-7 µs of each other on the
-# shared 8-rank DLRM job (TraceLens' skew in end time), so an estimate below ~3x that is noise.
-CLOCK_OFFSET_FLOOR_US = 20.0
-
 # ---- job findings (issue 24: analyzers/job_*.py) ------------------------------------------------
 # A rank is the job's straggler when it arrives last at a collective more often than every other
 # rank and at at least this share of the job's implicit-sync collectives: a majority, the design's
@@ -279,3 +272,27 @@ CLOCK_END_SKEW_MAX_US = 50.0
 # until the last rank arrived) is at least this share of its collective kernels' time: then overlap
 # cannot hide it, the late rank must arrive earlier (the per-rank multi-kernel finding says so).
 COLLECTIVE_WAIT_SHARE_MIN = 0.5
+
+# ---- multi-rank jobs (models/marts/job_clock_offsets.sql) ----------------------------------
+# A node's clock offset is applied only above this many µs. The models read the dbt var
+# `clock_offset_floor_us` (dbt_project.yml), which must equal this (tests/jobs check it): ranks on
+# one node share a clock, and implicit-sync collectives end within 1-7 µs of each other on the
+# shared 8-rank DLRM job (TraceLens' skew in end time), so an estimate below ~3x that is noise.
+CLOCK_OFFSET_FLOOR_US = 20.0
+
+# ---- collective signatures (models/marts/collective_signatures.sql, dbt vars of the same names) ----
+# vllm-project/vllm#52777's classes for a collective signature: skew-bound, bandwidth-bound, mixed,
+# inconclusive. The mart reads these values from dbt_project.yml's vars (lower-case names); a test
+# checks that the two agree.
+# Skew-bound when waiting for the last rank is more than this share of a rank's time in the
+# collective (median over the signature's instances of avg_wait / (avg_wait + comm_latency)):
+# waiting dominates, a strict majority (as MOSTLY_PAGEABLE_SHARE).
+COLLECTIVE_SKEW_WAIT_SHARE_MIN = 0.5
+# Bandwidth-bound when the median bus bandwidth reaches this share of the link's peak
+# (seeds/interconnect_peaks.csv): TraceLens' 8x MI300X reference (shared/reference/multi_rank.md)
+# moves 1.6-3.2 GB messages, transfers the link limits, at 230-239 GiB/s bus bandwidth = 0.55-0.57
+# of the 448 GB/s XGMI peak; small, latency-bound messages stay far below half of it.
+COLLECTIVE_BANDWIDTH_PEAK_SHARE_MIN = 0.5
+# Fewer instances than this make a signature inconclusive: a median of one or two is one sample
+# (TraceLens' summary reports them all the same).
+COLLECTIVE_SIGNATURE_MIN_INSTANCES = 3

@@ -26,6 +26,8 @@ from tracelake.job_rank_steps import (
     RankReport,
     assign_ranks,
     ingest_ranks,
+    open_job_marts,
+    write_collective_report,
     write_rank_reports,
 )
 from tracelake.jobs import JobInput
@@ -46,8 +48,11 @@ JOB_ANALYSIS_STEPS = (
          label="assigning ranks and nodes"),
     Step("rank reports", write_rank_reports,
          ("warehouse", "job", "rank_traces", "options", "out_dir", "runner", "on_stage"), "rank_reports"),
-    # then the job's findings and report (open_job_marts, find_job_findings, write_job_analysis), once
-    # jobs-report's queries and jobs-ranks' job_rank_breakdown agree on its columns
+    Step("open job marts", open_job_marts, ("warehouse", "runner"), "db"),
+    # the job's findings and report (find_job_findings, write_job_analysis) go here once jobs-report's
+    # queries read the columns the merged job marts have (collective_signatures.pct_of_peak)
+    Step("collective report", write_collective_report, ("db", "job", "runner"),
+         label="writing the collective CSVs"),
 )
 check_wiring(JOB_ANALYSIS_STEPS, JOB_RUN_INPUTS)
 

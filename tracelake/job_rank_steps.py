@@ -18,10 +18,12 @@ from tracelake.job_assembly import JobAssembly
 from tracelake.job_steps import run_job_agents, write_job_report
 from tracelake.jobs import JobInput, assign_job, ingest_job
 from tracelake.pipeline import run_analysis
+from tracelake.reports.collective_csvs import write_collective_csvs
 from tracelake.reports.report_inputs import RankOfJob
 from tracelake.warehouse import Warehouse
 
 RANKS_FOLDER = "ranks"
+COLLECTIVE_FOLDER = "collective_report"
 
 
 @dataclass(frozen=True)
@@ -108,3 +110,8 @@ def write_job_analysis(db: duckdb.DuckDBPyConnection, job: JobAssembly, job_find
     """The job's analysis.md, analysis.html and priority_data.json, linking to each rank's report."""
     reports = {r.rank: runner.staging / r.folder / "analysis.md" for r in rank_reports}
     runner.warnings += write_job_report(db, job.name, job_findings, reports, runner.staging)
+
+
+def write_collective_report(db: duckdb.DuckDBPyConnection, job: JobAssembly, runner: AnalysisRunner) -> None:
+    """TraceLens-compatible collective CSVs in collective_report/ (reports/collective_csvs.py)."""
+    write_collective_csvs(db, job.name, runner.staging / COLLECTIVE_FOLDER)

@@ -8,8 +8,9 @@
       and module: host_us and host_op_count (summed: ops of two threads may overlap in time);
     - `gpu_idle`: always one, the window's time no GPU event covers (idle_us), so every
       communication kernel has a row.
-    Keyed by (trace_id, comm_event_idx): the kernel's event_idx in `kernels` (and collective_calls),
-    so a straggler's rows can be set against the median rank's for one collective instance. -#}
+    Keyed by (trace_id, comm_event_idx): the kernel's event_idx in `kernels`; a trace of a job also
+    carries its job, rank and the collective instance the kernel belongs to (collective_calls), so
+    a straggler's rows can be set against the median rank's for one collective instance. -#}
 {{ config(materialized='view') }}
 
 with kernels as (
@@ -22,6 +23,10 @@ cpu_ops as (
 
 op_ancestors as (
     select * from {{ ref('cpu_op_ancestors') }}
+),
+
+collective_calls as (
+    select * from {{ ref('collective_calls') }}
 ),
 
 accumulated_intervals as (
@@ -86,10 +91,19 @@ windows as (
     from busy_before_end
 ),
 
+launching_op_ids as (
+    select distinct trace_id, cpu_op_id as op_id
+    from kernels
+    where cpu_op_id is not null and not is_comm
+),
+
 op_roots as (
-    select trace_id, op_id, arg_max(ancestor_op_id, distance) as root_op_id
+    select op_ancestors.trace_id, op_ancestors.op_id, arg_max(op_ancestors.ancestor_op_id, op_ancestors.distance) as root_op_id
     from op_ancestors
-    group by trace_id, op_id
+    inner join launching_op_ids
+        on op_ancestors.trace_id = launching_op_ids.trace_id
+        and op_ancestors.op_id = launching_op_ids.op_id
+    group by op_ancestors.trace_id, op_ancestors.op_id
 ),
 
 launched_work as (
@@ -185,6 +199,9 @@ window_work as (
 
 final as (
     select
+        collective_calls.job_id,
+        collective_calls.rank,
+        collective_calls.instance_id,
         window_work.trace_id,
         window_work.comm_event_idx,
         windows.comm_ordinal,
@@ -207,6 +224,9 @@ final as (
     inner join windows
         on window_work.trace_id = windows.trace_id
         and window_work.comm_event_idx = windows.event_idx
+    left join collective_calls
+        on window_work.trace_id = collective_calls.trace_id
+        and window_work.comm_event_idx = collective_calls.event_idx
 )
 
 select * from final

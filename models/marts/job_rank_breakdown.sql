@@ -4,31 +4,20 @@
     be set side by side. A view: cross-trace. -#}
 {{ config(materialized='view') }}
 
-with trace_files as (
-    select * from {{ ref('stg_trace__files') }}
+with job_ranks as (
+    select * from {{ ref('job_ranks') }}
 ),
 
 rank_times as (
     select * from {{ ref('int_rank_time_breakdown') }}
 ),
 
-job_members as (
-    -- the membership tags tracelake/jobs.py writes (docs/jobs.md)
-    select
-        trace_id,
-        tags['job'] as job_id,
-        try_cast(tags['job_rank'] as integer) as rank,
-        try_cast(tags['job_node'] as integer) as node_id
-    from trace_files
-    where tags['job'] is not null and tags['job_rank'] is not null
-),
-
 final as (
     select
-        job_members.job_id,
-        job_members.rank,
-        job_members.trace_id,
-        job_members.node_id,
+        job_ranks.job_id,
+        job_ranks.rank,
+        job_ranks.trace_id,
+        job_ranks.node_id,
         rank_times.span_us,
         rank_times.busy_us,
         rank_times.kernel_sum_us,
@@ -46,8 +35,8 @@ final as (
         100.0 * rank_times.computation_us / nullif(rank_times.span_us, 0) as compute_time_percent,
         100.0 * rank_times.non_compute_us / nullif(rank_times.span_us, 0) as non_compute_time_percent,
         100.0 * rank_times.exposed_comm_us / nullif(rank_times.span_us, 0) as exposed_comm_time_percent
-    from job_members
-    inner join rank_times on job_members.trace_id = rank_times.trace_id
+    from job_ranks
+    inner join rank_times on job_ranks.trace_id = rank_times.trace_id
 )
 
 select * from final

@@ -12,6 +12,10 @@ op_ancestors as (
     select * from "warehouse"."main"."cpu_op_ancestors"
 ),
 
+collective_calls as (
+    select * from "warehouse"."main"."collective_calls"
+),
+
 accumulated_intervals as (
     select * from "warehouse"."intermediate"."int_gpu_intervals_accumulated"
     where event_scope = 'all_events' and interval_set = 'all'
@@ -150,10 +154,19 @@ windows as (
     from busy_before_end
 ),
 
+launching_op_ids as (
+    select distinct trace_id, cpu_op_id as op_id
+    from kernels
+    where cpu_op_id is not null and not is_comm
+),
+
 op_roots as (
-    select trace_id, op_id, arg_max(ancestor_op_id, distance) as root_op_id
+    select op_ancestors.trace_id, op_ancestors.op_id, arg_max(op_ancestors.ancestor_op_id, op_ancestors.distance) as root_op_id
     from op_ancestors
-    group by trace_id, op_id
+    inner join launching_op_ids
+        on op_ancestors.trace_id = launching_op_ids.trace_id
+        and op_ancestors.op_id = launching_op_ids.op_id
+    group by op_ancestors.trace_id, op_ancestors.op_id
 ),
 
 launched_work as (
@@ -249,6 +262,9 @@ window_work as (
 
 final as (
     select
+        collective_calls.job_id,
+        collective_calls.rank,
+        collective_calls.instance_id,
         window_work.trace_id,
         window_work.comm_event_idx,
         windows.comm_ordinal,
@@ -271,6 +287,9 @@ final as (
     inner join windows
         on window_work.trace_id = windows.trace_id
         and window_work.comm_event_idx = windows.event_idx
+    left join collective_calls
+        on window_work.trace_id = collective_calls.trace_id
+        and window_work.comm_event_idx = collective_calls.event_idx
 )
 
 select * from final
