@@ -174,6 +174,18 @@ def test_collective_kernels_are_a_category_of_the_job_chart(data: DashboardData)
     assert collectives.percent == pytest.approx(60.8, abs=0.1)  # (396.2 + 379.1) / (607.8 + 667.5)
 
 
+def test_the_two_sampled_ranks_are_a_job_of_2_of_128_with_their_collectives(data: DashboardData) -> None:
+    """The jobs section: the folder's two ranks are job `hta`, 2 of 128 ranks (126 missing), and its chart
+    has each rank's collectives (rank 0: 65.2 % of its kernel time, rank 1: 56.8 %)."""
+    job = next(j for j in data.jobs if j.job_id == "hta")
+    assert (job.rank_count, job.world_size, len(job.missing_ranks)) == (2, 128, 126)
+    shares = {column.rank: next(c.percent for c in column.categories if c.category == "collectives")
+              for column in job.ranks}
+    assert shares == {0: pytest.approx(65.18, abs=0.01), 1: pytest.approx(56.78, abs=0.01)}
+    communication = job.spread("communication")
+    assert communication is not None and (communication.min_ms, communication.max_ms) == pytest.approx((379.053, 396.199))
+
+
 def test_rank_0_of_the_128_rank_job_spends_65_percent_of_its_kernel_time_in_collectives(tmp_path: Path) -> None:
     """Issue 24: rank 0 spent 396 ms in NCCL kernels, 65 % of its kernel time, and the chart showed none."""
     warehouse = tmp_path / "warehouse"
