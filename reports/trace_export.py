@@ -3,7 +3,8 @@ trace's findings overlaid on a track of their own (`tracelake export`).
 
 The events come from the `events` mart (every event of the trace: its phase, category, name, times,
 pid / tid, flow id and args); the windows from `findings` (ts_start_us / ts_end_us) and
-`profiler_steps`."""
+`profiler_steps`. A job (`job_trace`) exports as one file: its ranks' events on the job clock of
+`collective_calls` (docs/jobs.md), one process per rank."""
 
 from __future__ import annotations
 

@@ -151,6 +151,14 @@ def test_compare_refuses_a_job_against_a_trace(warehouse: Path) -> None:
     assert "no job 'nope'" in _refused("compare", "job:nope", f"job:{JOB}", "--warehouse", str(warehouse))
 
 
+def test_job_selector_names_the_ranks_in_rank_order(warehouse: Path) -> None:
+    printed = _ok("rm", f"job:{SLOW_JOB}", "--dry-run", "--warehouse", str(warehouse))
+    with tracelake.open(warehouse) as wh:
+        ranks = wh.job(SLOW_JOB).ranks()
+    assert printed.split() == [word for trace_id in ranks["trace_id"] for word in ("would", "remove", trace_id)]
+    assert ranks["rank"].to_list() == list(range(8))
+
+
 # ---- the Python API -------------------------------------------------------------------------------
 
 def test_api_returns_job_frames(warehouse: Path) -> None:
