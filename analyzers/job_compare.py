@@ -174,14 +174,16 @@ def compare_jobs(db: duckdb.DuckDBPyConnection, baseline: str, candidate: str, t
     spreads = [SpreadChange(**row, median_change_percent=_change(row["baseline_median_ms"], row["candidate_median_ms"]),
                             max_change_percent=_change(row["baseline_max_ms"], row["candidate_max_ms"]))
                for row in query_rows(db, SPREAD_SQL, sides)]
-    failures, deciding = [], ""
+    changes: list[tuple[str, float]] = []  # (label, change %) of the gating metrics both sides have
     for metric, column, label in GATING_SPREADS:
         spread = next((s for s in spreads if s.metric == metric), None)
         change = getattr(spread, f"{column.removesuffix('_ms')}_change_percent") if spread else None
-        if change is not None and not deciding:
-            deciding = f"{label} {change:+.1f} %"
-        if change is not None and change > threshold_percent:
-            failures.append(label)
+        if change is not None:
+            changes.append((label, change))
+    failures = [label for label, change in changes if change > threshold_percent]
+    # the line names the worst failing metric, else the first gating one
+    worst = max(changes, key=lambda c: c[1]) if failures else (changes[0] if changes else None)
+    deciding = f"{worst[0]} {worst[1]:+.1f} %" if worst else ""
     verdict = "REGRESSION" if failures else "OK"
     summary = (f"{verdict}: job {candidate} against job {baseline}: "
                + (deciding or "no step time on one side") + f" (threshold {threshold_percent:g} %)")

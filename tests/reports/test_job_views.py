@@ -130,6 +130,7 @@ def test_compare_finds_the_doubled_collectives(warehouse: Path) -> None:
     assert result.returncode == 1, result.stderr  # a regression
     verdict = json.loads(result.stdout)
     assert "median rank's kernel time" in verdict["failures"]
+    assert verdict["summary"].startswith(f"REGRESSION: job {SLOW_JOB} against job {JOB}: median rank's kernel time +")
     signatures = verdict["signatures"]
     assert all(s["status"] == "both" and s["baseline_count"] == s["candidate_count"] for s in signatures)
     latencies = sorted(lat for lat, _ in TRACELENS_COLLECTIVES)
