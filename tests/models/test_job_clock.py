@@ -2,7 +2,8 @@
 4-7 moved to a second node whose clock runs 350 µs ahead (the offset is found, applied and the
 collectives come out as on the unshifted job), the ranks' clocks rewritten as `ts` relative to
 `baseTimeNanoseconds` bases 7.9e12 µs apart (a 3-month boundary: the job's numbers do not move),
-and rank 3 missing its last collective (a desync instance, left out of the straggler summary)."""
+rank 3 missing its last collective (a desync instance, left out of the straggler summary), and
+two sampled ranks of a 128-rank job (analyzed for what they have)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from tracelake.ingestion import ingest_paths
 from tracelake.warehouse import Warehouse
 
 DLRM = Path("/work/shared/traces/jobs/dlrm_8rank")
+TWO_OF_128 = Path("/work/shared/traces/hta/trace_filter")  # HTA's two sampled ranks of a 128-rank job
 NODE_OFFSET_US = 350
 THREE_MONTHS_US = 7_884_000_000_000  # Kineto's _trimonths: 91.25 days
 BASE_US = 1_694_127_601_000_000
@@ -89,6 +91,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckDBPyConn
                 assert not ingest_paths(node_files, wh, tags={"job": job, "job_node": str(node)}, jobs=2).failed
         else:
             assert not ingest_paths(files, wh, tags={"job": job}, jobs=2).failed
+    assert not ingest_paths([TWO_OF_128], wh, tags={"job": "two_of_128"}, jobs=2).failed
     connection = duckdb.connect(str(wh.db_path), read_only=True)
     yield connection
     connection.close()
@@ -161,3 +164,16 @@ def test_nodes_without_a_common_implicit_sync_collective_are_unaligned(db: duckd
     assert rows == (8, 0, 0, 0, True, "ranks disagree on the collective")
     waits = db.execute("select count(wait_us) from collective_calls where job_id = 'unaligned'").fetchone()
     assert waits == (0,)
+
+
+def test_a_job_of_2_of_128_ranks_is_analyzed_for_what_it_has(db: duckdb.DuckDBPyConnection) -> None:
+    job = db.execute("""select world_size, rank_count, len(missing_ranks), missing_ranks[1], missing_ranks[-1]
+                        from jobs where job_id = 'two_of_128'""").fetchone()
+    assert job == (128, 2, 126, 2, 127)
+    # the other 126 ranks' nodes are unknown, so no instance claims to stay on one node; ranks whose
+    # profiled windows hold different collectives at one stream position are desync, not an error
+    spans = db.execute("""select distinct node_span from collective_instances where job_id = 'two_of_128'""").fetchall()
+    assert spans == [("unknown",)]
+    counts = db.execute("""select count(*), count(*) filter (where is_desync) from collective_instances
+                           where job_id = 'two_of_128'""").fetchone()
+    assert counts is not None and counts[0] > counts[1] > 0
