@@ -41,7 +41,8 @@ def _signature(row: dict[str, Any]) -> dict[str, Any]:
             "latency_us": _num(row["median_latency_us"]), "bus_gb_per_s": _num(row["median_bus_gb_per_s"]),
             "peak_gb_per_s": _num(row["peak_bus_gb_per_s"]), "pct_of_peak": _num(row["pct_of_peak"]),
             "skew_us": _num(row["median_start_skew_us"]), "wait_ms": (_num(row["total_wait_us"]) or 0.0) / 1000.0,
-            "bound": row["bound"], "recoverable_ms": (_num(row["recoverable_us"]) or 0.0) / 1000.0}
+            "bound": row["bound"], "bound_reason": row["bound_reason"],
+            "recoverable_ms": (_num(row["recoverable_us"]) or 0.0) / 1000.0}
 
 
 def _num(value: Any) -> float | None:

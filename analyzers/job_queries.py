@@ -161,13 +161,14 @@ where compared.straggler_us > compared.median_rank_us
 order by excess_us desc, compared.kind, compared.name, compared.module"""
 
 # Per collective signature: its bound (collective_signatures.bound, vllm#52777's classes), bus
-# bandwidth against the link's peak, and for bandwidth-bound ones the median latency above what its
-# bytes take at the attainable share of the peak, times its count.
+# bandwidth against the link's peak, and the median latency above what its bytes take at the
+# attainable share of the peak, times its count (the bandwidth finding's time, for the
+# bandwidth-bound ones: the link is the limit, and below the attainable share some of it is left).
 SIGNATURES_SQL = """
 with params as (select ?::varchar as job_id, ?::double as attainable_share)
 select s.collective_name, s.dtype, s.msg_bytes, s.pg_name, s.node_span, s.instance_count,
-    s.median_latency_us, s.median_bus_gb_per_s, s.peak_bus_gb_per_s, s.pct_of_peak,
-    s.median_start_skew_us, s.total_wait_us, s.bound,
+    s.median_latency_us, s.median_bus_gb_per_s, s.peak_bus_gb_per_s, 100.0 * s.bandwidth_fraction as pct_of_peak,
+    s.median_start_skew_us, s.total_wait_us, s.bound, s.bound_reason,
     s.instance_count * greatest(s.median_latency_us
         - s.median_latency_us * s.median_bus_gb_per_s / nullif(s.peak_bus_gb_per_s * params.attainable_share, 0), 0)
         as recoverable_us

@@ -25,9 +25,11 @@ from tracelake.job_assembly import JobAssembly
 from tracelake.job_rank_steps import (
     RankReport,
     assign_ranks,
+    find_job_findings,
     ingest_ranks,
     open_job_marts,
     write_collective_report,
+    write_job_analysis,
     write_rank_reports,
 )
 from tracelake.jobs import JobInput
@@ -49,8 +51,9 @@ JOB_ANALYSIS_STEPS = (
     Step("rank reports", write_rank_reports,
          ("warehouse", "job", "rank_traces", "options", "out_dir", "runner", "on_stage"), "rank_reports"),
     Step("open job marts", open_job_marts, ("warehouse", "runner"), "db"),
-    # the job's findings and report (find_job_findings, write_job_analysis) go here once jobs-report's
-    # queries read the columns the merged job marts have (collective_signatures.pct_of_peak)
+    Step("job findings", find_job_findings, ("db", "job"), "job_findings", label="finding the job's findings"),
+    Step("job report", write_job_analysis, ("db", "job", "job_findings", "rank_reports", "runner"),
+         label="writing the job's analysis.md"),
     Step("collective report", write_collective_report, ("db", "job", "runner"),
          label="writing the collective CSVs"),
 )

@@ -1,5 +1,5 @@
 """What a senior engineer expects of the job findings on the real 8-rank DLRM job
-(/work/shared/traces/jobs/dlrm_8rank, TraceLens' collective report on the same files in its
+(tests/data/jobs/dlrm_8rank, TraceLens' collective report on the same files in its
 expected/tracelens/): rank 7 is named the straggler (last at 5 of 8 collectives), the others' loss
 equals the TraceLens waits summed, the straggler finding's recoverable time is what its SQL returns,
 the job report's P1 is the biggest recoverable finding, and the per-rank multi-kernel finding of a
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,12 +24,10 @@ from tracelake.ingestion import ingest_paths
 from tracelake.job_steps import run_job_agents, write_job_report
 from tracelake.warehouse import Warehouse
 
-JOB_DIR = Path(os.environ.get("TRACELAKE_DLRM_JOB", "/work/shared/traces/jobs/dlrm_8rank"))
+JOB_DIR = Path(__file__).parents[1] / "data" / "jobs" / "dlrm_8rank"
 TRACELENS = JOB_DIR / "expected" / "tracelens"
 JOB = "dlrm_8rank"
 RANK_FILE = re.compile(r"worker(\d+)_")
-
-pytestmark = pytest.mark.skipif(not JOB_DIR.is_dir(), reason=f"the DLRM job is not at {JOB_DIR}")
 
 
 @dataclass(frozen=True)
@@ -134,8 +131,10 @@ def test_a_waiting_ranks_multi_kernel_finding_says_waiting_not_overlap(dlrm: Dlr
     waiting_by_rank = {}
     for rank in (7, 1):
         trace_id = dlrm.trace_ids[rank]
-        total, computation = dlrm.db.execute(
+        timeline = dlrm.db.execute(
             "select total_time_ms, computation_time_ms from gpu_timeline where trace_id = ?", [trace_id]).fetchone()
+        assert timeline is not None
+        total, computation = timeline
         ctx = AnalysisContext(trace_id=trace_id, platform="MI300X", e2e_time_ms=total, computation_time_ms=computation)
         found = {f.finding_id: f for f in multi_kernel.analyze(dlrm.db, ctx).findings}
         assert "multi_kernel:comm-overlap" not in found and "multi_kernel:exposed-comm" not in found, list(found)

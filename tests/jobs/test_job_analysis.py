@@ -1,15 +1,16 @@
 """`tracelake analyze JOB_DIR` end to end on real ranks: each rank's report in ranks/rank<r>/,
 linking back to the job's report; a job with missing ranks is analyzed for what it has and says so;
-the Python API analyzes a job too."""
+the Python API analyzes a job too; the 8-rank job's straggler summary is TraceLens'."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
 import tracelake
 from tests.conftest import run_cli
-from tests.jobs.conftest import DLRM_RANKS, copy_rank
+from tests.jobs.conftest import DLRM_JOB, DLRM_RANKS, copy_rank
 
 
 def test_two_of_eight_ranks_are_analyzed_and_the_missing_ones_stated(warehouse_copy: Path, tmp_path: Path) -> None:
@@ -55,3 +56,19 @@ def test_the_python_api_analyzes_a_job(warehouse_copy: Path, tmp_path: Path) -> 
                        "where tags['job'] = 'one_rank'").fetchall()
         assert ranks == [("3", "1", "gpus_per_node")]  # rank 3 // 2 GPUs per node
     assert DLRM_RANKS[3].read_bytes() == rank_file.read_bytes()
+
+
+def test_the_eight_rank_job_writes_tracelens_straggler_summary(warehouse_copy: Path, tmp_path: Path) -> None:
+    job = tmp_path / "dlrm_8rank"
+    for rank in DLRM_RANKS:
+        copy_rank(rank, job)
+    result = run_cli("analyze", str(job), "--warehouse", str(warehouse_copy), "--jobs", "2")
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "dlrm_8rank_job_analysis"  # named after the folder
+    assert result.stdout.splitlines()[0] == "job dlrm_8rank: 8 of 8 ranks on 1 node (deviceProperties)"
+    expected = list(csv.DictReader((DLRM_JOB / "expected" / "tracelens" / "straggler_summary.csv").open()))
+    written = list(csv.DictReader((out / "collective_report" / "straggler_summary.csv").open()))
+    assert written == expected  # rank 7 last in 5 of 8 collectives, waits 1,534 us; rank 1 waits 11,125 us
+    run = json.loads((out / "metadata" / "run.json").read_text())
+    assert (run["ranks"], run["missing_ranks"], run["node_count"]) == (list(range(8)), [], 1)
+    assert run["rank_reports"] == [f"ranks/rank{rank}" for rank in range(8)]
