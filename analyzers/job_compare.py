@@ -1,8 +1,8 @@
 """`tracelake compare job:A job:B`: two multi-rank jobs side by side (docs/jobs.md).
 
-- Per collective signature (name, dtype, message bytes, group size, intra- / inter-node; from
-  `collective_instances`): instances, median latency (TraceLens' comm_latency, the fastest rank's
-  duration), median bus bandwidth (GB/s), total wait of the ranks.
+- Per collective signature (`collective_signatures`: name, dtype, message bytes, process group,
+  intra- / inter-node): instances, median latency (TraceLens' comm_latency, the fastest rank's
+  duration), median bus bandwidth (GB/s), total wait of the ranks, skew- or bandwidth-bound.
 - Per-rank spread (`job_rank_spread`): min / median / max over the ranks of step time,
   communication, wait and kernel time, with the ranks at the ends.
 - The straggler of each side (`job_straggler_summary`, TraceLens' rule: the rank that waits least).
@@ -42,35 +42,26 @@ where j.job_id = $job
 
 # per side, then paired on the signature (a side without it: new / gone)
 SIGNATURES_SQL = """
-with signatures as (
-    select
-        job_id, collective_name, coalesce(dtype, '') as dtype, msg_bytes, group_size, node_span,
-        count(*) as instance_count,
-        median(comm_latency_us) as latency_us,
-        median(bus_gb_per_s) as bus_gb_per_s,
-        sum(avg_wait_us * ranks_present) / 1000.0 as total_wait_ms
-    from collective_instances
-    where job_id in ($baseline, $candidate)
-    group by all
-),
-baseline as (select * from signatures where job_id = $baseline),
-candidate as (select * from signatures where job_id = $candidate)
+with baseline as (select * from collective_signatures where job_id = $baseline),
+candidate as (select * from collective_signatures where job_id = $candidate)
 select
     coalesce(b.collective_name, c.collective_name) as collective_name,
-    coalesce(b.dtype, c.dtype) as dtype,
+    coalesce(b.dtype, c.dtype, '') as dtype,
     coalesce(b.msg_bytes, c.msg_bytes) as msg_bytes,
+    coalesce(b.pg_name, c.pg_name) as pg_name,
     coalesce(b.group_size, c.group_size) as group_size,
     coalesce(b.node_span, c.node_span) as node_span,
     b.instance_count as baseline_count, c.instance_count as candidate_count,
-    b.latency_us as baseline_latency_us, c.latency_us as candidate_latency_us,
-    b.bus_gb_per_s as baseline_bus_gb_per_s, c.bus_gb_per_s as candidate_bus_gb_per_s,
-    b.total_wait_ms as baseline_wait_ms, c.total_wait_ms as candidate_wait_ms
+    b.median_latency_us as baseline_latency_us, c.median_latency_us as candidate_latency_us,
+    b.median_bus_gb_per_s as baseline_bus_gb_per_s, c.median_bus_gb_per_s as candidate_bus_gb_per_s,
+    b.total_wait_us / 1000.0 as baseline_wait_ms, c.total_wait_us / 1000.0 as candidate_wait_ms,
+    b.bound as baseline_bound, c.bound as candidate_bound
 from baseline b
 full outer join candidate c
-    on b.collective_name is not distinct from c.collective_name and b.dtype = c.dtype
-    and b.msg_bytes is not distinct from c.msg_bytes and b.group_size is not distinct from c.group_size
+    on b.collective_name is not distinct from c.collective_name and b.dtype is not distinct from c.dtype
+    and b.msg_bytes is not distinct from c.msg_bytes and b.pg_name is not distinct from c.pg_name
     and b.node_span is not distinct from c.node_span
-order by coalesce(b.latency_us * b.instance_count, 0) + coalesce(c.latency_us * c.instance_count, 0) desc,
+order by coalesce(b.median_latency_us * b.instance_count, 0) + coalesce(c.median_latency_us * c.instance_count, 0) desc,
     collective_name, msg_bytes
 """
 
@@ -99,6 +90,7 @@ class SignatureChange(BaseModel):
     collective_name: str | None
     dtype: str
     msg_bytes: int | None
+    pg_name: str | None
     group_size: int | None
     node_span: str | None
     status: SignatureStatus
@@ -111,6 +103,8 @@ class SignatureChange(BaseModel):
     candidate_bus_gb_per_s: float | None
     baseline_wait_ms: float | None  # summed over the instances and their ranks
     candidate_wait_ms: float | None
+    baseline_bound: str | None  # collective_signatures.bound: skew | bandwidth | mixed | inconclusive
+    candidate_bound: str | None
 
 
 class SpreadChange(BaseModel):

@@ -45,7 +45,8 @@ def _signature_row(sig: SignatureChange) -> str:
             f"{sig.status} | {sig.baseline_count or 0} / {sig.candidate_count or 0} | "
             f"{_num(sig.baseline_latency_us, 1)} / {_num(sig.candidate_latency_us, 1)} | "
             f"{_pct(sig.latency_change_percent)} | {_num(sig.baseline_bus_gb_per_s, 2)} / "
-            f"{_num(sig.candidate_bus_gb_per_s, 2)} | {_num(sig.baseline_wait_ms)} / {_num(sig.candidate_wait_ms)} |")
+            f"{_num(sig.candidate_bus_gb_per_s, 2)} | {_num(sig.baseline_wait_ms)} / {_num(sig.candidate_wait_ms)} | "
+            f"{sig.baseline_bound or DASH} / {sig.candidate_bound or DASH} |")
 
 
 def render_job_compare_md(comparison: JobComparison) -> str:
@@ -60,9 +61,10 @@ def render_job_compare_md(comparison: JobComparison) -> str:
     shown = comparison.signatures[:SIGNATURES_LISTED]
     lines += ["## Collective signatures", "",
               "Latency: the median over the instances of the fastest rank's duration (TraceLens' comm_latency); bus "
-              "bandwidth: its median, GB/s; wait: summed over the instances and their ranks. Baseline / candidate.", "",
+              "bandwidth: its median, GB/s; wait: summed over the instances and their ranks; bound: "
+              "collective_signatures' class. Baseline / candidate.", "",
               "| collective | message bytes | group | span | status | count | latency (µs) | latency change | "
-              "bus bandwidth (GB/s) | wait (ms) |", "|---|---|---|---|---|---|---|---|---|---|",
+              "bus bandwidth (GB/s) | wait (ms) | bound |", "|---|---|---|---|---|---|---|---|---|---|---|",
               *(_signature_row(s) for s in shown)]
     if len(comparison.signatures) > len(shown):
         lines += ["", f"{len(comparison.signatures) - len(shown)} more signatures in `--format json`."]
