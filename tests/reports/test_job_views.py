@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 import statistics
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import tracelake
 from tests.conftest import DATA, run_cli
 from tests.reports.trace_variants import write_slower_run
 from tracelake.core.errors import WarehouseError
+from tracelake.dbt_runner import run_dbt
 from tracelake.reports.dashboard import DATA_JSON, INDEX
 from tracelake.reports.dashboard_data import DashboardData
 
@@ -111,6 +113,19 @@ def test_dashboard_charts_the_collectives_of_each_rank(page: tuple[DashboardData
     group = next(g for g in data.groups if g.model == JOB)  # the job's ranks are one run of its name
     assert len(group.runs) == 1 and sorted(group.runs[0].ranks) == list(range(8))
     assert "collectives" in group.categories
+
+
+def test_job_marts_pass_their_dbt_unit_tests(warehouse: Path, tmp_path: Path) -> None:
+    """Ties at both ends of a spread go to the lowest rank, a rank without a step time is left out of that
+    metric only; the collectives charted by name and the smaller categories summed (dbt unit tests beside
+    the marts, run on a copy of the warehouse)."""
+    copy = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(warehouse / "warehouse.duckdb", copy)
+    selected = [f"{model},test_type:unit" for model in ("job_rank_spread", "job_rank_categories")]
+    results = run_dbt(copy, tmp_path / "dbt", ["test", "--select", *selected])
+    assert sorted(r.node.name for r in results.results) == [
+        "job_rank_categories_chart_the_collectives_and_sum_the_rest", "job_rank_spread_names_the_ranks_at_both_ends"]
+    assert all(str(r.status) == "pass" for r in results.results)
 
 
 # ---- compare --------------------------------------------------------------------------------------
