@@ -15,6 +15,7 @@ from markupsafe import Markup
 from tracelake.core.templates import template_environment
 from tracelake.reports import svg_charts
 from tracelake.reports.dashboard_data import REST_CATEGORY, DashboardData, RunGroup, TimeBreakdown, TraceRun
+from tracelake.reports.dashboard_jobs import COLLECTIVES, JobRow
 from tracelake.reports.svg_charts import BREAKDOWN_SEGMENTS, Column, Segment
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -76,6 +77,29 @@ def run_chart(group: RunGroup, width: float = 620, height: float = 250) -> Marku
                                           label=f"kernel time per category and run, {group.key}"))
 
 
+def job_chart(job: JobRow, height: float = 250) -> Markup:
+    """Kernel time per category (collectives included) of each rank of a job, one column per rank."""
+    columns = []
+    for rank in job.ranks:
+        total = sum(c.kernel_time_ms for c in rank.categories)
+        segments = tuple(
+            Segment(c.category, c.kernel_time_ms, category_colour(c.category),
+                    f"rank {rank.rank} \u00b7 {c.category}: {fmt_ms(c.kernel_time_ms)} ms ({fmt_percent(c.percent)})")
+            for c in rank.categories)
+        columns.append(Column(f"rank {rank.rank}", f"rank {rank.rank} ({rank.file_name}): {fmt_ms(total)} ms kernel time",
+                              segments))
+    width = max(620.0, 56.0 + 40.0 * len(columns))
+    return Markup(svg_charts.column_chart(columns, unit="kernel time (ms)", width=width, height=height,
+                                          label=f"kernel time per category and rank, job {job.job_id}"))
+
+
+def job_collective_share(job: JobRow) -> float | None:
+    """The collectives' share of the job's kernel time over all its ranks, %."""
+    total = sum(c.kernel_time_ms for rank in job.ranks for c in rank.categories)
+    collectives = sum(c.kernel_time_ms for rank in job.ranks for c in rank.categories if c.category == COLLECTIVES)
+    return 100 * collectives / total if total else None
+
+
 def value_bar(value: float, maximum: float, colour: str = "#c03d3e", width: float = 140) -> Markup:
     return Markup(svg_charts.value_bar(value, maximum, colour=colour, width=width))
 
@@ -90,7 +114,9 @@ def render_dashboard(data: DashboardData) -> str:
     environment.autoescape = True  # HTML: every value from the warehouse is escaped
     traces_by_id: dict[str, TraceRun] = {t.trace_id: t for t in data.traces}
     environment.globals.update(
-        breakdown_bar=breakdown_bar, breakdown_parts=breakdown_parts, run_chart=run_chart, value_bar=value_bar,
+        breakdown_bar=breakdown_bar, breakdown_parts=breakdown_parts, run_chart=run_chart, job_chart=job_chart,
+        job_collective_share=job_collective_share,
+        value_bar=value_bar,
         swatch=swatch, category_colour=category_colour, trace_of=traces_by_id.__getitem__,
         breakdown_legend=[(label, colour) for label, colour in BREAKDOWN_SEGMENTS],
     )

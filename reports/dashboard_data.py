@@ -21,6 +21,7 @@ import duckdb
 from pydantic import BaseModel
 
 from tracelake.core.errors import WarehouseError
+from tracelake.reports.dashboard_jobs import JobRow, gather_jobs
 
 MAX_CHART_CATEGORIES = 8  # the dbt var dashboard_chart_categories: a group's chart shows its 8 largest categories
 TOP_REGRESSIONS = 15  # the regression table's length
@@ -75,7 +76,7 @@ class TraceRun(BaseModel):
     file_name: str
     ingested_at: datetime
     model: str
-    model_source: Literal["tag", "file name"]
+    model_source: Literal["tag", "job", "file name"]
     run: str | None
     commit: str | None
     mode: str | None
@@ -180,6 +181,7 @@ class DashboardData(BaseModel):
     analyses_recorded: bool  # false when nothing was ever analyzed into this warehouse
     limits: DashboardLimits
     notes: list[str] = []  # what the page chose not to compare, and why (traces sharing a run tag)
+    jobs: list[JobRow] = []  # multi-rank jobs (reports/dashboard_jobs.py), by name
 
 
 # ---- SQL: reads of the run-group marts (models/marts/run_*.sql) ------------------------------------
@@ -397,4 +399,5 @@ def gather_dashboard(db: duckdb.DuckDBPyConnection, request: DashboardRequest) -
         groups=_groups(db, traces, {row["trace_id"]: row["kernel_time_ms"] for row in rows}),
         mode_comparisons=_mode_comparisons(db, gpu_traces), regressions=_regressions(db), reports=reports,
         analyses_recorded="analyses" in tables, limits=DashboardLimits(), notes=_shared_tag_notes(traces),
+        jobs=gather_jobs(db, tables),
     )

@@ -49,8 +49,9 @@ _CATEGORY_COLOURS = {
     "GroupedGEMM_fwd": "#1f5f8b",
     "MoE_aux": "#bcbd22",
     "other": "#7f7f7f",
+    "collectives": "#c03d3e",  # the exposed-communication colour of the breakdown bars
 }
-_SPARE_COLOURS = ("#c03d3e", "#ff9896", "#98df8a", "#9edae5", "#c49c94", "#ffbb78", "#aec7e8",
+_SPARE_COLOURS = ("#ff9896", "#98df8a", "#9edae5", "#c49c94", "#ffbb78", "#aec7e8",
                   "#dbdb8d", "#6b6ecf", "#e7969c", "#637939", "#8c6d31")
 REST_COLOUR = "#d0d7de"  # the "smaller categories" remainder
 

@@ -3,7 +3,8 @@ trace's findings overlaid on a track of their own (`tracelake export`).
 
 The events come from the `events` mart (every event of the trace: its phase, category, name, times,
 pid / tid, flow id and args); the windows from `findings` (ts_start_us / ts_end_us) and
-`profiler_steps`."""
+`profiler_steps`. A job (`job_trace`) exports as one file: its ranks' events on the job clock of
+`collective_calls` (docs/jobs.md), one process per rank."""
 
 from __future__ import annotations
 
@@ -180,3 +181,157 @@ def trimmed_trace(con: duckdb.DuckDBPyConnection, trace_id: str, window: Window)
         # the base goes back as Kineto's own field for that, so the trace's clock is written exactly
         document["baseTimeNanoseconds"] = base * 1000
     return document
+
+
+# ---- a job: its ranks as one Chrome trace on the job clock ----------------------------------------
+
+# Each rank's events on the job clock (docs/jobs.md: base_time_us + ts - the node's applied offset,
+# in µs since the job's epoch), one process per rank (pid = rank), one thread per (pid, tid) of the
+# rank's own trace, named after that trace's process and thread; flow ids renumbered over the job.
+JOB_EVENTS_SQL = """
+with members as (
+    select
+        job_ranks.rank,
+        job_ranks.trace_id,
+        job_ranks.base_time_us - jobs.epoch_us
+            - coalesce(case when job_clock_offsets.applied then job_clock_offsets.offset_us end, 0) as shift_us
+    from job_ranks
+    inner join jobs on jobs.job_id = job_ranks.job_id
+    left join job_clock_offsets
+        on job_clock_offsets.job_id = job_ranks.job_id and job_clock_offsets.node_id = job_ranks.node_id
+    where job_ranks.job_id = $job
+),
+timed as (
+    select
+        members.rank, events.trace_id, events.event_idx, events.phase, events.category, events.name,
+        events.ts_us + members.shift_us as ts_us, events.dur_us, events.pid, events.tid, events.flow_id, events.args
+    from events
+    inner join members on members.trace_id = events.trace_id
+    where events.phase <> 'M'
+        and events.ts_us + members.shift_us <= $end_us
+        and coalesce(events.end_us, events.ts_us) + members.shift_us >= $start_us
+),
+names as (
+    select trace_id, name, pid, tid, json_extract_string(args, '$.name') as label
+    from events
+    where phase = 'M' and name in ('process_name', 'thread_name') and trace_id in (select trace_id from members)
+),
+named_threads as (
+    select
+        threads.rank, threads.trace_id, threads.pid, threads.tid,
+        coalesce(any_value(process_names.label), 'process ' || threads.pid) || ' / '
+            || coalesce(any_value(thread_names.label), 'thread ' || threads.tid) as lane_name
+    from (select distinct rank, trace_id, pid, tid from timed) as threads
+    left join names as process_names
+        on process_names.trace_id = threads.trace_id and process_names.name = 'process_name'
+        and process_names.pid = threads.pid
+    left join names as thread_names
+        on thread_names.trace_id = threads.trace_id and thread_names.name = 'thread_name'
+        and thread_names.pid = threads.pid and thread_names.tid = threads.tid
+    group by threads.rank, threads.trace_id, threads.pid, threads.tid
+),
+lanes as (
+    select
+        *,
+        row_number() over (
+            partition by rank
+            order by try_cast(pid as bigint) nulls last, pid, try_cast(tid as bigint) nulls last, tid
+        ) as lane
+    from named_threads
+),
+flows as (
+    select rank, flow_id, dense_rank() over (order by rank, flow_id) as job_flow_id
+    from (select distinct rank, flow_id from timed where flow_id is not null)
+),
+trace_events as (
+    select
+        timed.rank, timed.ts_us, timed.event_idx,
+        case
+            when timed.phase = 'X' then json_object(
+                'ph', 'X', 'cat', coalesce(timed.category, ''), 'name', coalesce(timed.name, ''), 'pid', timed.rank,
+                'tid', lanes.lane, 'ts', timed.ts_us, 'dur', coalesce(timed.dur_us, 0), 'args', coalesce(timed.args, '{}')::json)
+            when timed.phase in ('s', 't', 'f') then json_object(
+                'ph', timed.phase, 'cat', coalesce(timed.category, ''), 'name', coalesce(timed.name, ''),
+                'pid', timed.rank, 'tid', lanes.lane, 'ts', timed.ts_us, 'id', flows.job_flow_id, 'bp', 'e')
+            else json_object(
+                'ph', timed.phase, 'cat', coalesce(timed.category, ''), 'name', coalesce(timed.name, ''), 'pid', timed.rank,
+                'tid', lanes.lane, 'ts', timed.ts_us, 's', 't', 'args', coalesce(timed.args, '{}')::json)
+        end as event
+    from timed
+    inner join lanes
+        on lanes.rank = timed.rank and lanes.pid is not distinct from timed.pid and lanes.tid is not distinct from timed.tid
+    left join flows on flows.rank = timed.rank and flows.flow_id = timed.flow_id
+),
+metadata as (
+    select rank, -2 as ts_us, 0 as event_idx,
+        json_object('ph', 'M', 'name', 'process_name', 'pid', rank, 'tid', 0, 'args', json_object('name', 'rank ' || rank))
+            as event
+    from members
+    union all
+    select rank, -2, 1, json_object('ph', 'M', 'name', 'process_sort_index', 'pid', rank, 'tid', 0,
+                                    'args', json_object('sort_index', rank))
+    from members
+    union all
+    select rank, -1, lane, json_object('ph', 'M', 'name', 'thread_name', 'pid', rank, 'tid', lane,
+                                       'args', json_object('name', lane_name))
+    from lanes
+    union all
+    select rank, -1, lane, json_object('ph', 'M', 'name', 'thread_sort_index', 'pid', rank, 'tid', lane,
+                                       'args', json_object('sort_index', lane))
+    from lanes
+)
+select
+    (select count(*) from trace_events) as event_count,
+    (select count(distinct rank) from trace_events) as rank_count,
+    string_agg(event::varchar, ',' order by rank, ts_us, event_idx) as events
+from (select * from metadata union all select * from trace_events)
+"""
+
+JOB_SPAN_SQL = """
+select jobs.epoch_us, jobs.clock_method, jobs.clock_uncertainty_us,
+    min(events.ts_us + job_ranks.base_time_us - jobs.epoch_us
+        - coalesce(case when job_clock_offsets.applied then job_clock_offsets.offset_us end, 0)) as start_us,
+    max(coalesce(events.end_us, events.ts_us) + job_ranks.base_time_us - jobs.epoch_us
+        - coalesce(case when job_clock_offsets.applied then job_clock_offsets.offset_us end, 0)) as end_us
+from jobs
+inner join job_ranks on job_ranks.job_id = jobs.job_id
+inner join events on events.trace_id = job_ranks.trace_id and events.phase <> 'M'
+left join job_clock_offsets on job_clock_offsets.job_id = job_ranks.job_id and job_clock_offsets.node_id = job_ranks.node_id
+where jobs.job_id = $job
+group by all
+"""
+
+
+@dataclass(frozen=True)
+class JobExport:
+    text: str  # the Chrome-trace JSON
+    window: Window  # on the job clock, cut to the job's span
+    event_count: int
+    rank_count: int
+
+
+def job_trace(con: duckdb.DuckDBPyConnection, job_id: str, window: Window | None) -> JobExport:
+    """The job's events in `window` (job-clock µs since its epoch; None: the whole job) as one Chrome
+    trace: pid = rank (process "rank r"), the ranks' clocks aligned as the job's collectives are."""
+    span = con.execute(JOB_SPAN_SQL, {"job": job_id}).fetchone()
+    if span is None or span[3] is None:
+        raise TraceLakeError(f"job {job_id} has no timed event: there is nothing to export")
+    epoch_us, clock_method, uncertainty_us, span_start, span_end = span
+    if clock_method == "unaligned":
+        raise TraceLakeError(f"job {job_id}'s rank clocks could not be aligned (jobs.clock_method unaligned): its ranks "
+                             "cannot share one timeline; export each rank's trace on its own")
+    chosen = window or Window(span_start, span_end, "whole job")
+    start, end = max(chosen.start_us, span_start), min(chosen.end_us, span_end)
+    if end <= start:
+        raise TraceLakeError(f"--window {chosen.start_us:g}:{chosen.end_us:g} holds none of job {job_id}, whose events "
+                             f"span {span_start:.3f}:{span_end:.3f} (job-clock microseconds since its epoch)")
+    cut = Window(start, end, chosen.label)
+    row = con.execute(JOB_EVENTS_SQL, {"job": job_id, "start_us": start, "end_us": end}).fetchone()
+    if row is None or not row[0]:
+        raise TraceLakeError(f"no event of job {job_id} lies in {start:.1f}-{end:.1f} us (job clock)")
+    header = json.dumps({"job_id": job_id, "window": cut.label, "start_us": start, "end_us": end, "epoch_us": epoch_us,
+                         "clock": "job clock: base_time_us + ts - the node's applied offset, us since epoch_us",
+                         "clock_method": clock_method, "clock_uncertainty_us": uncertainty_us})
+    text = (f'{{"traceEvents":[{row[2]}],"displayTimeUnit":"ms","baseTimeNanoseconds":{int(epoch_us) * 1000},'
+            f'"tracelake_export":{header}}}')
+    return JobExport(text=text, window=cut, event_count=int(row[0]), rank_count=int(row[1]))

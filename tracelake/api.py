@@ -9,6 +9,9 @@ lock like the command does.
     wh.traces()                                            # polars DataFrame
     wh.sql("select * from gpu_timeline where idle_time_percent > $p", {"p": 20}).pl()
     wh.table("kernels", trace="model=bert,run=nightly-42")
+    wh.jobs()                                              # one row per multi-rank job (docs/jobs.md)
+    job = wh.job("dlrm_8rank")
+    job.ranks(), job.collectives(), job.instances(), job.stragglers(), job.signatures(), job.spread()
     result = wh.analyze("trace.json.gz", out="report/")    # or tracelake.analyze(..., warehouse=...)
     result.findings[0].title
     job = wh.analyze("runs/job42/", gpus_per_node=8)        # a folder (or a list of files): one job
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
 
 PathLike = str | os.PathLike[str]
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_JOBS_LISTED = 10  # job names listed when a name matches none
 TRACES_COLUMNS = ("trace_id, file_name, source_path, device_name, platform, runtime, event_count, gpu_event_count, "
                   "cpu_op_count, quality_verdict, tags, ingested_at")
 
@@ -192,6 +196,28 @@ class WarehouseHandle:
         """One row per trace whose tables are up to date, oldest first."""
         return self.sql(f"select {TRACES_COLUMNS} from traces order by ingested_at, trace_id").pl()
 
+    def jobs(self) -> polars.DataFrame:
+        """One row per multi-rank job (the `jobs` mart: world size, ranks present, missing ranks,
+        nodes, clock method), by name."""
+        self._require_job_marts()
+        return self.sql("select * from jobs order by job_id").pl()
+
+    def job(self, name: str) -> JobHandle:
+        """One job's frames (`job.ranks()`, `.collectives()`, ...); a job the warehouse does not hold
+        is an error naming the jobs it does."""
+        self._require_job_marts()
+        names = [row[0] for row in self.sql("select job_id from jobs order by job_id").fetchall()]
+        if name not in names:
+            held = ", ".join(names[:MAX_JOBS_LISTED]) + (", ..." if len(names) > MAX_JOBS_LISTED else "")
+            raise WarehouseError(f"no job {name!r} in {self.path}" + (f"; its jobs: {held}" if names else
+                                 "; it holds no job (ingest a folder of rank traces, or pass --job NAME)"))
+        return JobHandle(self, name)
+
+    def _require_job_marts(self) -> None:
+        if "jobs" not in self.tables():
+            raise WarehouseError(f"warehouse {self.path} has no jobs model yet; run `tracelake build --warehouse "
+                                 f"{self.path}` to bring it up to date")
+
     def ingest(self, paths: PathLike | Iterable[PathLike], tags: dict[str, str] | None = None,
                jobs: int | None = None, job: str | None = None, gpus_per_node: int | None = None) -> IngestResult:
         """Ingest trace files or folders into this warehouse (as `tracelake ingest`)."""
@@ -209,6 +235,63 @@ class WarehouseHandle:
 
         selectors = [trace] if isinstance(trace, str) else list(trace)
         return list(dict.fromkeys(t for s in selectors for t in resolve_traces(self.warehouse, s, ingest_new=False)))
+
+
+class JobHandle:
+    """One multi-rank job of a warehouse: its marts (docs/jobs.md) as polars DataFrames, each read
+    from the handle's current snapshot."""
+
+    def __init__(self, warehouse: WarehouseHandle, name: str) -> None:
+        self.warehouse = warehouse
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"{self.warehouse!r}.job({self.name!r})"
+
+    def _frame(self, mart: str, order: str) -> polars.DataFrame:
+        return self.warehouse.sql(f'select * from "{mart}" where job_id = $job order by {order}', {"job": self.name}).pl()
+
+    def summary(self) -> polars.DataFrame:
+        """Its row of `jobs`."""
+        return self._frame("jobs", "job_id")
+
+    def ranks(self) -> polars.DataFrame:
+        """One row per rank: `job_ranks` (trace, rank and node with their sources, base time) with
+        `job_rank_metrics` (step time, communication, wait, kernel time, collectives' share)."""
+        return self.warehouse.sql(
+            "select r.*, m.* exclude (job_id, rank, trace_id, file_name, node_id) from job_ranks r "
+            "left join job_rank_metrics m using (job_id, rank) where r.job_id = $job order by r.rank",
+            {"job": self.name}).pl()
+
+    def collectives(self) -> polars.DataFrame:
+        """One row per rank and collective kernel (`collective_calls`), on the job clock."""
+        return self._frame("collective_calls", "instance_id, rank")
+
+    def instances(self) -> polars.DataFrame:
+        """One row per matched collective (`collective_instances`): latency, skews, waits, bandwidth."""
+        return self._frame("collective_instances", "first_start_us, instance_id")
+
+    def stragglers(self) -> polars.DataFrame:
+        """TraceLens' straggler summary (`job_straggler_summary`): the straggler first (least total wait)."""
+        return self._frame("job_straggler_summary", "total_wait_us, rank")
+
+    def signatures(self) -> polars.DataFrame:
+        """Per collective signature (`collective_signatures`): count, latency, bus bandwidth, bound."""
+        if "collective_signatures" not in self.warehouse.tables():
+            raise WarehouseError(f"warehouse {self.warehouse.path} has no collective_signatures model yet; run "
+                                 f"`tracelake build --warehouse {self.warehouse.path}`")
+        return self._frame("collective_signatures", "collective_name, msg_bytes")
+
+    def spread(self) -> polars.DataFrame:
+        """min / median / max over the ranks of step time, communication, wait, kernel time (`job_rank_spread`)."""
+        return self._frame("job_rank_spread", "metric")
+
+    def traces(self) -> polars.DataFrame:
+        """The ranks' rows of `traces`, by rank."""
+        return self.warehouse.sql(
+            f"select r.rank, {', '.join('t.' + c.strip() for c in TRACES_COLUMNS.split(','))} "
+            "from job_ranks r join traces t using (trace_id) where r.job_id = $job order by r.rank",
+            {"job": self.name}).pl()
 
 
 _open_handles: weakref.WeakSet[WarehouseHandle] = weakref.WeakSet()

@@ -351,6 +351,7 @@ def export(
 ) -> None:
     """Write a window of a trace (a finding's, a step's or START:END; default the whole trace) as a
     Chrome trace for Perfetto or chrome://tracing, with the findings on a track of their own."""
+    from tracelake.job_commands import export_job_command  # noqa: PLC0415
     from tracelake.reports.trace_export import (  # noqa: PLC0415
         FINDINGS_PID,
         finding_window,
@@ -376,6 +377,11 @@ def export(
     if out.exists() and not force:
         raise TraceLakeError(f"{out} exists; pass --force to replace it, or choose another --out")
     wh = _warehouse(warehouse)
+    if trace.strip().lower().startswith("job:"):  # a job: its ranks on the job clock (tracelake/job_commands.py)
+        if finding is not None or step is not None:
+            raise typer.BadParameter("a job is exported whole or by --window START:END (job-clock us)")
+        print(export_job_command(wh, trace, window, out))
+        return
     trace_ids = resolve_traces(wh, trace, ingest_new=False)
     if len(trace_ids) != 1:
         raise TraceLakeError(f"{trace!r} names {len(trace_ids)} traces; export takes one (give its trace id)")
@@ -473,6 +479,7 @@ def compare(
     import duckdb  # noqa: PLC0415 - see the note on the imports
 
     from tracelake.analyzers.regression import CompareSettings, compare as compare_traces  # noqa: PLC0415
+    from tracelake.job_commands import compare_jobs_command, job_comparison_sides  # noqa: PLC0415
     from tracelake.reports.regression_md import render_regression_md  # noqa: PLC0415
     from tracelake.selectors import resolve_traces  # noqa: PLC0415
 
@@ -481,6 +488,11 @@ def compare(
     config = CompareSettings() if threshold_pct is None else CompareSettings(threshold_percent=threshold_pct)
     _state["internal_error_exit"] = EXIT_COMPARE_CRASHED
     wh = _warehouse(warehouse)
+    job_sides = job_comparison_sides(baseline, candidate)  # job:A job:B (tracelake/job_commands.py)
+    if job_sides is not None:
+        printed, regressed = compare_jobs_command(wh, job_sides, config.threshold_percent, output_format.value)
+        print(printed, end="")
+        raise typer.Exit(EXIT_FAILED if regressed else 0)
     try:
         baseline_ids = resolve_traces(wh, baseline, jobs or default_jobs())
         candidate_ids = resolve_traces(wh, candidate, jobs or default_jobs())

@@ -67,11 +67,11 @@ WarehouseOption = Annotated[
     typer.Option("--warehouse", help="Warehouse folder (default: $TRACELAKE_WAREHOUSE or a per-user data folder)."),
 ]
 
-STORED_TRACE_HELP = ("a trace file already ingested, a trace id (or a unique prefix of >= 6 hex digits), or "
-                     "KEY=VALUE[,KEY=VALUE] over model/run/commit/mode/platform and tags")
+STORED_TRACE_HELP = ("a trace file already ingested, a trace id (or a unique prefix of >= 6 hex digits), "
+                     "KEY=VALUE[,KEY=VALUE] over model/run/commit/mode/platform and tags, or job:NAME (a job's ranks)")
 TRACE_SELECTOR_HELP = ("trace file (.json/.json.gz, ingested if new), trace id (or a unique prefix of >= 6 hex "
                        "digits), or KEY=VALUE[,KEY=VALUE] over model/run/commit/mode/platform and tags "
-                       "(several matching traces are pooled as repeated samples)")
+                       "(several matching traces are pooled as repeated samples); or job:NAME, against another job")
 
 
 def parse_tags(tags: list[str]) -> dict[str, str]:

@@ -5,7 +5,8 @@ A selector string is, in this order:
   it is already there), giving its trace id; a missing *.json / *.json.gz path is an error;
 - `key=value[,key=value...]`: every trace whose `runs` column (model, run, commit, mode, platform)
   or, for other keys, whose tag `key` equals value (case-insensitive; all pairs must hold);
-- 6 to 16 hex digits: a trace id, or a prefix of exactly one trace id.
+- 6 to 16 hex digits: a trace id, or a prefix of exactly one trace id;
+- `job:NAME`: the ranks of a multi-rank job (its traces tagged job=NAME, docs/jobs.md), by rank.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ TRACE_SUFFIXES = (".json", ".json.gz")
 RUNS_COLUMNS = ("model", "run", "commit", "mode", "platform")  # the runs view's tag columns
 TRACE_ID_PATTERN = re.compile(r"[0-9a-f]{6,16}")
 MAX_LISTED = 5  # trace ids named in an ambiguous-prefix message
+JOB_PREFIX = "job:"
 
 
 class SelectorError(TraceLakeError):
@@ -32,6 +34,9 @@ def resolve_traces(warehouse: Warehouse, selector: str, jobs: int = 1, ingest_ne
     text = selector.strip()
     if not text:
         raise SelectorError("empty trace selector; give a trace file, a trace id or KEY=VALUE")
+    name = job_name(text)
+    if name is not None:
+        return job_trace_ids(warehouse, resolve_job(warehouse, name))
     path = Path(text).expanduser()
     if path.is_file():
         return [_ingest_file(warehouse, path, jobs) if ingest_new else _stored_file(warehouse, path)]
@@ -48,6 +53,41 @@ def resolve_traces(warehouse: Warehouse, selector: str, jobs: int = 1, ingest_ne
     raise SelectorError(
         f"{text!r} is not a trace file, a trace id (6-16 hex digits) or a KEY=VALUE[,KEY=VALUE] selector"
     )
+
+
+def job_name(selector: str) -> str | None:
+    """The job a `job:NAME` selector names; None for any other selector."""
+    text = selector.strip()
+    if not text.lower().startswith(JOB_PREFIX):
+        return None
+    name = text[len(JOB_PREFIX):].strip()
+    if not name:
+        raise SelectorError(f"selector {selector!r} names no job; give job:NAME (`tracelake sql \"select job_id from "
+                            "jobs\"` lists them)")
+    return name
+
+
+def resolve_job(warehouse: Warehouse, name: str) -> str:
+    """The job's id as stored (the `jobs` mart); one line naming the warehouse's jobs when none matches."""
+    with warehouse.connect_read_only() as con:
+        has_jobs = con.execute("select count(*) from duckdb_views() where view_name = 'jobs'").fetchone()
+        names = [row[0] for row in con.execute("select job_id from jobs order by job_id").fetchall()] \
+            if has_jobs and has_jobs[0] else []
+    if name in names:
+        return name
+    folded = [n for n in names if n.lower() == name.lower()]
+    if len(folded) == 1:
+        return folded[0]
+    held = ", ".join(names[:MAX_LISTED]) + (", ..." if len(names) > MAX_LISTED else "")
+    raise SelectorError(f"no job {name!r} in {warehouse.root}; " + (f"its jobs: {held}" if names else
+                        "it holds none (ingest a folder of rank traces, or pass --job NAME)"))
+
+
+def job_trace_ids(warehouse: Warehouse, job_id: str) -> list[str]:
+    """The traces of a job's ranks, by rank."""
+    with warehouse.connect_read_only() as con:
+        return [row[0] for row in con.execute("select trace_id from job_ranks where job_id = ? order by rank",
+                                              [job_id]).fetchall()]
 
 
 def _ingest_file(warehouse: Warehouse, path: Path, jobs: int) -> str:

@@ -1,7 +1,7 @@
 {#- One row per trace, placed in the dashboard's run groups: a group is one (model, mode, platform,
     serving phases); inside it the runs are ordered by the `run` tag (natural order: r2 before r10;
     untagged runs last), then by ingest time, rank and trace id. The traces of one run tag, or
-    (untagged) the ranks of one distributed job, are one run. A view. -#}
+    (untagged) the ranks of one distributed job (its `job` tag, else its folder), are one run. A view. -#}
 {{ config(materialized='view') }}
 
 with runs as (
@@ -17,7 +17,7 @@ phases as (
 ),
 
 category_time as (
-    select * from {{ ref('ops_summary_by_category') }}
+    select * from {{ ref('trace_category_kernel_time') }}
 ),
 
 serving_phases as (
@@ -29,7 +29,7 @@ serving_phases as (
 ),
 
 trace_kernel_time as (
-    select trace_id, sum(total_direct_kernel_time_ms) as kernel_time_ms
+    select trace_id, sum(kernel_time_ms) as kernel_time_ms
     from category_time
     group by trace_id
 ),
@@ -37,10 +37,13 @@ trace_kernel_time as (
 labelled as (
     select
         runs.*,
-        -- untagged: the file name, less a rank number (rank0 / rank_1 / rank-2 are one model)
-        coalesce(runs.model, regexp_replace(regexp_replace(runs.file_name, '(\.json)?(\.gz)?$', ''),
-                                            '[_.-]?rank[_-]?\d+', '')) as group_model,
-        case when runs.model is null then 'file name' else 'tag' end as model_source,
+        -- untagged: the job of a rank (docs/jobs.md), else the file name less a rank number (rank0 /
+        -- rank_1 / rank-2 are one model)
+        coalesce(runs.model, runs.tags['job'], regexp_replace(regexp_replace(runs.file_name, '(\.json)?(\.gz)?$', ''),
+                                                              '[_.-]?rank[_-]?\d+', '')) as group_model,
+        case when runs.model is not null then 'tag' when runs.tags['job'] is not null then 'job' else 'file name' end
+            as model_source,
+        runs.tags['job'] as job_id,
         serving_phases.phase,
         traces.rank,
         traces.world_size,
@@ -63,11 +66,13 @@ grouped as (
         coalesce(nullif(platform, ''), 'unknown') as group_platform,
         case
             when run is not null then 'run ' || run
+            when job_id is not null then 'job ' || job_id
             when is_job_rank then 'job ' || {{ parent_folder('source_path') }}
             else 'trace ' || trace_id
         end as run_identity,
         case
             when run is not null then run
+            when job_id is not null then job_id
             when is_job_rank then coalesce(nullif({{ regex_extract('source_path', "'([^/]*)/[^/]*$'", 1) }}, ''), 'job')
             else strftime(ingested_at, '%m-%d %H:%M:%S')
         end as run_label

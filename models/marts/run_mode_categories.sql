@@ -1,5 +1,6 @@
-{#- Training vs inference per model and platform: each side's op categories by kernel time, the
-    mean per trace and the share of the side's kernel time, ranked largest first. A view. -#}
+{#- Training vs inference per model and platform: each side's categories by kernel time (the op
+    categories and the collectives), the mean per trace and the share of the side's kernel time,
+    ranked largest first. A view. -#}
 {{ config(materialized='view') }}
 
 with run_groups as (
@@ -7,7 +8,7 @@ with run_groups as (
 ),
 
 category_time as (
-    select * from {{ ref('ops_summary_by_category') }}
+    select * from {{ ref('trace_category_kernel_time') }}
 ),
 
 sides as (
@@ -26,12 +27,12 @@ side_categories as (
         sides.model,
         sides.group_platform,
         sides.mode,
-        category_time.op_category,
-        sum(category_time.total_direct_kernel_time_ms) / any_value(sides.trace_count) as mean_kernel_time_ms,
-        sum(category_time.total_direct_kernel_time_ms) as side_kernel_time_ms
+        category_time.category as op_category,
+        sum(category_time.kernel_time_ms) / any_value(sides.trace_count) as mean_kernel_time_ms,
+        sum(category_time.kernel_time_ms) as side_kernel_time_ms
     from sides
     inner join category_time on category_time.trace_id = sides.trace_id
-    group by sides.model, sides.group_platform, sides.mode, category_time.op_category
+    group by sides.model, sides.group_platform, sides.mode, category_time.category
 ),
 
 final as (

@@ -162,6 +162,44 @@ def test_ranks_of_one_job_are_one_run_with_their_spread(data: DashboardData) -> 
     assert not [c for c in data.regressions if c.model == "hta"]  # no rank-to-rank "regression"
 
 
+def test_collective_kernels_are_a_category_of_the_job_chart(data: DashboardData) -> None:
+    """The two sampled ranks of a 128-rank job spent most of their kernel time in NCCL kernels
+    (rank 0: 396.2 ms, rank 1: 379.1 ms, issue 24); the chart's run is their mean, and its categories
+    add up to the run's kernel time with the collectives in it."""
+    run = next(g for g in data.groups if g.model == "hta").runs[0]
+    collectives = next(c for c in run.categories if c.op_category == "collectives")
+    assert collectives.kernel_time_ms == pytest.approx((396.199 + 379.053) / 2, abs=0.01)
+    assert sum(c.kernel_time_ms for c in run.categories) == pytest.approx(run.kernel_time_ms)
+    assert collectives.percent == pytest.approx(100 * collectives.kernel_time_ms / run.kernel_time_ms)
+    assert collectives.percent == pytest.approx(60.8, abs=0.1)  # (396.2 + 379.1) / (607.8 + 667.5)
+
+
+def test_the_two_sampled_ranks_are_a_job_of_2_of_128_with_their_collectives(data: DashboardData) -> None:
+    """The jobs section: the folder's two ranks are job `hta`, 2 of 128 ranks (126 missing), and its chart
+    has each rank's collectives (rank 0: 65.2 % of its kernel time, rank 1: 56.8 %)."""
+    job = next(j for j in data.jobs if j.job_id == "hta")
+    assert (job.rank_count, job.world_size, len(job.missing_ranks)) == (2, 128, 126)
+    shares = {column.rank: next(c.percent for c in column.categories if c.category == "collectives")
+              for column in job.ranks}
+    assert shares == {0: pytest.approx(65.18, abs=0.01), 1: pytest.approx(56.78, abs=0.01)}
+    communication = job.spread("communication")
+    assert communication is not None and (communication.min_ms, communication.max_ms) == pytest.approx((379.053, 396.199))
+
+
+def test_rank_0_of_the_128_rank_job_spends_65_percent_of_its_kernel_time_in_collectives(tmp_path: Path) -> None:
+    """Issue 24: rank 0 spent 396 ms in NCCL kernels, 65 % of its kernel time, and the chart showed none."""
+    warehouse = tmp_path / "warehouse"
+    _ok("ingest", str(HTA_RANKS / "sampled_rank-0.json.gz"), "--warehouse", str(warehouse), "--quiet")
+    _ok("dashboard", "--warehouse", str(warehouse), "--out", str(tmp_path / "page"))
+    page = DashboardData.model_validate_json((tmp_path / "page" / DATA_JSON).read_text())
+    run = page.groups[0].runs[0]
+    shares = {c.op_category: c.percent for c in run.categories}
+    assert shares["collectives"] == pytest.approx(65.2, abs=0.1)  # 396.199 / (396.199 + 211.645) ms
+    assert run.kernel_time_ms == pytest.approx(396.199 + 211.645, abs=0.01)
+    assert page.groups[0].categories[0] == "collectives"  # the largest category, first in the legend
+    assert "collectives" in (tmp_path / "page" / INDEX).read_text()
+
+
 def test_traces_sharing_a_run_tag_get_a_note_not_a_renamed_run(data: DashboardData) -> None:
     training = [t for t in data.traces if t.group_key == "bert | training | H100"]
     assert {t.run_label for t in training} == {"r1"} and all("(2)" not in t.run_label for t in data.traces)

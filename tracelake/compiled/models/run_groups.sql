@@ -13,7 +13,7 @@ phases as (
 ),
 
 category_time as (
-    select * from "warehouse"."main"."ops_summary_by_category"
+    select * from "warehouse"."main"."trace_category_kernel_time"
 ),
 
 serving_phases as (
@@ -25,7 +25,7 @@ serving_phases as (
 ),
 
 trace_kernel_time as (
-    select trace_id, sum(total_direct_kernel_time_ms) as kernel_time_ms
+    select trace_id, sum(kernel_time_ms) as kernel_time_ms
     from category_time
     group by trace_id
 ),
@@ -33,10 +33,13 @@ trace_kernel_time as (
 labelled as (
     select
         runs.*,
-        -- untagged: the file name, less a rank number (rank0 / rank_1 / rank-2 are one model)
-        coalesce(runs.model, regexp_replace(regexp_replace(runs.file_name, '(\.json)?(\.gz)?$', ''),
-                                            '[_.-]?rank[_-]?\d+', '')) as group_model,
-        case when runs.model is null then 'file name' else 'tag' end as model_source,
+        -- untagged: the job of a rank (docs/jobs.md), else the file name less a rank number (rank0 /
+        -- rank_1 / rank-2 are one model)
+        coalesce(runs.model, runs.tags['job'], regexp_replace(regexp_replace(runs.file_name, '(\.json)?(\.gz)?$', ''),
+                                                              '[_.-]?rank[_-]?\d+', '')) as group_model,
+        case when runs.model is not null then 'tag' when runs.tags['job'] is not null then 'job' else 'file name' end
+            as model_source,
+        runs.tags['job'] as job_id,
         serving_phases.phase,
         traces.rank,
         traces.world_size,
@@ -59,11 +62,13 @@ grouped as (
         coalesce(nullif(platform, ''), 'unknown') as group_platform,
         case
             when run is not null then 'run ' || run
+            when job_id is not null then 'job ' || job_id
             when is_job_rank then 'job ' || case when contains(source_path, '/') then regexp_replace(source_path, '/[^/]*$', '') else '.' end
             else 'trace ' || trace_id
         end as run_identity,
         case
             when run is not null then run
+            when job_id is not null then job_id
             when is_job_rank then coalesce(nullif(regexp_extract(source_path, '([^/]*)/[^/]*$', 1), ''), 'job')
             else strftime(ingested_at, '%m-%d %H:%M:%S')
         end as run_label

@@ -5,7 +5,7 @@ with run_groups as (
 ),
 
 category_time as (
-    select * from "warehouse"."main"."ops_summary_by_category"
+    select * from "warehouse"."main"."trace_category_kernel_time"
 ),
 
 sides as (
@@ -24,12 +24,12 @@ side_categories as (
         sides.model,
         sides.group_platform,
         sides.mode,
-        category_time.op_category,
-        sum(category_time.total_direct_kernel_time_ms) / any_value(sides.trace_count) as mean_kernel_time_ms,
-        sum(category_time.total_direct_kernel_time_ms) as side_kernel_time_ms
+        category_time.category as op_category,
+        sum(category_time.kernel_time_ms) / any_value(sides.trace_count) as mean_kernel_time_ms,
+        sum(category_time.kernel_time_ms) as side_kernel_time_ms
     from sides
     inner join category_time on category_time.trace_id = sides.trace_id
-    group by sides.model, sides.group_platform, sides.mode, category_time.op_category
+    group by sides.model, sides.group_platform, sides.mode, category_time.category
 ),
 
 final as (
