@@ -296,3 +296,7 @@ COLLECTIVE_BANDWIDTH_PEAK_SHARE_MIN = 0.5
 # Fewer instances than this make a signature inconclusive: a median of one or two is one sample
 # (TraceLens' summary reports them all the same).
 COLLECTIVE_SIGNATURE_MIN_INSTANCES = 3
+# ...unless waiting is this share of the ranks' time in them or more: then the transfer is a tenth of
+# the time or less on the median instance, and one instance already measures every rank's wait (the
+# shared DLRM job: 10 us all-to-all transfers behind 125-7,624 us start skews, shares 0.94-0.99).
+COLLECTIVE_DECISIVE_WAIT_SHARE = 0.9

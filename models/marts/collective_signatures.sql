@@ -2,8 +2,10 @@
     span): how many instances, their median latency, bus bandwidth and start skew, the waiting they
     cost, the link's peak for the span (interconnect_peaks, the lowest over the job's platforms), and
     the bound, vllm-project/vllm#52777's classes:
-    - inconclusive: fewer instances than `collective_signature_min_instances`, no message size, or
-      clocks that could not be aligned (no skew to measure);
+    - inconclusive: clocks that could not be aligned (no skew to measure); fewer instances than
+      `collective_signature_min_instances` unless their median wait share is above
+      `collective_decisive_wait_share` (waiting dwarfs the transfer on every rank: one instance
+      of eight ranks already shows it); no message size when waiting does not dominate;
     - skew: waiting dominates (the median wait share, avg_wait / (avg_wait + comm_latency), is above
       `collective_skew_wait_share_min`) and the transfer is below the bandwidth setting;
     - bandwidth: the median bus bandwidth reaches `collective_bandwidth_peak_share_min` of the
@@ -75,12 +77,15 @@ classified as (
     select
         *,
         case
-            when instance_count < {{ var('collective_signature_min_instances') }} then 'few_instances'
-            when msg_bytes is null then 'no_message_size'
             when clock_method = 'unaligned' then 'clock_unaligned'
+            -- one or two instances decide only when every rank's waiting dwarfs the transfer
+            when instance_count < {{ var('collective_signature_min_instances') }}
+                and not coalesce(median_wait_share > {{ var('collective_decisive_wait_share') }}, false)
+                then 'few_instances'
             when waiting_dominates
                 and bandwidth_fraction >= {{ var('collective_bandwidth_peak_share_min') }} then 'waiting_at_link_peak'
             when waiting_dominates then 'waiting_dominates'
+            when msg_bytes is null then 'no_message_size'
             when bandwidth_fraction is null then 'no_link_peak'
             when bandwidth_fraction >= {{ var('collective_bandwidth_peak_share_min') }} then 'link_near_peak'
             else 'neither_dominates'

@@ -160,19 +160,24 @@ def test_the_signatures_hold_every_collective_and_tracelens_waits(dlrm_db: duckd
                                      count(*) filter (where peak_bus_gb_per_s = 150) as with_nvlink_peak,
                                      count(*) as signatures,
                                      count(*) filter (where instance_count < {settings.COLLECTIVE_SIGNATURE_MIN_INSTANCES}
-                                                      and bound <> 'inconclusive') as misclassified
+                                                      and median_wait_share <= {settings.COLLECTIVE_DECISIVE_WAIT_SHARE}
+                                                      and bound <> 'inconclusive') as misclassified,
+                                     count(*) filter (where median_wait_share > {settings.COLLECTIVE_DECISIVE_WAIT_SHARE}
+                                                      and bound <> 'skew') as decisive_not_skew
                               from collective_signatures where job_id = '{JOB}'""")
     assert rows[0]["instances"] == 8
     assert rows[0]["total_wait_us"] == pytest.approx(tracelens_wait, abs=1.0)
     # one node of V100 SXM2: every signature is intra-node, against NVLink 2's 150 GB/s
     assert rows[0]["with_nvlink_peak"] == rows[0]["signatures"]
     assert rows[0]["misclassified"] == 0
+    assert rows[0]["decisive_not_skew"] == 0
 
 
 def test_the_bound_settings_are_the_models_vars() -> None:
     assert PROJECT_VARS["collective_skew_wait_share_min"] == settings.COLLECTIVE_SKEW_WAIT_SHARE_MIN
     assert PROJECT_VARS["collective_bandwidth_peak_share_min"] == settings.COLLECTIVE_BANDWIDTH_PEAK_SHARE_MIN
     assert PROJECT_VARS["collective_signature_min_instances"] == settings.COLLECTIVE_SIGNATURE_MIN_INSTANCES
+    assert PROJECT_VARS["collective_decisive_wait_share"] == settings.COLLECTIVE_DECISIVE_WAIT_SHARE
 
 
 def test_the_overlap_and_bound_unit_tests_run_and_pass(dlrm_warehouse: Warehouse, tmp_path: Path) -> None:

@@ -62,12 +62,15 @@ classified as (
     select
         *,
         case
-            when instance_count < 3 then 'few_instances'
-            when msg_bytes is null then 'no_message_size'
             when clock_method = 'unaligned' then 'clock_unaligned'
+            -- one or two instances decide only when every rank's waiting dwarfs the transfer
+            when instance_count < 3
+                and not coalesce(median_wait_share > 0.9, false)
+                then 'few_instances'
             when waiting_dominates
                 and bandwidth_fraction >= 0.5 then 'waiting_at_link_peak'
             when waiting_dominates then 'waiting_dominates'
+            when msg_bytes is null then 'no_message_size'
             when bandwidth_fraction is null then 'no_link_peak'
             when bandwidth_fraction >= 0.5 then 'link_near_peak'
             else 'neither_dominates'
