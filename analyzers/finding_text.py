@@ -37,7 +37,7 @@ import jinja2
 from tracelake.analyzers import compute, settings
 from tracelake.analyzers.compute import Advice
 from tracelake.analyzers.contracts import AdviceText
-from tracelake.core.text_format import clip
+from tracelake.core.text_format import bytes_text, clip
 
 ADVICE_TABLES = Path(__file__).parent / "advice"
 ADVICE_PARTS = ("insight", "action", "reasoning", "resolution")
@@ -64,7 +64,7 @@ def _environment() -> jinja2.Environment:
         autoescape=False,
         keep_trailing_newline=True,
     )
-    environment.filters.update(fmt=format, number=compute.fmt, clip=clip)
+    environment.filters.update(fmt=format, number=compute.fmt, clip=clip, size=bytes_text)
     environment.globals.update(settings=settings)
     return environment
 

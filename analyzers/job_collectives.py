@@ -37,6 +37,7 @@ def alltoall_sql(job_id: str) -> str:
 def _signature(row: dict[str, Any]) -> dict[str, Any]:
     return {"name": row["collective_name"], "dtype": row["dtype"],
             "msg_mb": None if row["msg_bytes"] is None else float(row["msg_bytes"]) / 1e6,
+            "msg_bytes": None if row["msg_bytes"] is None else int(row["msg_bytes"]),
             "pg_name": row["pg_name"], "node_span": row["node_span"], "count": int(row["instance_count"]),
             "latency_us": _num(row["median_latency_us"]), "bus_gb_per_s": _num(row["median_bus_gb_per_s"]),
             "peak_gb_per_s": _num(row["peak_bus_gb_per_s"]), "pct_of_peak": _num(row["pct_of_peak"]),

@@ -74,3 +74,15 @@ def signed_percent_text(value: Any) -> str:
     """A difference in percent or percentage points, with its sign; a dash when missing."""
     number = finite(value)
     return EMPTY if number is None else f"{number:+.1f}"
+
+
+def bytes_text(value: Any) -> str:
+    """A size in decimal units with 3 significant digits (192 B, 24.6 kB, 1.58 MB, 3.26 GB); a dash when
+    missing: collective messages run from a few bytes to gigabytes, so one fixed unit prints 0.000."""
+    number = finite(value)
+    if number is None:
+        return EMPTY
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(number) >= scale:
+            return f"{number / scale:.3g} {unit}"
+    return f"{number:.0f} B"

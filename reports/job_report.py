@@ -20,13 +20,14 @@ from tracelake.analyzers.job_queries import BREAKDOWN_SPREAD_SQL, BREAKDOWN_SQL,
 from tracelake.analyzers.job_straggler import straggler_row
 from tracelake.core.markdown_text import TraceStrings, one_line
 from tracelake.core.templates import markdown_environment
+from tracelake.core.text_format import bytes_text
 from tracelake.reports.analysis_format import cell, fmt_ms, fmt_pct
 from tracelake.reports.analysis_html import render_analysis_html
 
 TEMPLATES = Path(__file__).parent / "templates"
 TEMPLATE = "job_analysis.md.j2"
 _environment = markdown_environment(TEMPLATES)
-_environment.filters.update(ms=fmt_ms, pct=fmt_pct, cell=cell, one_line=one_line)
+_environment.filters.update(ms=fmt_ms, pct=fmt_pct, cell=cell, one_line=one_line, size=bytes_text)
 
 
 class JobReportInputs(BaseModel):

@@ -8,6 +8,7 @@ from tracelake.analyzers.confidence import at_most, confidence_from_quality, low
 from tracelake.core.sql_text import inline_trace_id, sql_identifier, sql_literal, sql_literal_or_null
 from tracelake.core.text_format import (
     EMPTY,
+    bytes_text,
     clip,
     finite,
     ms_text,
@@ -61,3 +62,13 @@ def test_confidence_is_lowered_one_way():
     assert confidence_from_quality("high", verdicts, ("a", "b")) == "low"
     assert confidence_from_quality("high", verdicts, ("c", "d")) == "low"
     assert confidence_from_quality("medium", verdicts, ("d", "missing")) == "medium"
+
+
+def test_sizes_keep_three_digits_from_bytes_to_gigabytes() -> None:
+    # the DLRM job's collectives: a 24-element long all-to-all, 6,144 floats, 394,241 floats; TraceLens'
+    # 1,632 MB all-gather
+    assert bytes_text(192) == "192 B"
+    assert bytes_text(24_576) == "24.6 kB"
+    assert bytes_text(1_576_964) == "1.58 MB"
+    assert bytes_text(1_711_276_032) == "1.71 GB"
+    assert bytes_text(None) == bytes_text(float("nan"))
