@@ -3,8 +3,8 @@ and prints it, with the job id in place of its one `?`, as its evidence_sql: the
 finding states are the columns that query returns, so the reader reproduces them by running it.
 
 Every query starts from `params` (the job id) and ends in one row per thing the finding names.
-The job's step time is its slowest rank's span (job_rank_breakdown.span_us): the job runs as long
-as its slowest rank, and every "% of the job's step time" divides by it.
+The job's step time is the longest of its ranks' E2E as their own reports give it (jobs.step_time_us):
+the job runs as long as its slowest rank, and every "% of the job's step time" divides by it.
 """
 
 from __future__ import annotations
@@ -12,24 +12,20 @@ from __future__ import annotations
 # The job's header: ranks present and missing, nodes, platforms, clock method and uncertainty,
 # the step time.
 JOB_SQL = """
-with params as (select ?::varchar as job_id),
-job_step as (
-    select b.job_id, max(b.span_us) as job_step_us
-    from job_rank_breakdown as b
-    group by b.job_id
-)
+with params as (select ?::varchar as job_id)
 select j.job_id, j.world_size, j.rank_count, j.missing_ranks, j.node_count, j.platforms, j.clock_method,
-    j.clock_uncertainty_us, job_step.job_step_us
+    j.clock_uncertainty_us, j.step_time_us as job_step_us
 from jobs as j
 cross join params
-left join job_step on job_step.job_id = j.job_id
 where j.job_id = params.job_id"""
 
 # The straggler: the rank last at the most implicit-sync collectives (fewest total wait on a tie;
 # the collectives job_straggler_summary counts: implicit-sync or unnamed stream-ordered, no desync),
-# and what the other ranks lose waiting for it: per collective it arrives last at, the mean wait of
-# the others, summed; capped by the others' mean exposed communication (waiting under computation
-# costs nothing).
+# what the other ranks wait for it (per collective it arrives last at, the mean wait of the others,
+# summed) and what the step would gain if it alone arrived on time: per such collective, its lead
+# over the next-latest rank (the smallest wait of the others: the collective then starts when that
+# rank arrives), summed; capped by the others' mean exposed communication (waiting under
+# computation costs nothing).
 STRAGGLER_SQL = """
 with params as (select ?::varchar as job_id),
 straggler as (
@@ -54,7 +50,7 @@ late_collectives as (
         and (i.collective_kind = 'implicit_sync' or (i.match_method = 'stream_ordinal' and i.collective_name = 'unknown'))
 ),
 others_wait as (
-    select c.instance_id, avg(c.wait_us) as mean_wait_of_others_us
+    select c.instance_id, avg(c.wait_us) as mean_wait_of_others_us, min(c.wait_us) as lead_over_next_us
     from collective_calls as c
     inner join straggler on c.job_id = straggler.job_id and c.rank <> straggler.rank
     inner join late_collectives as l on l.instance_id = c.instance_id
@@ -66,22 +62,23 @@ others_exposed as (
     inner join straggler on b.job_id = straggler.job_id and b.rank <> straggler.rank
 ),
 job_step as (
-    select max(b.span_us) as job_step_us
-    from job_rank_breakdown as b
-    inner join straggler on b.job_id = straggler.job_id
+    select j.step_time_us as job_step_us
+    from jobs as j
+    inner join straggler on j.job_id = straggler.job_id
 ),
 lost as (
-    select count(*) as late_collectives, coalesce(sum(mean_wait_of_others_us), 0) as others_wait_us
+    select count(*) as late_collectives, coalesce(sum(mean_wait_of_others_us), 0) as others_wait_us,
+        coalesce(sum(lead_over_next_us), 0) as lead_over_next_us
     from others_wait
 )
 select straggler.rank, straggler.node_id, straggler.times_arrived_last, straggler.num_collectives,
     straggler.pct_arrived_last, straggler.total_wait_us as straggler_wait_us,
     coalesce(runner_up.times_arrived_last, 0) as runner_up_times_last,
-    lost.late_collectives, lost.others_wait_us, others_exposed.others_exposed_comm_us,
-    least(lost.others_wait_us, coalesce(others_exposed.others_exposed_comm_us, lost.others_wait_us))
+    lost.late_collectives, lost.others_wait_us, lost.lead_over_next_us, others_exposed.others_exposed_comm_us,
+    least(lost.lead_over_next_us, coalesce(others_exposed.others_exposed_comm_us, lost.lead_over_next_us))
         as recoverable_us,
     job_step.job_step_us,
-    100.0 * least(lost.others_wait_us, coalesce(others_exposed.others_exposed_comm_us, lost.others_wait_us))
+    100.0 * least(lost.lead_over_next_us, coalesce(others_exposed.others_exposed_comm_us, lost.lead_over_next_us))
         / nullif(job_step.job_step_us, 0) as recoverable_pct_of_step
 from straggler
 cross join runner_up
@@ -240,7 +237,7 @@ per_rank as (
 select rank, span_us, comm_us, exposed_comm_us, wait_us, exposed_transfer_us, free_compute_us,
     least(exposed_transfer_us, free_compute_us) as hideable_us,
     median(least(exposed_transfer_us, free_compute_us)) over () as median_hideable_us,
-    max(span_us) over () as job_step_us
+    (select j.step_time_us from jobs as j cross join params where j.job_id = params.job_id) as job_step_us
 from per_rank
 order by rank"""
 
@@ -282,3 +279,42 @@ spread as (
 select statistic, span_us, busy_us, computation_us, communication_us, exposed_comm_us, idle_us, comm_comp_overlap_percent
 from spread
 order by position"""
+
+
+# When each rank enters its first profiled step (profiler_steps.host_start_us, on the job clock: its
+# base less the job's epoch, less its node's applied offset), the straggler's lag behind the median of
+# the other ranks, and how many steps each rank's trace holds: a straggler that is late by the time
+# its step begins was delayed before the window the traces show.
+STEP_ENTRY_SQL = """
+with params as (select ?::varchar as job_id, ?::integer as straggler_rank),
+entries as (
+    select r.rank, count(p.step_number) as profiled_steps,
+        min(p.host_start_us) + (r.base_time_us - j.epoch_us)
+            - case when o.applied then coalesce(o.offset_us, 0) else 0 end as step_entry_us
+    from job_ranks as r
+    cross join params
+    inner join jobs as j on j.job_id = r.job_id
+    inner join profiler_steps as p on p.trace_id = r.trace_id
+    left join job_clock_offsets as o on o.job_id = r.job_id and o.node_id = r.node_id
+    where r.job_id = params.job_id
+    group by r.rank, r.base_time_us, j.epoch_us, o.applied, o.offset_us
+)
+select
+    max(e.step_entry_us) filter (where e.rank = params.straggler_rank)
+        - median(e.step_entry_us) filter (where e.rank <> params.straggler_rank) as entry_lag_us,
+    max(e.profiled_steps) as profiled_steps,
+    count(*) as ranks_with_steps
+from entries as e
+cross join params"""
+
+
+# What each rank's own report leads with: its P1 as its latest standalone analysis recorded it (the
+# `findings` table analyze writes), so the job report shows the per-rank levers beside the job's.
+RANK_LEADS_SQL = """
+with params as (select ?::varchar as job_id)
+select r.rank, f.title, f.category, f.recoverable_ms, f.impact_mid_percent, f.estimate_method
+from job_ranks as r
+cross join params
+inner join findings as f on f.trace_id = r.trace_id and f.trace2_id is null and f.global_rank = 1
+where r.job_id = params.job_id
+order by r.rank"""

@@ -3,10 +3,10 @@
 Straggler: the rank last at the most implicit-sync collectives (job_straggler_summary, TraceLens'
 straggler summary), named when it is last at no fewer than
 settings.STRAGGLER_LAST_ARRIVAL_PERCENT_MIN of at least settings.STRAGGLER_MIN_COLLECTIVES
-collectives and more often than any other rank. What the others lose: per collective it arrives
-last at, the mean wait of the other ranks, summed; capped by their mean exposed communication
-(STRAGGLER_SQL). That is the finding's recoverable time: had it arrived with the others, they would
-not have waited.
+collectives and more often than any other rank. What the step gains if it alone arrives on time: per
+collective it arrives last at, its lead over the next-latest rank, summed; capped by the others'
+mean exposed communication (STRAGGLER_SQL). The others' mean wait, summed, is stated beside it: what
+bringing every late rank in would recover.
 
 Why: its GPU work before those collectives (collective_preceding_work) by op and module against the
 median of the other ranks (WHY_LATE_SQL, the table vllm#52911 builds by hand). The op with the
@@ -23,7 +23,7 @@ import duckdb
 from tracelake.analyzers import settings
 from tracelake.analyzers.contracts import AgentResult, Finding
 from tracelake.analyzers.job_common import JobContext, impact, inline, job_finding, result, rows
-from tracelake.analyzers.job_queries import STRAGGLER_SQL, WHY_LATE_SQL
+from tracelake.analyzers.job_queries import STEP_ENTRY_SQL, STRAGGLER_SQL, WHY_LATE_SQL
 
 AGENT_NAME = "job_straggler"
 DISPLAY_NAME = "Straggler"
@@ -46,6 +46,19 @@ def why_late_rows(db: duckdb.DuckDBPyConnection, job_id: str, rank: int) -> tupl
     """(the query, its rows): the straggler's ops beyond the median rank before its late collectives."""
     sql = inline(WHY_LATE_SQL, job_id, rank)
     return sql, rows(db, sql)
+
+
+def step_entry(db: duckdb.DuckDBPyConnection, job_id: str, rank: int, named: list[dict[str, Any]]) -> dict[str, Any]:
+    """When the straggler enters its profiled step against the median rank, and whether that is where
+    its late start comes from (settings.WHY_LATE_BEFORE_STEP_SHARE of the late-start part)."""
+    found = rows(db, inline(STEP_ENTRY_SQL, job_id, rank))
+    lag_us = None if not found or found[0]["entry_lag_us"] is None else float(found[0]["entry_lag_us"])
+    steps = int(found[0]["profiled_steps"] or 0) if found else 0
+    late_start = next((p["excess_ms"] for p in named if p["kind"] == "window_start"), None)
+    before = (lag_us is not None and late_start is not None and late_start > 0
+              and lag_us / 1000.0 >= settings.WHY_LATE_BEFORE_STEP_SHARE * late_start)
+    return {"entry_lag_ms": None if lag_us is None else lag_us / 1000.0, "profiled_steps": steps,
+            "late_before_step": before}
 
 
 def _part(row: dict[str, Any]) -> dict[str, Any]:
@@ -73,6 +86,7 @@ def _straggler_values(row: dict[str, Any], ctx: JobContext, named: list[dict[str
         "times_last": int(row["times_arrived_last"]), "collectives": int(row["num_collectives"]),
         "pct_last": float(row["pct_arrived_last"]), "straggler_wait_ms": float(row["straggler_wait_us"]) / 1000.0,
         "late_collectives": int(row["late_collectives"]), "others_wait_ms": float(row["others_wait_us"]) / 1000.0,
+        "lead_ms": float(row["lead_over_next_us"]) / 1000.0,
         "others_exposed_ms": None if row["others_exposed_comm_us"] is None else float(row["others_exposed_comm_us"]) / 1000.0,
         "recoverable_ms": float(row["recoverable_us"]) / 1000.0, "job_step_ms": ctx.job_step_ms,
         "pct_of_step": float(row["recoverable_pct_of_step"] or 0.0), "parts": named, "host": host,
@@ -88,7 +102,7 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: JobContext) -> AgentResult:
     rank = int(row["rank"])
     why_sql, parts = why_late_rows(db, ctx.job_id, rank)
     named, host = named_parts(parts, float(row["others_wait_us"]))
-    values = _straggler_values(row, ctx, named, host)
+    values = {**_straggler_values(row, ctx, named, host), **step_entry(db, ctx.job_id, rank, named)}
     operations = [p["op"] for p in named + host if p["op"]]
     straggler = job_finding(
         AGENT_NAME, f"rank-{rank}", "straggler", values, evidence_sql=inline(STRAGGLER_SQL, ctx.job_id),

@@ -256,6 +256,10 @@ WHY_LATE_TOP_OPS = 3
 # share of the others' mean wait for the straggler: an op that explains a tenth of the lateness is
 # not why the rank is late.
 WHY_LATE_MIN_SHARE = 0.10
+# The straggler's late start is placed before its profiled step when it enters that step at least this
+# share of its late start after the median rank (a strict majority of the lateness is already there
+# when the step begins, so no op inside the traced window can explain it; as MOSTLY_PAGEABLE_SHARE).
+WHY_LATE_BEFORE_STEP_SHARE = 0.5
 # A bandwidth-bound collective signature recovers its median latency above what its bytes take at
 # this share of the link's peak bus bandwidth (interconnect_peaks seed): the same attainable share
 # as ATTAINABLE_ROOFLINE_PERCENT (nccl-tests' large-message bus bandwidth tops out below peak).

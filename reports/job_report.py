@@ -16,7 +16,7 @@ from tracelake.analyzers.contracts import PriorityData
 from tracelake.analyzers.job_agents import job_context
 from tracelake.analyzers.job_collectives import signature_sql, signatures
 from tracelake.analyzers.job_common import JobContext, inline, rows
-from tracelake.analyzers.job_queries import BREAKDOWN_SPREAD_SQL, BREAKDOWN_SQL, JOB_SQL
+from tracelake.analyzers.job_queries import BREAKDOWN_SPREAD_SQL, BREAKDOWN_SQL, JOB_SQL, RANK_LEADS_SQL
 from tracelake.analyzers.job_straggler import straggler_row
 from tracelake.core.markdown_text import TraceStrings, one_line
 from tracelake.core.templates import markdown_environment
@@ -40,6 +40,7 @@ class JobReportInputs(BaseModel):
     signatures: list[dict[str, Any]]  # job_collectives.signatures
     priority: PriorityData
     rank_links: list[dict[str, Any]]  # rank, link (relative to the report), present
+    rank_leads: list[dict[str, Any]]  # RANK_LEADS_SQL rows: each rank's own P1
     reproduce: list[tuple[str, str]]  # (label, sql)
     problems: list[str]
 
@@ -55,6 +56,13 @@ def _rank_links(ctx: JobContext, breakdown: list[dict[str, Any]], rank_reports: 
     return links, problems
 
 
+def rank_leads(db: duckdb.DuckDBPyConnection, job_id: str) -> list[dict[str, Any]]:
+    """Each rank's own P1 (RANK_LEADS_SQL); none before any rank was analyzed (no `findings` table)."""
+    if not rows(db, "select 1 from information_schema.tables where table_name = 'findings'"):
+        return []
+    return rows(db, inline(RANK_LEADS_SQL, job_id))
+
+
 def job_report_inputs(db: duckdb.DuckDBPyConnection, job_id: str, priority: PriorityData,
                       rank_reports: dict[int, Path], out_dir: Path) -> JobReportInputs:
     """The job's header, per-rank breakdown and spread, collective signatures and findings."""
@@ -64,11 +72,12 @@ def job_report_inputs(db: duckdb.DuckDBPyConnection, job_id: str, priority: Prio
     links, problems = _rank_links(ctx, breakdown, rank_reports, out_dir)
     reproduce = [("The job", inline(JOB_SQL, job_id)), ("Time breakdown per rank", inline(BREAKDOWN_SQL, job_id)),
                  ("Spread over the ranks", inline(BREAKDOWN_SPREAD_SQL, job_id)),
-                 ("Collectives by signature", signature_sql(job_id))]
+                 ("Collectives by signature", signature_sql(job_id)),
+                 ("Each rank's own P1", inline(RANK_LEADS_SQL, job_id))]
     return JobReportInputs(
         job=ctx, straggler_rank=None if straggler is None else int(straggler["rank"]), breakdown=breakdown,
         spread=rows(db, inline(BREAKDOWN_SPREAD_SQL, job_id)), signatures=signatures(db, job_id),
-        priority=priority, rank_links=links, reproduce=reproduce, problems=problems)
+        priority=priority, rank_links=links, rank_leads=rank_leads(db, job_id), reproduce=reproduce, problems=problems)
 
 
 def rank_ranges(ranks: list[int]) -> str:
@@ -107,6 +116,7 @@ def render_job_markdown(inputs: JobReportInputs) -> str:
     text = _environment.get_template(TEMPLATE).render(
         job=inputs.job, straggler_rank=inputs.straggler_rank, breakdown=inputs.breakdown, spread=inputs.spread,
         signatures=inputs.signatures, cards=cards, summary=_summary(inputs, cards), rank_links=inputs.rank_links,
+        rank_leads=inputs.rank_leads,
         reproduce=inputs.reproduce, problems=inputs.problems, settings=settings,
         missing=rank_ranges(inputs.job.missing_ranks))
     return "\n".join(line.rstrip() for line in text.splitlines()).replace("\n\n\n", "\n\n").rstrip("\n") + "\n"

@@ -11,6 +11,15 @@ clock_offsets as (
     select * from {{ ref('job_clock_offsets') }}
 ),
 
+rank_report_spans as (
+    -- each rank's E2E as its own report gives it (gpu_timeline: GPU events linked to a launch, so
+    -- kernels queued before the profiled window and never launched in it stay out)
+    select job_ranks.job_id, max(gpu_timeline.total_time_ms) * 1000.0 as step_time_us
+    from job_ranks
+    inner join {{ ref('gpu_timeline') }} as gpu_timeline on job_ranks.trace_id = gpu_timeline.trace_id
+    group by job_ranks.job_id
+),
+
 rank_summary as (
     select
         job_id,
@@ -47,6 +56,7 @@ final as (
         rank_summary.node_count,
         rank_summary.platforms,
         rank_summary.epoch_us,
+        rank_report_spans.step_time_us,
         case
             when rank_summary.node_count > 1 and coalesce(clock_summary.has_unaligned_node, true) then 'unaligned'
             when clock_summary.has_applied_offset then 'aligned'
@@ -59,6 +69,7 @@ final as (
         end as clock_uncertainty_us
     from rank_summary
     left join clock_summary on rank_summary.job_id = clock_summary.job_id
+    left join rank_report_spans on rank_summary.job_id = rank_report_spans.job_id
 )
 
 select * from final

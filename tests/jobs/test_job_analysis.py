@@ -73,3 +73,10 @@ def test_the_eight_rank_job_writes_tracelens_straggler_summary(warehouse_copy: P
     run = json.loads((out / "metadata" / "run.json").read_text())
     assert (run["ranks"], run["missing_ranks"], run["node_count"]) == (list(range(8)), [], 1)
     assert run["rank_reports"] == [f"ranks/rank{rank}" for rank in range(8)]
+    # the job report shows each rank's own P1 (its recorded findings), the straggler marked
+    report = (out / "analysis.md").read_text()
+    leads = report.split("## What each rank's own report leads with", 1)[1].split("\n## ", 1)[0]
+    for rank in range(8):
+        rank_p1 = json.loads((out / "ranks" / f"rank{rank}" / "priority_data.json").read_text())["findings"][0]
+        marker = " **straggler**" if rank == 7 else ""
+        assert f"| {rank}{marker} | {rank_p1['title']} |" in leads

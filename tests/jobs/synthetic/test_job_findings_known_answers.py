@@ -50,8 +50,11 @@ def test_the_planted_straggler_and_what_the_others_lose(job_warehouse: Callable[
         others = [r for r in range(job.spec.world_size) if r != STRAGGLER]
         expected_us = float(sum(np.mean(delays[STRAGGLER, k] - delays[others, k]) for k in late))
         assert straggler.evidence["others_wait_ms"] == pytest.approx(expected_us / 1000.0, abs=1e-5)
+        # alone on time, the straggler would make each collective start when the next-latest rank arrives
+        lead_us = float(sum(np.min(delays[STRAGGLER, k] - delays[others, k]) for k in late))
+        assert straggler.evidence["lead_ms"] == pytest.approx(lead_us / 1000.0, abs=1e-5)
         cap_ms = straggler.evidence["others_exposed_ms"]
-        assert straggler.recoverable_ms == pytest.approx(min(expected_us / 1000.0, cap_ms), abs=1e-4)
+        assert straggler.recoverable_ms == pytest.approx(min(lead_us / 1000.0, cap_ms), abs=1e-4)
         (row,) = rows(db, straggler.evidence_sql)
         assert straggler.recoverable_ms == pytest.approx(row["recoverable_us"] / 1000.0, abs=1e-4)
 
