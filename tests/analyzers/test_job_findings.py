@@ -176,6 +176,8 @@ def test_a_waiting_ranks_multi_kernel_finding_says_waiting_not_overlap(dlrm: Dlr
     assert rank1.evidence["wait_ms"] == pytest.approx(11.125)
     assert rank1.evidence["waited_for"][0]["rank"] == 7
     assert rank1.title.startswith("Collectives wait for rank 7")
+    # the transfer is the collective time that is not waiting: TraceLens' 11,336 - 11,125 us on rank 1
+    assert "at most 0.211 ms is transfer" in rank1.insight
 
 
 def test_a_job_the_warehouse_does_not_hold_is_one_clear_error(dlrm: DlrmJob) -> None:

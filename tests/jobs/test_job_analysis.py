@@ -33,7 +33,9 @@ def test_two_of_eight_ranks_are_analyzed_and_the_missing_ones_stated(warehouse_c
         report = (out / "ranks" / f"rank{rank}" / "analysis.md").read_text()
         header = report.splitlines()[2]
         assert header == (f"> Rank {rank} of 8 of job `dlrm_pair`. The ranks together (collectives, waits, "
-                          "stragglers): [the job's report](../../analysis.md).")
+                          "stragglers): [the job's report](../../analysis.md). A rank that waits at its collectives "
+                          "for a later rank gains nothing for the job from finishing its own work sooner: the savings "
+                          "below shorten the job's step only on the rank the others wait for.")
         rank_run = json.loads((out / "ranks" / f"rank{rank}" / "metadata" / "run.json").read_text())
         assert rank_run["out_dir"] == str(out / "ranks" / f"rank{rank}")  # where it lives, not where it was built
     # the warehouse records each rank's report where it lives
