@@ -15,6 +15,7 @@ another project), so its figure is its authors' published one (~45 s on 8 ranks,
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -50,6 +51,15 @@ def analyze(job: Path, warehouse: Path, out: Path, extra: list[str]) -> Child:
     return child
 
 
+def step_seconds(out: Path) -> tuple[float, float]:
+    """(the rank reports' seconds, the rest's: ingest, assignment, job findings, job report, CSVs) from
+    the run's metadata/run.json: TraceLens' collective report compares with the rest."""
+    steps = json.loads((out / "metadata" / "run.json").read_text())["steps"]
+    ranks = sum(s["seconds"] for s in steps if s["step"] == "rank reports")
+    rest = sum(s["seconds"] for s in steps if s["step"] != "rank reports" and not s["step"].startswith("rank "))
+    return ranks, rest
+
+
 def summary(label: str, runs: list[Child]) -> str:
     seconds = [r.seconds for r in runs]
     rss = [r.peak_rss_mb for r in runs]
@@ -62,12 +72,19 @@ def summary(label: str, runs: list[Child]) -> str:
 def bench_job(job: Path, repeats: int, extra: list[str], work: Path) -> list[str]:
     cold: list[Child] = []
     warm: list[Child] = []
+    splits: dict[str, list[tuple[float, float]]] = {"cold": [], "warm": []}
     for run in range(repeats):
         warehouse = work / f"{job.name}-wh-{run}"
-        cold.append(analyze(job, warehouse, work / f"{job.name}-out-{run}", extra))
-        warm.append(analyze(job, warehouse, work / f"{job.name}-out-{run}", [*extra, "--force"]))
+        out = work / f"{job.name}-out-{run}"
+        cold.append(analyze(job, warehouse, out, extra))
+        splits["cold"].append(step_seconds(out))
+        warm.append(analyze(job, warehouse, out, [*extra, "--force"]))
+        splits["warm"].append(step_seconds(out))
     ranks = len([p for p in job.iterdir() if p.name.endswith((".json", ".json.gz"))])
     lines = [summary(f"{job.name} ({ranks} ranks) cold", cold), summary(f"{job.name} ({ranks} ranks) warm", warm)]
+    for state, parts in splits.items():
+        lines.append(f"{'':<34} {state}: rank reports median {statistics.median(p[0] for p in parts):.2f} s, "
+                     f"the rest (ingest, job findings, job report, CSVs) {statistics.median(p[1] for p in parts):.2f} s")
     if ranks == 8:
         lines.append(f"{'':<34} TraceLens collective report: ~{TRACELENS_8_RANK_SECONDS:.0f} s (published); "
                      f"ratio cold {statistics.median(r.seconds for r in cold) / TRACELENS_8_RANK_SECONDS:.2f}")
