@@ -9,7 +9,7 @@ ranks built from a real rank by tests/jobs/synthetic_jobs.py (its ranks' collect
 another project), so its figure is its authors' published one (~45 s on 8 ranks,
 `docs/how-to/collective-report.md`, TraceLens#599).
 
-    DO_NOT_TRACK=1 .venv/bin/python bench/analyze_job.py [--repeats 3] [--ranks 64] [--job DIR]...
+    DO_NOT_TRACK=1 .venv/bin/python bench/analyze_job.py [--repeats 3] [--ranks 64] [--job DIR]... [--synthetic-only]
 """
 
 from __future__ import annotations
@@ -96,11 +96,12 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--ranks", type=int, default=64, help="ranks of the synthetic job (0: skip it)")
     parser.add_argument("--job", type=Path, action="append", default=[], help="a job folder (default: the DLRM job)")
+    parser.add_argument("--synthetic-only", action="store_true", help="only the synthetic job")
     args = parser.parse_args(argv)
     extra: list[str] = []
     with tempfile.TemporaryDirectory(prefix="tracelake-job-bench-") as scratch:
         work = Path(scratch)
-        jobs = args.job or [SHARED_JOB]
+        jobs = [] if args.synthetic_only else (args.job or [SHARED_JOB])
         if args.ranks:
             jobs.append(build_synthetic(work, args.ranks))
         for job in jobs:
