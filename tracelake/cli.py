@@ -41,6 +41,7 @@ from tracelake.cli_options import (
     STORED_TRACE_HELP,
     TRACE_SELECTOR_HELP,
     AgentsRunner,
+    CatalogOption,
     ClickException,
     CompareFormat,
     ListFormat,
@@ -72,10 +73,10 @@ app = typer.Typer(add_completion=True, no_args_is_help=True, help=__doc__,
 _state: dict[str, object] = {"debug": False}
 
 
-def _warehouse(path: Path | None) -> Warehouse:
-    from tracelake.warehouse import Warehouse  # noqa: PLC0415 - see the note on the imports
+def _warehouse(path: Path | None, catalog: str | None = None) -> Warehouse:
+    from tracelake.lakehouse import open_warehouse  # noqa: PLC0415 - see the note on the imports
 
-    return Warehouse(path or default_warehouse())
+    return open_warehouse(path or default_warehouse(), catalog)
 
 
 def _imported_for_good() -> None:
@@ -124,6 +125,7 @@ def ingest(
     gpus_per_node: Annotated[int | None, typer.Option(
         "--gpus-per-node", min=1, help="The job's node of each rank: rank // N (the traces must be one job).")] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="Parallel parse workers (default: cores).")] = None,
+    catalog: CatalogOption = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
     """Ingest traces into the warehouse; the marts are up to date when it returns. The ranks of one
@@ -141,7 +143,7 @@ def ingest(
                                  "written from the traces themselves; name a job with --job NAME", param_hint="--tag")
     if job is not None:
         check_job_name(job)
-    wh = _warehouse(warehouse)
+    wh = _warehouse(warehouse, catalog)
     show_progress = sys.stderr.isatty() and not quiet
     with ProgressBar(enabled=show_progress) as progress:
         report = ingest_paths(paths, wh, tags, jobs or default_jobs(), progress)

@@ -67,6 +67,13 @@ WarehouseOption = Annotated[
     typer.Option("--warehouse", help="Warehouse folder (default: $TRACELAKE_WAREHOUSE or a per-user data folder)."),
 ]
 
+CatalogOption = Annotated[
+    str | None,
+    typer.Option("--catalog", help=("A new warehouse as a DuckLake lakehouse: 'local' (a SQLite catalog in the folder) "
+                                    "or postgresql://USER@HOST:PORT/DB for writers on many machines "
+                                    "(default: $TRACELAKE_CATALOG)."), show_default=False),
+]
+
 STORED_TRACE_HELP = ("a trace file already ingested, a trace id (or a unique prefix of >= 6 hex digits), "
                      "KEY=VALUE[,KEY=VALUE] over model/run/commit/mode/platform and tags, or job:NAME (a job's ranks)")
 TRACE_SELECTOR_HELP = ("trace file (.json/.json.gz, ingested if new), trace id (or a unique prefix of >= 6 hex "

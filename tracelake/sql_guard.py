@@ -133,8 +133,9 @@ def readable_directory(warehouse_root: Path) -> Path:
     return warehouse_root / PARQUET_FOLDER
 
 
-def lock_down(con: duckdb.DuckDBPyConnection, warehouse_root: Path) -> None:
-    """Lock a freshly opened read-only connection's DuckDB instance (see the module docstring).
+def lock_down(con: duckdb.DuckDBPyConnection, warehouse_root: Path, readable: Path | None = None) -> None:
+    """Lock a freshly opened read-only connection's DuckDB instance (see the module docstring);
+    files may be opened only in `readable` (default: the warehouse's Parquet partitions).
 
     Safe to call again, on this or another connection to the same instance (DuckDB shares one
     instance between the connections a process opens to a file): a locked instance is checked
@@ -149,6 +150,8 @@ def lock_down(con: duckdb.DuckDBPyConnection, warehouse_root: Path) -> None:
                                      "than tracelake's read-only ones; open it through Warehouse.connect_read_only")
             return
         for name, value in LOCKED_SETTINGS:
+            if name == "allow_persistent_secrets" and not _setting(con, name):
+                continue  # set at connect (a lakehouse's attach uses the secret manager, which freezes it)
             con.execute(f"set {name} = {value}")
         if _setting(con, "enable_external_access"):
             # spilled intermediates would land in <warehouse>/warehouse.duckdb.tmp; DuckDB creates
@@ -156,9 +159,9 @@ def lock_down(con: duckdb.DuckDBPyConnection, warehouse_root: Path) -> None:
             spill = Path(tempfile.gettempdir()) / f"tracelake-duckdb-{os.getpid()}-{uuid.uuid4().hex[:12]}"
             con.execute(f"set temp_directory = {sql_literal(spill.as_posix())}")
             # symlinked spellings of the folder are fine: DuckDB compares canonical paths
-            readable = readable_directory(warehouse_root).as_posix().rstrip("/") + "/"
+            folder = (readable or readable_directory(warehouse_root)).as_posix().rstrip("/") + "/"
             # the views name the folder as a literal glob (`[*]` for `*`), which DuckDB checks as written
-            allowed = sorted({readable, literal_glob(readable)})
+            allowed = sorted({folder, literal_glob(folder)})
             con.execute(f"set allowed_directories = [{', '.join(map(sql_literal, allowed))}]")  # only while access is on
             con.execute("set enable_external_access = false")
         con.execute("set lock_configuration = true")

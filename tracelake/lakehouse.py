@@ -1,0 +1,334 @@
+"""A warehouse whose every table is a DuckLake table: Parquet data files under `<warehouse>/lake/`
+and a catalog (SQLite in the folder, or PostgreSQL) recording snapshots.
+
+A write is one DuckLake transaction, so one snapshot: a trace's raw rows, every mart's rows of it and
+its ledger row commit together or not at all, and the commit's cost does not depend on how many
+traces the warehouse holds (nothing is copied). Readers attach one snapshot read-only and never
+block a writer. A kill at any point leaves the catalog at its last commit; the data files a killed
+transaction wrote are referenced by no snapshot, and `tracelake vacuum` deletes them.
+
+The marts are made by the plans compiled into the package (tracelake/shipped_plan.py), executed on
+the lake inside the transaction: the build plan for a new warehouse, the incremental plan for every
+later trace.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+from tracelake.core.errors import WarehouseError
+from tracelake.crashpoints import crash_point
+from tracelake.dbt_runner import project_fingerprint
+from tracelake.ingest.staged import TABLES, StagedTrace
+from tracelake.lake_catalog import (
+    COMPILED_NAME,
+    DATA_FOLDER,
+    LOCAL_CATALOG,
+    SQLITE_FILE,
+    LakeLayout,
+    attach_target,
+    catalog_name,
+    extensions_for,
+    read_layout,
+    write_layout,
+)
+from tracelake.lake_extensions import extension_directory
+from tracelake.removal import register_reader, release_with
+from tracelake.shipped_plan import ShippedPlans, load_shipped_plans, select_for, trace_id_list
+from tracelake.snapshot import PreparedUpdate
+from tracelake.core.sql_text import sql_identifier, sql_literal
+from tracelake.sql_guard import lock_down
+from tracelake.staging import remove_dead_staging
+from tracelake.warehouse import LEDGER_TABLE, Warehouse
+
+RAW_SCHEMA = "raw"
+# Rows a DuckLake insert keeps inside the catalog instead of writing a Parquet file: none, so every
+# row of every table is in a data file that `tracelake files` can name and other engines read.
+DATA_INLINING_ROW_LIMIT = 0
+
+
+class LakeWarehouse(Warehouse):
+    """The warehouse folder as a DuckLake lakehouse (see the module docstring)."""
+
+    def __init__(self, root: Path, catalog: str | None = None) -> None:
+        super().__init__(root)
+        self.given_catalog = catalog
+        self.data_path = self.root / DATA_FOLDER
+        self.layout_path = self.root / "lake.json"
+        self.db_path = self.root / SQLITE_FILE  # what `exists` means for the local catalog
+        self._queued: list[StagedTrace] = []
+
+    # ---- the catalog -------------------------------------------------------------------
+    def layout(self) -> LakeLayout:
+        layout = read_layout(self.root)
+        if layout is None:
+            raise WarehouseError(f"no warehouse at {self.root}; run `tracelake ingest TRACE --warehouse {self.root}` first")
+        return layout
+
+    def exists(self) -> bool:
+        return self.layout_path.exists()
+
+    def require_existing(self) -> None:
+        self.layout()
+
+    def _config(self, layout: LakeLayout) -> dict[str, str | bool]:
+        # allow_persistent_secrets is set before the attach uses the secret manager, which freezes it
+        return {"extension_directory": extension_directory(*extensions_for(layout)).as_posix(),
+                "autoinstall_known_extensions": False, "autoload_known_extensions": True,
+                "allow_persistent_secrets": False}
+
+    def connect_lake(self, read_only: bool, snapshot: int | None = None,
+                     layout: LakeLayout | None = None) -> duckdb.DuckDBPyConnection:
+        """A connection whose database is the lake (its current snapshot, or `snapshot`), not locked
+        down. Opened as the main database, so every cursor of it names the tables as dbt did."""
+        layout = layout or self.layout()
+        target = attach_target(self.root, layout, self.given_catalog)
+        try:
+            if snapshot is None:
+                return duckdb.connect(target, read_only=read_only, config=self._config(layout))
+            con = duckdb.connect(config=self._config(layout))
+            try:
+                con.execute(f"attach {sql_literal(target)} as {sql_identifier(catalog_name(layout))} "
+                            f"(read_only, snapshot_version {int(snapshot)})")
+                con.execute(f"use {sql_identifier(catalog_name(layout))}")
+            except BaseException:
+                con.close()
+                raise
+            return con
+        except duckdb.Error as exc:
+            raise WarehouseError(f"cannot open the catalog of {self.root} ({layout.catalog}): "
+                                 f"{str(exc).splitlines()[0]}") from None
+
+    def create(self, catalog: str) -> None:
+        """Make the folder a lakehouse with `catalog` (caller holds the write lock)."""
+        self.data_path.mkdir(parents=True, exist_ok=True)
+        layout = LakeLayout(catalog)
+        name = sql_identifier(catalog_name(layout))
+        target = attach_target(self.root, layout, catalog)
+        try:
+            with duckdb.connect(config=self._config(layout)) as con:
+                con.execute(f"attach {sql_literal(target)} as {name} (data_path {sql_literal(self.data_path.as_posix() + '/')})")
+                con.execute(f"call {name}.set_option('data_inlining_row_limit', {DATA_INLINING_ROW_LIMIT})")
+                con.execute(f"create schema if not exists {name}.{RAW_SCHEMA}")
+        except duckdb.Error as exc:
+            raise WarehouseError(f"cannot create the catalog of {self.root} ({LakeLayout(catalog).catalog}): "
+                                 f"{str(exc).splitlines()[0]}") from None
+        write_layout(self.root, catalog)
+
+    # ---- reading ---------------------------------------------------------------------------
+    def connect_read_only(self, repair: bool = True, snapshot: int | None = None) -> duckdb.DuckDBPyConnection:
+        """A locked-down read-only connection to the current snapshot (or `snapshot`), registered as
+        a reader while it lives: `vacuum` deletes no file it may read."""
+        self.require_existing()
+        if repair and self.needs_repair():
+            self.repair_if_idle()
+        registration = register_reader(self.root)
+        try:
+            con = self.connect_lake(read_only=True, snapshot=snapshot)
+        except BaseException:
+            if registration is not None:
+                os.close(registration)
+            raise
+        release = release_with(con, registration)
+        try:
+            lock_down(con, self.root, self.data_path)
+        except BaseException:
+            con.close()
+            release()
+            raise
+        return con
+
+    def _query_ids(self, table: str) -> set[str]:
+        if not self.exists():
+            return set()
+        with self.connect_lake(read_only=True) as con:
+            try:
+                return {row[0] for row in con.execute(f"select trace_id from {table}").fetchall()}
+            except duckdb.CatalogException:
+                return set()
+
+    def trace_ids(self) -> set[str]:
+        return self._query_ids(f"{RAW_SCHEMA}.trace_files")
+
+    def modelled_trace_ids(self) -> set[str]:
+        return self._query_ids(LEDGER_TABLE)
+
+    def snapshots(self) -> list[tuple[int, str]]:
+        """(snapshot id, its time) of every snapshot the catalog keeps, oldest first."""
+        with self.connect_lake(read_only=True) as con:
+            rows = con.execute("select snapshot_id, snapshot_time::varchar from ducklake_snapshots(current_database()) "
+                               "order by 1").fetchall()
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    def current_snapshot(self, con: duckdb.DuckDBPyConnection) -> int:
+        row = con.execute("select id from ducklake_current_snapshot(current_database())").fetchone()
+        return int(row[0]) if row else 0
+
+    # ---- what dead runs leave: only staging folders (a transaction commits whole or not at all)
+    def needs_repair(self, con: duckdb.DuckDBPyConnection | None = None) -> bool:
+        from tracelake.staging import has_dead_staging  # noqa: PLC0415 - the base module's own import
+
+        return has_dead_staging(self.staging_dir) or has_dead_staging(self.root)
+
+    def repair(self) -> list[str]:
+        self.remove_orphans()
+        return []
+
+    def remove_orphans(self) -> None:
+        remove_dead_staging(self.staging_dir)
+        remove_dead_staging(self.root)
+
+    def _orphan_partitions(self, committed: set[str] | None = None) -> list[Path]:
+        return []
+
+    def finish_removals(self) -> bool:
+        return True
+
+    # ---- writing ----------------------------------------------------------------------------
+    @contextmanager
+    def writing(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection in one lake transaction, committed (one snapshot) when the block ends
+        without an error (caller holds the write lock)."""
+        con = self.connect_lake(read_only=False)
+        try:
+            con.begin()
+            yield con
+            crash_point("lake-commit")
+            con.commit()
+        finally:
+            con.close()
+
+    def commit(self, staged: StagedTrace) -> bool:
+        """Queue a staged trace for the next model update, which commits its rows and its marts in
+        one transaction (caller holds the write lock). False if the warehouse has it already."""
+        if staged.trace_id in self.trace_ids() or any(q.trace_id == staged.trace_id for q in self._queued):
+            self.release_staging_dir(Path(staged.staging_dir))
+            return False
+        self._queued.append(staged)
+        return True
+
+    def prepare_update(self, warm_up: bool = False) -> PreparedUpdate:
+        """Nothing to prepare but the lake itself, made here when the folder is new."""
+        if not self.exists():
+            self.create(self.given_catalog or LOCAL_CATALOG)
+        return PreparedUpdate(None, None, None)
+
+    def update_models(self, new_trace_ids: list[str], prepared: PreparedUpdate | None = None) -> str:
+        """Commit the queued traces' raw rows and bring every mart up to date for them, in one
+        transaction (caller holds the write lock). "compiled" when the marts were created."""
+        if prepared is not None:
+            prepared.close()
+        queued, self._queued = self._queued, []
+        plans = _shipped_plans()
+        if not self.exists():
+            raise WarehouseError(f"no warehouse at {self.root}")
+        try:
+            with self.writing() as con:
+                how = self._write_traces(con, plans, queued)
+        finally:
+            for staged in queued:
+                self.release_staging_dir(Path(staged.staging_dir))
+        return how
+
+    def _write_traces(self, con: duckdb.DuckDBPyConnection, plans: ShippedPlans, queued: list[StagedTrace]) -> str:
+        built = _has_relation(con, LEDGER_TABLE)
+        for staged in queued:
+            for table in TABLES:
+                self._insert_raw(con, table, staged)
+            crash_point("lake-raw-inserted")
+        new = sorted(staged.trace_id for staged in queued)
+        if not built:
+            build_marts(con, plans, new)
+            return "compiled"
+        update_marts(con, plans, new)
+        return "fast"
+
+    def _insert_raw(self, con: duckdb.DuckDBPyConnection, table: str, staged: StagedTrace) -> None:
+        files = sorted((Path(staged.staging_dir) / table).glob("*.parquet"))
+        listed = ", ".join(sql_literal(path.as_posix()) for path in files)
+        select = (f"select *, {sql_literal(staged.trace_id)}::varchar as trace_id "
+                  f"from read_parquet([{listed}], union_by_name = true)")
+        if _has_relation(con, f"{RAW_SCHEMA}.{table}"):
+            con.execute(f"insert into {RAW_SCHEMA}.{table} by name {select}")
+        else:
+            con.execute(f"create table {RAW_SCHEMA}.{table} as {select}")
+
+    def build(self, **_: object) -> None:  # type: ignore[override]
+        raise WarehouseError("`tracelake build` runs dbt over the classic layout; a lakehouse warehouse is "
+                             "modelled from the compiled plan at every ingest and needs no build")
+
+
+def _shipped_plans() -> ShippedPlans:
+    plans = load_shipped_plans(project_fingerprint())
+    if plans is None:
+        raise WarehouseError("the dbt project differs from the plan compiled into TraceLake (edited models?); "
+                             "a lakehouse warehouse runs only the compiled plan: run `python -m tracelake.plan_compiler`")
+    return plans
+
+
+def _has_relation(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    schema, _, table = name.rpartition(".")
+    row = con.execute("select count(*) from information_schema.tables where table_catalog = current_database() "
+                      "and table_schema = ? and table_name = ?", [schema or "main", table]).fetchone()
+    return bool(row and row[0])
+
+
+def _in_catalog(con: duckdb.DuckDBPyConnection) -> Callable[[str], str]:
+    """SQL dbt compiled under the catalog "warehouse", rewritten for the lake's own name."""
+    row = con.execute("select current_database()").fetchone()
+    name = str(row[0]) if row else COMPILED_NAME
+    if name == COMPILED_NAME:
+        return lambda sql: sql
+    return lambda sql: sql.replace(f'"{COMPILED_NAME}".', f"{sql_identifier(name)}.")
+
+
+def build_marts(con: duckdb.DuckDBPyConnection, plans: ShippedPlans, trace_ids: list[str]) -> None:
+    """Every seed and model of the build plan, created on the lake inside `con`'s transaction."""
+    plan, named = plans.build, _in_catalog(con)
+    for schema in plan.schemas:
+        con.execute(f"create schema if not exists {sql_identifier(schema)}")
+    for seed in plan.seeds:
+        path = sql_literal(plans.seed_file(seed).as_posix())
+        con.execute(f"create or replace table {named(seed.relation)} as select * from read_parquet({path})")
+    for node in plan.nodes:
+        kind = "view" if node.materialized == "view" else "table"
+        select = select_for(node.sql, trace_ids) if node.materialized == "incremental" else node.sql.strip().rstrip(";")
+        con.execute(f"create or replace {kind} {named(node.relation)} as ({named(select)})")
+
+
+def update_marts(con: duckdb.DuckDBPyConnection, plans: ShippedPlans, trace_ids: list[str]) -> None:
+    """The rows of `trace_ids` replaced in every incremental model, inside `con`'s transaction."""
+    if not trace_ids:
+        return
+    id_list, named = trace_id_list(trace_ids), _in_catalog(con)
+    for model in plans.incremental.models:
+        con.execute(f"delete from {named(model.relation)} where trace_id in ({id_list})")
+        con.execute(f"insert into {named(model.relation)} by name select * from ({named(model.select_for(trace_ids))})")
+
+
+def is_lake(root: Path) -> bool:
+    return (root.expanduser() / "lake.json").exists()
+
+
+def open_warehouse(root: Path, catalog: str | None = None) -> Warehouse:
+    """The warehouse at `root`: a lakehouse when it is one or (new) when a catalog is asked for."""
+    from tracelake.lake_catalog import requested_catalog  # noqa: PLC0415
+
+    requested = requested_catalog(catalog)
+    root = root.expanduser()
+    if is_lake(root):
+        return LakeWarehouse(root, requested)
+    if requested is not None:
+        if (root / "warehouse.duckdb").exists():
+            raise WarehouseError(f"{root} is a warehouse of the classic layout (warehouse.duckdb); a catalog applies "
+                                 "to a new lakehouse warehouse: give another --warehouse folder, or unset $TRACELAKE_CATALOG")
+        return LakeWarehouse(root, requested)
+    return Warehouse(root)
+
+
+__all__ = ["LOCAL_CATALOG", "LakeWarehouse", "is_lake", "open_warehouse"]
