@@ -258,6 +258,53 @@ class LakeWarehouse(Warehouse):
         else:
             con.execute(f"create table {RAW_SCHEMA}.{table} as {select}")
 
+    def retag_traces(self, changes: dict[str, tuple[dict[str, str], tuple[str, ...]]],
+                     remodel: bool = True) -> list[str]:
+        """Merge each trace's new tags into its tags and drop its keys to remove, and re-model the
+        traces whose marts read a changed tag: one transaction, all traces or none (caller holds
+        the write lock). `remodel` is moot: the re-model is always in the same commit."""
+        from tracelake.tag_journal import traces_to_remodel  # noqa: PLC0415 - reads trace files, as the base does
+
+        with self.writing() as con:
+            every = self._tags(con)
+            before = {trace_id: every.get(trace_id, {}) for trace_id in changes}
+            after = {}
+            for trace_id, (tags, remove) in changes.items():
+                merged = {key: value for key, value in {**before[trace_id], **tags}.items() if key not in remove}
+                if merged != before[trace_id]:
+                    after[trace_id] = merged
+            for trace_id, merged in after.items():
+                con.execute(f"update {RAW_SCHEMA}.trace_files set tags = map(?::varchar[], ?::varchar[]) where trace_id = ?",
+                            [list(merged), list(merged.values()), trace_id])
+            again = traces_to_remodel(before, after, lambda: {**every, **after}, set(every)) if after else set()
+            if again:
+                update_marts(con, _shipped_plans(), sorted(again), replacing=True)
+        return sorted(after)
+
+    @staticmethod
+    def _tags(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, str]]:
+        rows = con.execute(f"select trace_id, map_keys(tags), map_values(tags) from {RAW_SCHEMA}.trace_files").fetchall()
+        return {trace_id: dict(zip(keys or [], values or [])) for trace_id, keys, values in rows}
+
+    def remove_traces(self, trace_ids: list[str]) -> bool:
+        """Delete every row that names the traces (as `trace_id` or `trace2_id`) from every table,
+        in one transaction (caller holds the write lock). Their bytes stay in data files older
+        snapshots read until `tracelake vacuum` expires those snapshots."""
+        remaining = self.trace_ids() - set(trace_ids)
+        if not remaining:
+            raise WarehouseError(f"that would remove every trace of {self.root}; delete the folder instead")
+        id_list = trace_id_list(sorted(trace_ids))
+        with self.writing() as con:
+            columns = con.execute(
+                "select c.table_schema, c.table_name, list(c.column_name) from information_schema.columns c "
+                "join information_schema.tables t using (table_catalog, table_schema, table_name) "
+                "where c.table_catalog = current_database() and t.table_type = 'BASE TABLE' "
+                "and c.column_name in ('trace_id', 'trace2_id') group by all order by all").fetchall()
+            for schema, table, names in columns:
+                match = " or ".join(f"{name} in ({id_list})" for name in sorted(names))
+                con.execute(f"delete from {sql_identifier(schema)}.{sql_identifier(table)} where {match}")
+        return True
+
     def build(self, **_: object) -> None:  # type: ignore[override]
         raise WarehouseError("`tracelake build` runs dbt over the classic layout; a lakehouse warehouse is "
                              "modelled from the compiled plan at every ingest and needs no build")
@@ -301,13 +348,17 @@ def build_marts(con: duckdb.DuckDBPyConnection, plans: ShippedPlans, trace_ids: 
         con.execute(f"create or replace {kind} {named(node.relation)} as ({named(select)})")
 
 
-def update_marts(con: duckdb.DuckDBPyConnection, plans: ShippedPlans, trace_ids: list[str]) -> None:
-    """The rows of `trace_ids` replaced in every incremental model, inside `con`'s transaction."""
+def update_marts(con: duckdb.DuckDBPyConnection, plans: ShippedPlans, trace_ids: list[str],
+                 replacing: bool = False) -> None:
+    """The rows of `trace_ids` written into every incremental model, inside `con`'s transaction;
+    with `replacing`, their old rows are deleted first (new traces have none: the delete would
+    read every data file of every mart for nothing)."""
     if not trace_ids:
         return
     id_list, named = trace_id_list(trace_ids), _in_catalog(con)
     for model in plans.incremental.models:
-        con.execute(f"delete from {named(model.relation)} where trace_id in ({id_list})")
+        if replacing:
+            con.execute(f"delete from {named(model.relation)} where trace_id in ({id_list})")
         con.execute(f"insert into {named(model.relation)} by name select * from ({named(model.select_for(trace_ids))})")
 
 
