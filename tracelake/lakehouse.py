@@ -127,6 +127,11 @@ class LakeWarehouse(Warehouse):
         self.require_existing()
         if repair and self.needs_repair():
             self.repair_if_idle()
+        if snapshot is not None:
+            from tracelake.lake_maintenance import check_snapshot  # noqa: PLC0415 - that module imports this one
+
+            with self.connect_lake(read_only=True) as con:
+                check_snapshot(con, snapshot)
         registration = register_reader(self.root)
         try:
             con = self.connect_lake(read_only=True, snapshot=snapshot)
