@@ -505,6 +505,7 @@ def compare(
         candidate_ids = resolve_traces(wh, candidate, jobs or default_jobs())
         with wh.connect_read_only() as con:
             verdict = compare_traces(con, baseline_ids, candidate_ids, config)
+            verdict.warehouse_snapshot = wh.snapshot_of(con)
     except duckdb.CatalogException as exc:
         missing = str(exc).splitlines()[0]
         raise WarehouseError(f"warehouse {wh.root} lacks a table compare reads ({missing}); it was built by an "

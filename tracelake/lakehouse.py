@@ -170,9 +170,9 @@ class LakeWarehouse(Warehouse):
                                "order by 1").fetchall()
         return [(int(r[0]), str(r[1])) for r in rows]
 
-    def current_snapshot(self, con: duckdb.DuckDBPyConnection) -> int:
+    def snapshot_of(self, con: duckdb.DuckDBPyConnection) -> int | None:
         row = con.execute("select id from ducklake_current_snapshot(current_database())").fetchone()
-        return int(row[0]) if row else 0
+        return int(row[0]) if row else None
 
     # ---- what dead runs leave: only staging folders (a transaction commits whole or not at all)
     def needs_repair(self, con: duckdb.DuckDBPyConnection | None = None) -> bool:

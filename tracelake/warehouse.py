@@ -163,6 +163,10 @@ class Warehouse:
             con = self._open_read_only()
         return con
 
+    def snapshot_of(self, con: duckdb.DuckDBPyConnection) -> int | None:
+        """The snapshot `con` reads: None, the classic layout keeps only its current state."""
+        return None
+
     def _open_read_only(self) -> duckdb.DuckDBPyConnection:
         """A locked-down read-only connection, registered as a reader (tracelake/removal.py) before
         it opens the database and for as long as it lives: no Parquet file its snapshot names is
