@@ -31,6 +31,8 @@ def require_lake(warehouse: Warehouse, what: str) -> LakeWarehouse:
         raise WarehouseError(f"{what} needs a lakehouse warehouse; {warehouse.root} is the classic layout "
                              "(warehouse.duckdb): ingest into a new folder with --catalog local")
     warehouse.require_existing()
+    if warehouse.needs_repair():  # a moved folder's catalog re-pointed, dead staging removed
+        warehouse.repair_if_idle()
     return warehouse
 
 

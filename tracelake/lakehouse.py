@@ -15,8 +15,9 @@ later trace.
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import duckdb
@@ -174,14 +175,34 @@ class LakeWarehouse(Warehouse):
         row = con.execute("select id from ducklake_current_snapshot(current_database())").fetchone()
         return int(row[0]) if row else None
 
-    # ---- what dead runs leave: only staging folders (a transaction commits whole or not at all)
+    # ---- what dead runs leave: only staging folders (a transaction commits whole or not at all),
+    # and a local catalog's data path when the folder was moved or copied
     def needs_repair(self, con: duckdb.DuckDBPyConnection | None = None) -> bool:
         from tracelake.staging import has_dead_staging  # noqa: PLC0415 - the base module's own import
 
-        return has_dead_staging(self.staging_dir) or has_dead_staging(self.root)
+        return has_dead_staging(self.staging_dir) or has_dead_staging(self.root) or self._moved()
+
+    def _local_catalog(self) -> Path | None:
+        layout = read_layout(self.root)
+        return self.root / SQLITE_FILE if layout is not None and layout.catalog == LOCAL_CATALOG else None
+
+    def _moved(self) -> bool:
+        """Whether the local catalog names another folder's data path (the folder was moved or copied)."""
+        catalog = self._local_catalog()
+        if catalog is None or not catalog.exists():
+            return False
+        with closing(sqlite3.connect(f"file:{catalog}?mode=ro", uri=True)) as db:
+            row = db.execute("select value from ducklake_metadata where key = 'data_path' and scope is null").fetchone()
+        return row is not None and row[0] != self.data_path.as_posix() + "/"
 
     def repair(self) -> list[str]:
         self.remove_orphans()
+        catalog = self._local_catalog()
+        if catalog is not None and self._moved():
+            # DuckLake keeps each file's path relative to the data path, which it cannot change itself
+            with closing(sqlite3.connect(catalog)) as db, db:
+                db.execute("update ducklake_metadata set value = ? where key = 'data_path' and scope is null",
+                           [self.data_path.as_posix() + "/"])
         return []
 
     def remove_orphans(self) -> None:

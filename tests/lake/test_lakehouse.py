@@ -155,6 +155,19 @@ def test_each_write_is_one_snapshot_and_old_ones_stay_readable(tmp_path: Path) -
     assert not [p for p in on_disk if h100_id in Path(p).read_bytes().decode("latin-1")]
 
 
+def test_a_copied_lakehouse_folder_reads_its_own_files(tmp_path: Path) -> None:
+    root, copy = tmp_path / "wh", tmp_path / "copy"
+    assert tracelake("ingest", str(BERT_H100), "--warehouse", str(root), "--catalog", "local", "--quiet").returncode == 0
+    shutil.copytree(root, copy)
+    shutil.rmtree(root)  # the copy must not need a byte of the original
+    counted = tracelake("sql", "select count(*) as n from kernels", "--warehouse", str(copy), "--format", "json")
+    assert counted.returncode == 0 and json.loads(counted.stdout) == [{"n": 61}], counted.stderr
+    listed = tracelake("files", "kernels", "--warehouse", str(copy)).stdout.split()
+    assert listed and all(Path(p).is_relative_to(copy / "lake") and Path(p).is_file() for p in listed)
+    more = tracelake("ingest", str(BERT_MI300), "--warehouse", str(copy), "--quiet")
+    assert more.returncode == 0, more.stderr
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["files", "runs"], "main.runs is a view"),
     (["files", "no_such_table"], "no table main.no_such_table"),
