@@ -23,6 +23,7 @@ from pathlib import Path
 import duckdb
 
 from tracelake.core.errors import WarehouseError
+from tracelake.core.sql_text import sql_identifier, sql_literal
 from tracelake.crashpoints import crash_point
 from tracelake.dbt_runner import project_fingerprint
 from tracelake.ingest.staged import TABLES, StagedTrace
@@ -42,7 +43,6 @@ from tracelake.lake_extensions import extension_directory
 from tracelake.removal import register_reader, release_with
 from tracelake.shipped_plan import ShippedPlans, load_shipped_plans, select_for, trace_id_list
 from tracelake.snapshot import PreparedUpdate
-from tracelake.core.sql_text import sql_identifier, sql_literal
 from tracelake.sql_guard import lock_down
 from tracelake.staging import remove_dead_staging
 from tracelake.warehouse import LEDGER_TABLE, Warehouse
@@ -77,7 +77,7 @@ class LakeWarehouse(Warehouse):
     def require_existing(self) -> None:
         self.layout()
 
-    def _config(self, layout: LakeLayout) -> dict[str, str | bool]:
+    def _config(self, layout: LakeLayout) -> dict[str, str | bool | int | float | list[str]]:
         # allow_persistent_secrets is set before the attach uses the secret manager, which freezes it
         return {"extension_directory": extension_directory(*extensions_for(layout)).as_posix(),
                 "autoinstall_known_extensions": False, "autoload_known_extensions": True,
@@ -331,7 +331,7 @@ class LakeWarehouse(Warehouse):
                 con.execute(f"delete from {sql_identifier(schema)}.{sql_identifier(table)} where {match}")
         return True
 
-    def build(self, **_: object) -> None:  # type: ignore[override]
+    def build(self, **_: object) -> None:
         raise WarehouseError("`tracelake build` runs dbt over the classic layout; a lakehouse warehouse is "
                              "modelled from the compiled plan at every ingest and needs no build")
 
