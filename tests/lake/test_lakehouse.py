@@ -236,10 +236,21 @@ def test_the_analysis_of_a_lakehouse_trace_leads_with_the_classic_ones_finding(t
         env = {"TRACELAKE_CATALOG": "local"} if name == "lake" else {}
         result = tracelake("analyze", str(QWEN_H100), "--warehouse", str(root), "--out", str(out), *extra, env=env)
         assert result.returncode == 0, result.stderr
-        priorities = json.loads((out / "priority_data.json").read_text())
-        leads.append(json.dumps(priorities, sort_keys=True, default=str).replace(str(root), "WH").replace(str(out), "OUT"))
+        text = (out / "priority_data.json").read_text().replace(str(root), "WH").replace(str(out), "OUT")
+        leads.append(json.loads(text))
     assert (tmp_path / "lake" / "lake.json").exists() and not (tmp_path / "classic" / "lake.json").exists()
-    assert leads[0] == leads[1]
+    assert leads[0]["findings"] and _same_json(leads[0], leads[1])
+
+
+def _same_json(left: object, right: object) -> bool:
+    """Equal, floats within 1e-9 relative (parallel sums differ in their last bits)."""
+    if isinstance(left, float) and isinstance(right, (int, float)):
+        return math.isclose(left, right, rel_tol=1e-9, abs_tol=1e-12)
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(_same_json(left[key], right[key]) for key in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(_same_json(a, b) for a, b in zip(left, right))
+    return left == right
 
 
 def test_the_lakehouse_extensions_load_with_the_network_off(tmp_path: Path) -> None:
