@@ -26,7 +26,7 @@ import tempfile
 import threading
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tracelake.core.errors import TraceLakeError
 from tracelake.core.sql_text import sql_literal
@@ -188,14 +188,25 @@ def refused_access(message: str, warehouse_root: Path) -> ReadOnlyQueryError:
 def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
     """Raise ReadOnlyQueryError unless every statement in `query` only reads. Parse errors are
     DuckDB's (duckdb.ParserException), for the caller to report like any failed query."""
-    statements = con.extract_statements(query)
+    import duckdb  # noqa: PLC0415 - loaded by now: `con` is a DuckDB connection
+
+    try:
+        statements = con.extract_statements(query)
+    except duckdb.PermissionException:
+        if _first_words(query).startswith("import"):  # DuckDB 1.5 reads IMPORT DATABASE's files as it parses
+            raise ReadOnlyQueryError("IMPORT DATABASE is refused", _REFUSALS["INSERT"][1]) from None
+        raise
     if not statements:
         raise TraceLakeError("the query has no SQL statement; pass one, e.g. \"select * from traces\"")
+    if len(statements) > 1 and _first_words(query).startswith("pivot"):  # DuckDB 1.5 splits it: CREATE TYPE, SELECT
+        raise ReadOnlyQueryError(*_REFUSALS["MULTI"])
     for statement in statements:
         try:
             kind = statement.type.name
         except ValueError:  # a statement type the Python binding has no name for (UPDATE EXTENSIONS)
-            raise ReadOnlyQueryError(f"`{_first_words(statement.query)}` is refused", READS_ONLY_HINT) from None
+            kind = ""
+        if not kind.isidentifier():  # 2.0 raises; 1.5 names it "???"
+            raise ReadOnlyQueryError(f"`{_first_words(statement.query)}` is refused", READS_ONLY_HINT)
         _check_statement(con, kind, statement.query)
 
 
@@ -280,8 +291,8 @@ def _table_functions(node: object) -> tuple[set[str], list[str]]:
                 name = str(item["function"].get("function_name", "")).lower()
                 found.add(name)
                 if _FILE_FUNCTION.match(name):
-                    paths += [path for argument in item["function"].get("arguments", [])
-                              if not argument.get("name") for path in _literal_paths(name, argument.get("expression"))]
+                    paths += [path for argument in _positional_arguments(item["function"])
+                              for path in _literal_paths(name, argument)]
             elif item.get("type") == "BASE_TABLE" and re.search(r"[/.]", str(item.get("table_name", ""))):
                 paths.append(str(item["table_name"]))
             stack.extend(item.values())
@@ -290,16 +301,38 @@ def _table_functions(node: object) -> tuple[set[str], list[str]]:
     return found, paths
 
 
+def _positional_arguments(function: dict[str, Any]) -> list[object]:
+    """A call's positional argument expressions. DuckDB 2 lists `arguments`, each named or not;
+    DuckDB 1.5 lists `children`, a named one written as `name = value`."""
+    if "arguments" in function:
+        return [argument.get("expression") for argument in function["arguments"] if not argument.get("name")]
+    return [child for child in function.get("children", []) if not (
+        isinstance(child, dict) and child.get("type") == "COMPARE_EQUAL"
+        and isinstance(child.get("left"), dict) and child["left"].get("type") == "COLUMN_REF")]
+
+
+def _string_constant(expression: dict[str, Any]) -> str | None:
+    """The text of a string literal, in DuckDB 2's tree (`literal`) or 1.5's (`value`)."""
+    if expression.get("type") != "VALUE_CONSTANT":
+        return None
+    literal = expression.get("literal")
+    if isinstance(literal, dict) and literal.get("kind") == "STRING":
+        return str(literal.get("text", ""))
+    value = expression.get("value")
+    if isinstance(value, dict) and not value.get("is_null") and (value.get("type") or {}).get("id") == "VARCHAR":
+        return str(value.get("value", ""))
+    return None
+
+
 def _literal_paths(function: str, expression: object) -> list[str]:
     """The strings of a path argument: a literal or a list of literals. Anything computed is refused:
     its value, and so the file, is known only when DuckDB binds it."""
     if isinstance(expression, dict):
-        literal = expression.get("literal") if expression.get("type") == "VALUE_CONSTANT" else None
-        if isinstance(literal, dict) and literal.get("kind") == "STRING":
-            return [str(literal.get("text", ""))]
+        text = _string_constant(expression)
+        if text is not None:
+            return [text]
         if expression.get("type") == "FUNCTION" and expression.get("function_name") == "list_value":
-            return [p for argument in expression.get("arguments", [])
-                    for p in _literal_paths(function, argument.get("expression"))]
+            return [p for argument in _positional_arguments(expression) for p in _literal_paths(function, argument)]
     raise ReadOnlyQueryError(f"a computed file path in {function}() is refused",
                              "write the path as a string literal (or a list of them)")
 
