@@ -139,15 +139,15 @@ def test_a_kill_at_each_point_leaves_every_trace_whole_or_absent(lake: Lake, cle
 
 def _orphans_are_exactly_the_dead_files(lake: Lake, dead_files: set[str], clean: dict[tuple[str, str], int],
                                         present: set[str]) -> None:
-    """What DuckLake offers for the files of dead transactions: ducklake_delete_orphaned_files."""
-    with lake_tables.connect(lake.folder, lake.login) as con:
-        name = con.execute("select current_database()").fetchone()[0]  # type: ignore[index]
-        listed = con.execute(f"call ducklake_delete_orphaned_files('{name}', dry_run => true, "
-                             "older_than => now())").fetchall()
-    assert {Path(str(row[0])).name for row in listed} == dead_files
+    """What DuckLake offers for the files of dead transactions: ducklake_delete_orphaned_files (its
+    dry run too needs a writable attach)."""
     from tracelake.lakehouse import LakeWarehouse  # noqa: PLC0415
 
     with LakeWarehouse(lake.folder, lake.login).connect_lake(read_only=False, own_instance=True) as con:
+        name = con.execute("select current_database()").fetchone()[0]  # type: ignore[index]
+        listed = con.execute(f"call ducklake_delete_orphaned_files('{name}', dry_run => true, "
+                             "older_than => now())").fetchall()
+        assert {Path(str(row[0])).name for row in listed} == dead_files
         con.execute(f"call ducklake_delete_orphaned_files('{name}', older_than => now())").fetchall()
     assert not dead_files & lake_tables.files_on_disk(lake.folder)
     lake.assert_whole_or_absent(clean, present)

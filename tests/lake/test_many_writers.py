@@ -60,7 +60,7 @@ def test_writers_at_once_through_postgres_equal_a_serial_build(postgres_server: 
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE) for traces in WRITER_TRACES]
         results = [(w.communicate(timeout=900), w.returncode) for w in writers]
     seconds = time.monotonic() - started
-    for (out, err), code in results:
+    for (_, err), code in results:
         assert code == 0, err
     retried = sum("committing again" in err for (_, err), _ in results)
     print(f"\n{len(WRITER_TRACES)} writers, {sum(map(len, WRITER_TRACES))} traces through PostgreSQL: "
