@@ -43,6 +43,7 @@ from tracelake.sql_guard import NO_SECRET_DIRECTORY
 from tracelake.writer_lock import WRITER_WAIT_SECONDS, _writer_wait_seconds
 
 T = TypeVar("T")
+DuckDBConfig = dict[str, str | bool | int | float | list[str]]  # duckdb.connect(config=...)
 
 # A commit refused as a conflict is run again this many times in all, waiting a random
 # 0.05-0.4 s (growing with each try) so that writers that collided do not collide again in step.
@@ -67,7 +68,7 @@ def shares_fcntl_lock(layout: LakeLayout) -> bool:
     return not is_postgres(layout)
 
 
-def secrets_config(layout: LakeLayout) -> dict[str, str | bool]:
+def secrets_config(layout: LakeLayout) -> DuckDBConfig:
     """DuckDB's secret settings for a lake connection, fixed before the attach uses them.
 
     The postgres extension reads the persistent secret store on ATTACH and fails when persistent
@@ -102,9 +103,9 @@ def _with_connect_timeout(url: str) -> str:
 def _postgres_connection(url: str, layout: LakeLayout) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with the catalog's PostgreSQL database attached as `pg` (one server
     connection per DuckDB transaction, which is what holds an advisory lock)."""
-    config: dict[str, str | bool] = {"extension_directory": extension_directory("postgres_scanner").as_posix(),
-                                     "autoinstall_known_extensions": False, "autoload_known_extensions": True,
-                                     **secrets_config(layout)}
+    config: DuckDBConfig = {"extension_directory": extension_directory("postgres_scanner").as_posix(),
+                            "autoinstall_known_extensions": False, "autoload_known_extensions": True,
+                            **secrets_config(layout)}
     con = duckdb.connect(config=config)
     try:
         con.execute(f"attach {sql_literal(_with_connect_timeout(url))} as pg (type postgres)")

@@ -79,7 +79,7 @@ class LakeWarehouse(Warehouse):
     def require_existing(self) -> None:
         self.layout()
 
-    def _config(self, layout: LakeLayout) -> dict[str, str | bool | int | float | list[str]]:
+    def _config(self, layout: LakeLayout) -> lake_writers.DuckDBConfig:
         # allow_persistent_secrets is set before the attach uses the secret manager, which freezes it
         return {"extension_directory": extension_directory(*extensions_for(layout)).as_posix(),
                 "autoinstall_known_extensions": False, "autoload_known_extensions": True,
