@@ -12,8 +12,8 @@ apart:
   deleting the same rows, replacing the same view) is rolled back whole; the writer runs its
   transaction again on the new snapshot (`retry_on_conflict`), a bounded number of times.
 - Two writers of the same trace would both insert it (inserts never conflict), so a writer claims
-  its traces first: a PostgreSQL advisory lock per trace, held until its commit ends, and released
-  by the server when the writer dies. The second writer waits, then finds the trace committed.
+  its traces first: PostgreSQL advisory locks, held until its commit ends and released by the
+  server when the writer dies. The second writer waits, then finds the trace committed.
 - Creating the DuckLake catalog is not safe to run twice at once (both create its PostgreSQL
   tables), so it runs under an advisory lock of its own.
 
@@ -50,8 +50,14 @@ DuckDBConfig = dict[str, str | bool | int | float | list[str]]  # duckdb.connect
 COMMIT_TRIES = 8
 RETRY_WAIT_SECONDS = 0.05
 CONNECT_TIMEOUT_SECONDS = 10  # libpq waits forever for a host that drops packets
-# pg_advisory_xact_lock(int4, int4) keys live apart from the one-bigint keys of the trace claims
-CREATE_LOCK_KEY = (0x54524C4B, 1)  # "TRLK", creating the catalog
+# pg_advisory_xact_lock(int4, int4) keys: (class, number)
+CREATE_LOCK_KEY = (0x54524C4B, 1)  # "TRLK": creating the catalog
+CLAIM_CLASS = 0x54524C43  # "TRLC": claims on traces, one lock per bucket of trace ids
+# A trace is claimed through its bucket (trace id mod CLAIM_BUCKETS): PostgreSQL's lock table holds
+# max_locks_per_transaction (64) x max_connections (100) locks by default, so a batch of 10,000
+# traces takes at most this many. Writers of few traces rarely share a bucket (then one waits
+# for the other's commit); a batch of thousands holds most buckets, and others wait for its commit.
+CLAIM_BUCKETS = 1024
 _AUTH_FAILED = re.compile(r"password authentication failed|no password supplied|authentication failed|"
                           r"role \"[^\"]*\" does not exist|pg_hba\.conf", re.IGNORECASE)
 _NO_DATABASE = re.compile(r'database "([^"]*)" does not exist', re.IGNORECASE)
@@ -182,10 +188,8 @@ def committed_among(con: duckdb.DuckDBPyConnection, table: str, trace_ids: list[
     return {str(row[0]) for row in rows}
 
 
-def _trace_key(trace_id: str) -> int:
-    """A trace id (16 hex digits) as the signed bigint of an advisory lock."""
-    value = int(trace_id[:16], 16)
-    return value - (1 << 64) if value >= 1 << 63 else value
+def _claim_bucket(trace_id: str) -> int:
+    return int(trace_id[:16], 16) % CLAIM_BUCKETS
 
 
 @contextmanager
@@ -221,7 +225,8 @@ def claiming(url: str | None, layout: LakeLayout, trace_ids: list[str]) -> Itera
     if url is None or not is_postgres(layout) or not trace_ids:
         yield
         return
-    keys = sorted({str(_trace_key(trace_id)) for trace_id in trace_ids})  # one order: no deadlock
+    buckets = sorted({_claim_bucket(trace_id) for trace_id in trace_ids})  # one order: no deadlock
+    keys = [f"{CLAIM_CLASS}, {bucket}" for bucket in buckets]
     with _advisory_locks(url, layout, keys, f"the commit of {len(trace_ids)} trace(s)"):
         crash_point("lake-claimed")
         yield
