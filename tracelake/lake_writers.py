@@ -170,7 +170,6 @@ def retry_on_conflict(attempt: Callable[[], T], what: str, tries: int = COMMIT_T
                                      "re-run when fewer writers are at work") from None
             print(f"tracelake: note: {what}: another writer committed first ({conflict}); committing again "
                   f"(try {tried + 1} of {tries})", file=sys.stderr, flush=True)
-        crash_point("lake-conflict")
         time.sleep(random.uniform(RETRY_WAIT_SECONDS, RETRY_WAIT_SECONDS * 2 ** min(tried, 3)))
     raise AssertionError("unreachable")
 
