@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 
 PARQUET_FOLDER = "parquet"  # <warehouse>/parquet: what the raw views read (tracelake/warehouse.py)
 READS_ONLY_HINT = "only SELECT, DESCRIBE, SHOW, SUMMARIZE and EXPLAIN run here"
+# The secret store of a lake on a PostgreSQL catalog (tracelake/lake_writers.py): persistent secrets
+# stay on there (the postgres extension needs the store), pointed at a folder that never exists.
+NO_SECRET_DIRECTORY = "/nonexistent/tracelake-no-duckdb-secrets"
 EXPORT_HINT = "export a result with `tracelake sql QUERY --format csv > FILE` (or --format json)"
 
 # Filesystems that reach the network (httpfs, azure). With external access off DuckDB already
@@ -150,7 +153,7 @@ def lock_down(con: duckdb.DuckDBPyConnection, warehouse_root: Path, readable: Pa
                                      "than tracelake's read-only ones; open it through Warehouse.connect_read_only")
             return
         for name, value in LOCKED_SETTINGS:
-            if name == "allow_persistent_secrets" and not _setting(con, name):
+            if name == "allow_persistent_secrets" and (not _setting(con, name) or _no_secret_store(con)):
                 continue  # set at connect (a lakehouse's attach uses the secret manager, which freezes it)
             con.execute(f"set {name} = {value}")
         if _setting(con, "enable_external_access"):
@@ -366,6 +369,11 @@ def _first_words(text: str) -> str:
     if match is None:
         return ""
     return " ".join(word.lower() for word in match.groups() if word)
+
+
+def _no_secret_store(con: duckdb.DuckDBPyConnection) -> bool:
+    row = con.execute("select current_setting('secret_directory')").fetchone()
+    return bool(row and row[0] == NO_SECRET_DIRECTORY)
 
 
 def _setting(con: duckdb.DuckDBPyConnection, name: str) -> bool:
