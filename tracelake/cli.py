@@ -45,8 +45,11 @@ from tracelake.cli_options import (
     CatalogOption,
     ClickException,
     CompareFormat,
+    Engine,
+    EngineOption,
     ListFormat,
     Mode,
+    RayAddressOption,
     TableFormat,
     WarehouseOption,
     parse_tags,
@@ -86,8 +89,6 @@ register_lake_commands(app, _warehouse)
 def _imported_for_good() -> None:
     """What is imported by now lives as long as the process: the cyclic collector skips it."""
     gc.freeze()
-
-
 
 
 def _print_version(value: bool) -> None:
@@ -130,6 +131,8 @@ def ingest(
         "--gpus-per-node", min=1, help="The job's node of each rank: rank // N (the traces must be one job).")] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="Parallel parse workers (default: cores).")] = None,
     catalog: CatalogOption = None,
+    engine: EngineOption = Engine.local,
+    ray_address: RayAddressOption = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
     """Ingest traces into the warehouse; the marts are up to date when it returns. The ranks of one
@@ -138,6 +141,7 @@ def ingest(
         prefetch(paths[0])
     from tracelake.ingestion import ingest_paths  # noqa: PLC0415 - see the note on the imports
     from tracelake.jobs import JOB_TAGS, check_job_name, recognize_jobs  # noqa: PLC0415
+    from tracelake.ray_engine import staging_engine  # noqa: PLC0415 - imports Ray itself only for --engine ray
 
     _imported_for_good()
     tags = parse_tags(tag or [])
@@ -149,8 +153,9 @@ def ingest(
         check_job_name(job)
     wh = _warehouse(warehouse, catalog)
     show_progress = sys.stderr.isatty() and not quiet
-    with ProgressBar(enabled=show_progress) as progress:
-        report = ingest_paths(paths, wh, tags, jobs or default_jobs(), progress)
+    with staging_engine(engine.value, ray_address, jobs or default_jobs()) as cluster, \
+            ProgressBar(enabled=show_progress) as progress:
+        report = ingest_paths(paths, wh, tags, jobs or default_jobs(), progress, engine=cluster)
     print_ingest_report(report, quiet)
     if report.failed:
         raise typer.Exit(EXIT_BAD_INPUT)
