@@ -64,11 +64,14 @@ def stage_on_worker(path: str, sha256: str, folder: str, tags: dict[str, str]) -
 def probe_node(folder: str, token_file: str, token: str, files: list[tuple[str, int]]) -> str | None:
     """Run on one node: None if it sees `folder` (the same one: it holds the driver's token file),
     can write in it, and sees every trace file at its size; else what is wrong."""
+    if not Path(folder).is_dir():
+        return f"it cannot see the folder {folder}"
     try:
-        if Path(token_file).read_text() != token:
-            return f"its {folder} is another folder than the driver's (a local folder of that node, not a shared one)"
-    except OSError as exc:
-        return f"it cannot see the folder {folder} ({exc.strerror or exc})"
+        seen = Path(token_file).read_text()
+    except OSError:
+        seen = ""
+    if seen != token:
+        return f"its folder {folder} is not the driver's (a folder of that node's own, without the driver's probe file)"
     try:
         with tempfile.TemporaryFile(dir=folder):
             pass
@@ -276,15 +279,15 @@ def ray_session(address: str | None, cpus: int) -> Iterator[RayEngine]:
     import ray  # noqa: PLC0415
 
     driver = sys.modules["ray._private.worker"]
-    printing = driver.print_to_stdstream
+    printing = getattr(driver, "print_to_stdstream")  # noqa: B009 - a module attribute mypy does not know
     # Ray prints its raylets' error messages (a worker that died) on the driver's stdout, the
     # stream of the ingest report; the engine reports each such failure with its trace instead.
-    driver.print_to_stdstream = _print_nothing
+    setattr(driver, "print_to_stdstream", _print_nothing)  # noqa: B010
     try:
         yield RayEngine(address)
     finally:
         ray.shutdown()
-        driver.print_to_stdstream = printing
+        setattr(driver, "print_to_stdstream", printing)  # noqa: B010
 
 
 def _print_nothing(data: dict[str, Any], ignore_prefix: bool) -> None:
