@@ -80,6 +80,8 @@ def ray_address() -> Iterator[str]:
     try:
         yield address
     finally:
+        if "ray" in sys.modules:  # a test that drove Ray in this process (the Python API) left no session open
+            sys.modules["ray"].shutdown()
         head.stop()
         shutil.rmtree(temp, ignore_errors=True)
 

@@ -129,7 +129,8 @@ def test_a_ray_address_that_is_not_host_and_port_is_one_line(tmp_path: Path) -> 
     assert not (tmp_path / "wh").exists()
 
 
-@pytest.mark.skipif(shutil.which("unshare") is None or os.geteuid() != 0, reason="needs root and unshare (namespaces)")
+@pytest.mark.skipif(shutil.which("unshare") is None or shutil.which("ip") is None or os.geteuid() != 0,
+                    reason="needs root, unshare and ip (namespaces)")
 def test_a_node_that_cannot_see_the_warehouse_or_the_traces_is_refused_before_any_work(tmp_path: Path) -> None:
     shared, work = tmp_path / "shared", tmp_path / "work"
     shared.mkdir()
@@ -152,3 +153,20 @@ def test_a_node_that_cannot_see_the_warehouse_or_the_traces_is_refused_before_an
     assert "cannot see the trace " + str(shared / "cpu_mlp_training.json.gz") in line
     assert "work/wh" not in hidden_trace["files"]
     assert not any(".tracelake-ray-probe-" in f for f in hidden_warehouse["files"] + hidden_trace["files"])
+
+
+def test_wrong_ray_credentials_are_one_line_and_write_nothing(tmp_path: Path) -> None:
+    import uuid
+
+    temp = Path(tempfile.mkdtemp(prefix="tl-ray-", dir="/tmp"))
+    head, address = start_head(temp, 1, {**RAY_ENV, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": uuid.uuid4().hex})
+    try:
+        warehouse = tmp_path / "wh"
+        result = run_tracelake("ingest", str(GOOD), "--warehouse", str(warehouse), "--catalog", "local",
+                               "--engine", "ray", "--ray-address", address, env={"RAY_AUTH_TOKEN": uuid.uuid4().hex})
+        line = one_error_line(result)
+        assert f"the Ray cluster at {address} refused this driver's credentials" in line
+        assert not warehouse.exists()
+    finally:
+        head.stop()
+        shutil.rmtree(temp, ignore_errors=True)
