@@ -219,9 +219,12 @@ class WarehouseHandle:
                                  f"{self.path}` to bring it up to date")
 
     def ingest(self, paths: PathLike | Iterable[PathLike], tags: dict[str, str] | None = None,
-               jobs: int | None = None, job: str | None = None, gpus_per_node: int | None = None) -> IngestResult:
-        """Ingest trace files or folders into this warehouse (as `tracelake ingest`)."""
-        return ingest(paths, warehouse=self.path, tags=tags, jobs=jobs, job=job, gpus_per_node=gpus_per_node)
+               jobs: int | None = None, job: str | None = None, gpus_per_node: int | None = None,
+               engine: str = "local", ray_address: str | None = None) -> IngestResult:
+        """Ingest trace files or folders into this warehouse (as `tracelake ingest`); `engine="ray"`
+        stages each trace as a task of the Ray cluster at `ray_address` (as `--engine ray`)."""
+        return ingest(paths, warehouse=self.path, tags=tags, jobs=jobs, job=job, gpus_per_node=gpus_per_node,
+                      engine=engine, ray_address=ray_address)
 
     def analyze(self, trace: PathLike | Sequence[PathLike], out: PathLike | None = None, platform: str | None = None,
                 **options: Any) -> Analysis | JobAnalysis:

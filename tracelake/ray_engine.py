@@ -17,9 +17,11 @@ Ray is imported only here, and this module only for `--engine ray`.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 import tempfile
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 # staging that file.
 STAGE_CRASH_POINT = "ray-stage:"
 CONNECT_TIMEOUT_SECONDS = 5.0
+JOIN_TIMEOUT_SECONDS = 60
 PROBE_TIMEOUT_SECONDS = 120.0
 # A local instance holds only the tasks' small results in its object store (Ray's floor is 75 MiB).
 LOCAL_OBJECT_STORE_BYTES = 128 * 1024 * 1024
@@ -79,11 +82,11 @@ def probe_node(folder: str, token_file: str, token: str, files: list[tuple[str, 
         return f"it cannot write in the folder {folder} ({exc.strerror or exc})"
     for name, size in files:
         try:
-            seen = os.stat(name).st_size
+            size_there = os.stat(name).st_size
         except OSError as exc:
             return f"it cannot see the trace {name} ({exc.strerror or exc})"
-        if seen != size:
-            return f"it sees the trace {name} with {seen} bytes, the driver with {size}"
+        if size_there != size:
+            return f"it sees the trace {name} with {size_there} bytes, the driver with {size}"
     return None
 
 
@@ -207,6 +210,34 @@ def _use_token_if_present() -> None:
         os.environ["RAY_AUTH_MODE"] = "token"
 
 
+class _JoinTimeout(BaseException):  # not an Exception: Ray retries through those
+    pass
+
+
+@contextmanager
+def _deadline(seconds: int, address: str | None) -> Iterator[None]:
+    """Ray waits many minutes for a driver it cannot place (one on a machine that is no node of the
+    cluster): give up after `seconds`. Only the main thread can take a signal; elsewhere Ray waits."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def give_up(_signum: int, _frame: object) -> None:
+        raise _JoinTimeout
+
+    previous = signal.signal(signal.SIGALRM, give_up)
+    signal.alarm(seconds)
+    try:
+        yield
+    except _JoinTimeout:
+        raise RayUnavailableError(f"the Ray cluster at {address} did not take this driver within {seconds} s: run the "
+                                  "command on a node of the cluster (the head, or a machine where `ray start "
+                                  "--address` ran)") from None
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 @contextmanager
 def _stderr_kept(into: list[str]) -> Iterator[None]:
     """Ray's C++ core logs each connection retry on fd 2: keep it off the user's terminal and hand
@@ -226,8 +257,6 @@ def _stderr_kept(into: list[str]) -> Iterator[None]:
 
 
 def _connect(address: str | None, cpus: int) -> None:
-    import logging  # noqa: PLC0415
-
     if address is None:
         # a private single-node instance: Ray binds it to the loopback address only
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -236,9 +265,19 @@ def _connect(address: str | None, cpus: int) -> None:
         _use_token_if_present()
     import ray  # noqa: PLC0415
 
+    try:
+        _connect_once(ray, address, cpus)
+    except BaseException:
+        ray.shutdown()  # whatever Ray set up before it failed
+        raise
+
+
+def _connect_once(ray: Any, address: str | None, cpus: int) -> None:
+    import logging  # noqa: PLC0415
+
     said: list[str] = []
     try:
-        with _stderr_kept(said):
+        with _stderr_kept(said), _deadline(JOIN_TIMEOUT_SECONDS, address):
             if address is None:
                 ray.init(address="local", num_cpus=cpus, object_store_memory=LOCAL_OBJECT_STORE_BYTES,
                          include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)

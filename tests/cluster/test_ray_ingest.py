@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.conftest import RUN_COLUMNS, differences, public_relations, run_tracelake
+from tests.cluster.conftest import RAY_ENV, RUN_COLUMNS, differences, public_relations, run_tracelake
 from tests.conftest import DATA, TRACES
 from tracelake.lakehouse import LakeWarehouse
 
@@ -73,13 +73,15 @@ def test_the_comparison_sees_a_changed_row(ray_address: str, tmp_path: Path) -> 
 
 
 def test_python_api_ingests_on_ray(ray_address: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ray
-
+    for name, value in RAY_ENV.items():  # this process is the driver: on the cluster's loopback address too
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("TRACELAKE_CATALOG", "local")
     import tracelake
 
-    monkeypatch.setenv("TRACELAKE_CATALOG", "local")
     warehouse = tmp_path / "wh"
-    result = tracelake.ingest([TRACES / "cpu_only"], warehouse=warehouse, engine="ray", ray_address=ray_address)
+    result = tracelake.open(warehouse, create=True).ingest([TRACES / "cpu_only"], engine="ray", ray_address=ray_address)
     assert [t.status for t in result.traces] == ["new"]
     assert _query(warehouse, "select count(*) from traces")[0][0] == 1
+    import ray
+
     assert not ray.is_initialized()  # the driver disconnected: Ray is not left running in the caller's process
