@@ -219,9 +219,12 @@ class WarehouseHandle:
                                  f"{self.path}` to bring it up to date")
 
     def ingest(self, paths: PathLike | Iterable[PathLike], tags: dict[str, str] | None = None,
-               jobs: int | None = None, job: str | None = None, gpus_per_node: int | None = None) -> IngestResult:
-        """Ingest trace files or folders into this warehouse (as `tracelake ingest`)."""
-        return ingest(paths, warehouse=self.path, tags=tags, jobs=jobs, job=job, gpus_per_node=gpus_per_node)
+               jobs: int | None = None, job: str | None = None, gpus_per_node: int | None = None,
+               engine: str = "local", ray_address: str | None = None) -> IngestResult:
+        """Ingest trace files or folders into this warehouse (as `tracelake ingest`); `engine="ray"`
+        stages each trace as a task of the Ray cluster at `ray_address` (as `--engine ray`)."""
+        return ingest(paths, warehouse=self.path, tags=tags, jobs=jobs, job=job, gpus_per_node=gpus_per_node,
+                      engine=engine, ray_address=ray_address)
 
     def analyze(self, trace: PathLike | Sequence[PathLike], out: PathLike | None = None, platform: str | None = None,
                 **options: Any) -> Analysis | JobAnalysis:
@@ -312,18 +315,21 @@ def open(warehouse: PathLike | None = None, create: bool = False) -> WarehouseHa
 
 def ingest(paths: PathLike | Iterable[PathLike], warehouse: PathLike | None = None,
            tags: dict[str, str] | None = None, jobs: int | None = None, job: str | None = None,
-           gpus_per_node: int | None = None) -> IngestResult:
+           gpus_per_node: int | None = None, engine: str = "local", ray_address: str | None = None) -> IngestResult:
     """Ingest trace files or folders (as `tracelake ingest`); the tables are up to date on return.
     A folder holding the ranks of one job is tagged as that job; with `job`, the traces must be one
-    job of that name (else TraceLakeError)."""
+    job of that name (else TraceLakeError). `engine="ray"` stages each trace as a task of the Ray
+    cluster at `ray_address` (default: a local Ray instance of `jobs` CPUs), as `--engine ray`."""
     from tracelake.ingestion import ingest_paths  # noqa: PLC0415
     from tracelake.jobs import recognize_jobs  # noqa: PLC0415
     from tracelake.lakehouse import open_warehouse  # noqa: PLC0415
+    from tracelake.ray_engine import staging_engine  # noqa: PLC0415
 
     items = [Path(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else list(paths))]
     _release_readers()
     wh = open_warehouse(Path(warehouse) if warehouse else default_warehouse())
-    report = ingest_paths(items, wh, dict(tags or {}), jobs or default_jobs())
+    with staging_engine(engine, ray_address, jobs or default_jobs()) as cluster:
+        report = ingest_paths(items, wh, dict(tags or {}), jobs or default_jobs(), engine=cluster)
     notes = [] if report.failed else recognize_jobs(items, report, wh, job, gpus_per_node)
     return IngestResult(
         traces=[IngestedTrace(path=o.path, trace_id=o.trace_id, status=o.status, event_count=o.event_count,

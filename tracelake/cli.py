@@ -45,8 +45,11 @@ from tracelake.cli_options import (
     CatalogOption,
     ClickException,
     CompareFormat,
+    Engine,
+    EngineOption,
     ListFormat,
     Mode,
+    RayAddressOption,
     TableFormat,
     WarehouseOption,
     parse_tags,
@@ -55,7 +58,7 @@ from tracelake.cli_options import (
 from tracelake.config import default_jobs, default_warehouse
 from tracelake.core.errors import TraceLakeError, WarehouseError
 from tracelake.ingest.prefetch import prefetch
-from tracelake.output import render
+from tracelake.output import render, write_json_file
 from tracelake.progress import ProgressBar
 
 if TYPE_CHECKING:
@@ -86,8 +89,6 @@ register_lake_commands(app, _warehouse)
 def _imported_for_good() -> None:
     """What is imported by now lives as long as the process: the cyclic collector skips it."""
     gc.freeze()
-
-
 
 
 def _print_version(value: bool) -> None:
@@ -130,6 +131,8 @@ def ingest(
         "--gpus-per-node", min=1, help="The job's node of each rank: rank // N (the traces must be one job).")] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="Parallel parse workers (default: cores).")] = None,
     catalog: CatalogOption = None,
+    engine: EngineOption = Engine.local,
+    ray_address: RayAddressOption = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
     """Ingest traces into the warehouse; the marts are up to date when it returns. The ranks of one
@@ -138,6 +141,7 @@ def ingest(
         prefetch(paths[0])
     from tracelake.ingestion import ingest_paths  # noqa: PLC0415 - see the note on the imports
     from tracelake.jobs import JOB_TAGS, check_job_name, recognize_jobs  # noqa: PLC0415
+    from tracelake.ray_engine import staging_engine  # noqa: PLC0415 - imports Ray itself only for --engine ray
 
     _imported_for_good()
     tags = parse_tags(tag or [])
@@ -149,8 +153,8 @@ def ingest(
         check_job_name(job)
     wh = _warehouse(warehouse, catalog)
     show_progress = sys.stderr.isatty() and not quiet
-    with ProgressBar(enabled=show_progress) as progress:
-        report = ingest_paths(paths, wh, tags, jobs or default_jobs(), progress)
+    with staging_engine(engine.value, ray_address, jobs or default_jobs()) as cluster, ProgressBar(show_progress) as progress:
+        report = ingest_paths(paths, wh, tags, jobs or default_jobs(), progress, engine=cluster)
     print_ingest_report(report, quiet)
     if report.failed:
         raise typer.Exit(EXIT_BAD_INPUT)
@@ -403,24 +407,10 @@ def export(
         else:
             chosen_window = whole_trace(con, trace_id)
         document = trimmed_trace(con, trace_id, chosen_window)
-    _write_json(out, document)
+    write_json_file(out, document)
     events = sum(1 for e in document["traceEvents"] if e.get("pid") != FINDINGS_PID and e["ph"] != "M")
     print(f"wrote {out}: {chosen_window.label}, {events} events in {chosen_window.start_us:.1f}-{chosen_window.end_us:.1f} us "
           f"({(chosen_window.end_us - chosen_window.start_us) / 1000:.3f} ms); open it in https://ui.perfetto.dev or chrome://tracing")
-
-
-def _write_json(path: Path, document: dict) -> None:
-    """Written beside the target and renamed over it: no half-written file stays."""
-    import gzip  # noqa: PLC0415
-
-    from tracelake.staging import replace_file  # noqa: PLC0415
-
-    data = json.dumps(document, separators=(",", ":"), allow_nan=False).encode()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        replace_file(path, gzip.compress(data) if path.name.endswith(".gz") else data)
-    except OSError as exc:
-        raise TraceLakeError(f"cannot write {path} ({exc.strerror}); choose a writable --out") from None
 
 
 @app.command("rm", epilog="Example: tracelake rm model=bert,run=nightly-41   (or a trace id, or the trace file)")

@@ -57,6 +57,20 @@ class Mode(str, Enum):
     inference_graph = "inference-graph"
 
 
+class Engine(str, Enum):
+    local = "local"
+    ray = "ray"
+
+
+EngineOption = Annotated[Engine, typer.Option("--engine", help=(
+    "Where the traces are decoded and staged: local (forked workers on this machine) or ray (one task per trace on "
+    "a Ray cluster; the warehouse folder and the traces on a file system every node sees: docs/cluster.md)."))]
+
+RayAddressOption = Annotated[str | None, typer.Option("--ray-address", help=(
+    "HOST:PORT of the Ray cluster's head for --engine ray (default: a local Ray instance of --jobs CPUs)."),
+    show_default=False)]
+
+
 class AgentsRunner(str, Enum):
     deterministic = "deterministic"
     llm = "llm"

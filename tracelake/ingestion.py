@@ -87,6 +87,27 @@ class IngestReport:
 
 
 @dataclass(frozen=True)
+class StagingWork:
+    """One trace to stage: its file, its hash, and the staging folder it is written into."""
+
+    path: Path
+    sha256: str
+    folder: Path
+
+
+class StagingEngine(Protocol):
+    """Stages traces elsewhere than in this machine's forked workers (tracelake/ray_engine.py)."""
+
+    def check_visible(self, warehouse_root: Path, traces: list[Path]) -> None:
+        """Raise a TraceLakeError, before anything is written, when the engine cannot reach the
+        warehouse folder or the traces."""
+
+    def stage_all(self, work: dict[str, StagingWork], tags_of: dict[str, dict[str, str]],
+                  record: Callable[[str, StagedTrace | None, BaseException | None], None]) -> None:
+        """Stage every trace of `work`, calling `record` (trace id, staged or None, error or None) as each ends."""
+
+
+@dataclass(frozen=True)
 class _Candidate:
     path: Path
     from_folder: bool
@@ -115,9 +136,11 @@ def find_trace_files(paths: list[Path]) -> list[_Candidate]:
     return found
 
 
-def _stage(path: Path, sha256: str, staging_dir: Path, tags: dict[str, str], workers: int = 1,
+def stage_into(path: Path, sha256: str, staging_dir: Path, tags: dict[str, str], workers: int = 1,
            pre_read: PreRead | None = None, while_decoding: Callable[[], None] | None = None,
            on_progress: Callable[[float], None] | None = None) -> StagedTrace:
+    """Decode the trace at `path` into `staging_dir` (the caller's folder); on a failure the
+    folder is left empty."""
     try:
         return stage_trace(path, sha256, staging_dir, tags, __version__, workers, pre_read, while_decoding,
                            on_progress)
@@ -197,11 +220,13 @@ def ingest_paths(
     jobs: int,
     progress: IngestProgress | None = None,
     captures: dict[Path, list[CaptureFile]] | None = None,
+    engine: StagingEngine | None = None,
 ) -> IngestReport:
     """Ingest `paths` (files, or folders searched for traces). `captures` names the capture traces
     of a GPU-graph replay trace (`--capture-folder`); a folder ingest links the traces of a
     `capture_traces/` folder to the traces beside it on its own. Those links are stored as tags
-    (tracelake/graph_captures.py), and a replay trace whose links change is re-modelled with them."""
+    (tracelake/graph_captures.py), and a replay trace whose links change is re-modelled with them.
+    `engine` stages the traces instead of forked workers of this process (`--engine ray`)."""
     started = time.perf_counter()
     # The system allocator hands freed decode buffers back to the OS; pyarrow's default
     # (mimalloc) keeps them, which measured +60 MB peak RSS on a 55 MB trace (bench/analyze.py).
@@ -211,6 +236,8 @@ def ingest_paths(
     capture_paths = [c.path for linked in captures.values() for c in linked]
     candidates = _unique_candidates(find_trace_files(paths) + [_Candidate(p, False) for p in capture_paths])
     links = {**folder_capture_links([c.path for c in candidates if c.from_folder]), **captures}
+    if engine is not None:
+        engine.check_visible(warehouse.root, [c.path for c in candidates])
     warehouse.prepare_for_writing()
     progress.started(sum(c.path.stat().st_size for c in candidates))
     report = IngestReport()
@@ -255,7 +282,7 @@ def ingest_paths(
     interrupted: set[str] = set()
     opener = _WarehouseOpener(warehouse)
     try:
-        staged = _stage_all(pending, warehouse, tags_of, jobs, report, progress, opener.start)
+        staged = _stage_all(pending, warehouse, tags_of, jobs, report, progress, opener.start, engine)
         crash_point("staged")
         release_free_memory()
         if staged or remodel:
@@ -311,6 +338,7 @@ def _stage_all(
     report: IngestReport,
     progress: IngestProgress,
     while_decoding: Callable[[], None],
+    engine: StagingEngine | None = None,
 ) -> list[StagedTrace]:
     staged: list[StagedTrace] = []
     if not pending:
@@ -336,10 +364,14 @@ def _stage_all(
             raise
         raise BadTraceError(f"{len(pending)} traces at once exceed this process's open-file limit (each holds a "
                             "locked staging folder); ingest them in smaller batches or raise `ulimit -n`") from None
+    if engine is not None:
+        while_decoding()  # the warehouse is opened for the update while the cluster stages
+        engine.stage_all({tid: StagingWork(*item) for tid, item in work.items()}, tags_of, record)
+        return staged
     if jobs <= 1 or len(work) == 1:  # one file: its events are decoded on `jobs` cores
         for trace_id, (path, sha, folder) in work.items():
             try:
-                staged_trace = _stage(path, sha, folder, tags_of[trace_id], jobs, pending[trace_id].pre_read,
+                staged_trace = stage_into(path, sha, folder, tags_of[trace_id], jobs, pending[trace_id].pre_read,
                                       while_decoding, partial(progress.decoding, path))
                 record(trace_id, staged_trace, None)
             except TraceLakeError as exc:
@@ -348,7 +380,7 @@ def _stage_all(
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=get_context("fork"),
                                initializer=die_with_parent, initargs=(os.getpid(),))
     try:
-        futures = {pool.submit(_stage, path, sha, folder, tags_of[tid]): tid for tid, (path, sha, folder) in work.items()}
+        futures = {pool.submit(stage_into, path, sha, folder, tags_of[tid]): tid for tid, (path, sha, folder) in work.items()}
         for future in as_completed(futures):
             trace_id = futures[future]
             error = future.exception()

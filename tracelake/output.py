@@ -9,7 +9,10 @@ import math
 from collections.abc import Sequence
 from datetime import date, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
+
+from tracelake.core.errors import TraceLakeError
 
 MAX_CELL_CHARS = 60
 FULL_DIGITS_FROM = 1e6  # from this magnitude a table shows every integer digit (timestamps, byte counts)
@@ -79,3 +82,17 @@ def render(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str) -> s
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
     lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
     return "\n".join(lines)
+
+
+def write_json_file(path: Path, document: dict) -> None:
+    """Written beside the target and renamed over it: no half-written file stays."""
+    import gzip  # noqa: PLC0415
+
+    from tracelake.staging import replace_file  # noqa: PLC0415
+
+    data = json.dumps(document, separators=(",", ":"), allow_nan=False).encode()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        replace_file(path, gzip.compress(data) if path.name.endswith(".gz") else data)
+    except OSError as exc:
+        raise TraceLakeError(f"cannot write {path} ({exc.strerror}); choose a writable --out") from None
