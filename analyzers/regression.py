@@ -169,6 +169,8 @@ class RegressionVerdict(BaseModel):
     ops: list[OpSignatureChange]  # by absolute change, largest first
     failures: list[str]  # labels of the failing metrics
     device_warning: str | None = None  # the sides ran on different GPUs: a change may be the hardware
+    # the lakehouse snapshot judged (`tracelake sql --at N` reads it again); None on the classic layout
+    warehouse_snapshot: int | None = None
 
 
 def device_warning(baseline: SideSamples, candidate: SideSamples) -> str | None:

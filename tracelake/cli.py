@@ -25,6 +25,7 @@ from tracelake.cli_analyze import (
     print_warnings,
     top_findings,
 )
+from tracelake.cli_lake import AtOption, register as register_lake_commands
 from tracelake.cli_exit import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -77,6 +78,9 @@ def _warehouse(path: Path | None, catalog: str | None = None) -> Warehouse:
     from tracelake.lakehouse import open_warehouse  # noqa: PLC0415 - see the note on the imports
 
     return open_warehouse(path or default_warehouse(), catalog)
+
+
+register_lake_commands(app, _warehouse)
 
 
 def _imported_for_good() -> None:
@@ -283,10 +287,10 @@ def build(
     print(f"built and tested the models over {len(wh.trace_ids())} traces in {wh.db_path}")
 
 
-def _query(wh: Warehouse, query: str, timeout_s: float = 0) -> tuple[list[str], list[tuple]]:
+def _query(wh: Warehouse, query: str, timeout_s: float = 0, snapshot: int | None = None) -> tuple[list[str], list[tuple]]:
     from tracelake.query import run_query  # noqa: PLC0415 - see the note on the imports
 
-    return run_query(wh, query, timeout_s)
+    return run_query(wh, query, timeout_s, snapshot)
 
 
 @app.command(epilog='Example: tracelake sql "select file_name, busy_time_ms from gpu_timeline join traces using (trace_id)" '
@@ -297,13 +301,14 @@ def sql(
     output_format: Annotated[TableFormat, typer.Option("--format", help="Output format.")] = TableFormat.table,
     timeout: Annotated[float | None, typer.Option("--timeout", help=(
         "Stop the query after this many seconds (0 = no limit; default 600, or $TRACELAKE_SQL_TIMEOUT_SECONDS)."))] = None,
+    at: AtOption = None,
 ) -> None:
     """Run an ad-hoc SQL query against the warehouse."""
     from tracelake.query import default_timeout  # noqa: PLC0415 - see the note on the imports
 
     if timeout is not None and not 0 <= timeout < float("inf"):
         raise typer.BadParameter(f"{timeout:g} is not a number of seconds >= 0 (0 = no limit)", param_hint="--timeout")
-    columns, rows = _query(_warehouse(warehouse), query, default_timeout() if timeout is None else timeout)
+    columns, rows = _query(_warehouse(warehouse), query, default_timeout() if timeout is None else timeout, at)
     print(render(columns, rows, output_format.value))
 
 
@@ -500,6 +505,7 @@ def compare(
         candidate_ids = resolve_traces(wh, candidate, jobs or default_jobs())
         with wh.connect_read_only() as con:
             verdict = compare_traces(con, baseline_ids, candidate_ids, config)
+            verdict.warehouse_snapshot = wh.snapshot_of(con)
     except duckdb.CatalogException as exc:
         missing = str(exc).splitlines()[0]
         raise WarehouseError(f"warehouse {wh.root} lacks a table compare reads ({missing}); it was built by an "

@@ -15,8 +15,9 @@ later trace.
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import duckdb
@@ -127,6 +128,11 @@ class LakeWarehouse(Warehouse):
         self.require_existing()
         if repair and self.needs_repair():
             self.repair_if_idle()
+        if snapshot is not None:
+            from tracelake.lake_maintenance import check_snapshot  # noqa: PLC0415 - that module imports this one
+
+            with self.connect_lake(read_only=True) as con:
+                check_snapshot(con, snapshot)
         registration = register_reader(self.root)
         try:
             con = self.connect_lake(read_only=True, snapshot=snapshot)
@@ -165,18 +171,38 @@ class LakeWarehouse(Warehouse):
                                "order by 1").fetchall()
         return [(int(r[0]), str(r[1])) for r in rows]
 
-    def current_snapshot(self, con: duckdb.DuckDBPyConnection) -> int:
+    def snapshot_of(self, con: duckdb.DuckDBPyConnection) -> int | None:
         row = con.execute("select id from ducklake_current_snapshot(current_database())").fetchone()
-        return int(row[0]) if row else 0
+        return int(row[0]) if row else None
 
-    # ---- what dead runs leave: only staging folders (a transaction commits whole or not at all)
+    # ---- what dead runs leave: only staging folders (a transaction commits whole or not at all),
+    # and a local catalog's data path when the folder was moved or copied
     def needs_repair(self, con: duckdb.DuckDBPyConnection | None = None) -> bool:
         from tracelake.staging import has_dead_staging  # noqa: PLC0415 - the base module's own import
 
-        return has_dead_staging(self.staging_dir) or has_dead_staging(self.root)
+        return has_dead_staging(self.staging_dir) or has_dead_staging(self.root) or self._moved()
+
+    def _local_catalog(self) -> Path | None:
+        layout = read_layout(self.root)
+        return self.root / SQLITE_FILE if layout is not None and layout.catalog == LOCAL_CATALOG else None
+
+    def _moved(self) -> bool:
+        """Whether the local catalog names another folder's data path (the folder was moved or copied)."""
+        catalog = self._local_catalog()
+        if catalog is None or not catalog.exists():
+            return False
+        with closing(sqlite3.connect(f"file:{catalog}?mode=ro", uri=True)) as db:
+            row = db.execute("select value from ducklake_metadata where key = 'data_path' and scope is null").fetchone()
+        return row is not None and row[0] != self.data_path.as_posix() + "/"
 
     def repair(self) -> list[str]:
         self.remove_orphans()
+        catalog = self._local_catalog()
+        if catalog is not None and self._moved():
+            # DuckLake keeps each file's path relative to the data path, which it cannot change itself
+            with closing(sqlite3.connect(catalog)) as db, db:
+                db.execute("update ducklake_metadata set value = ? where key = 'data_path' and scope is null",
+                           [self.data_path.as_posix() + "/"])
         return []
 
     def remove_orphans(self) -> None:
@@ -258,6 +284,53 @@ class LakeWarehouse(Warehouse):
         else:
             con.execute(f"create table {RAW_SCHEMA}.{table} as {select}")
 
+    def retag_traces(self, changes: dict[str, tuple[dict[str, str], tuple[str, ...]]],
+                     remodel: bool = True) -> list[str]:
+        """Merge each trace's new tags into its tags and drop its keys to remove, and re-model the
+        traces whose marts read a changed tag: one transaction, all traces or none (caller holds
+        the write lock). `remodel` is moot: the re-model is always in the same commit."""
+        from tracelake.tag_journal import traces_to_remodel  # noqa: PLC0415 - reads trace files, as the base does
+
+        with self.writing() as con:
+            every = self._tags(con)
+            before = {trace_id: every.get(trace_id, {}) for trace_id in changes}
+            after = {}
+            for trace_id, (tags, remove) in changes.items():
+                merged = {key: value for key, value in {**before[trace_id], **tags}.items() if key not in remove}
+                if merged != before[trace_id]:
+                    after[trace_id] = merged
+            for trace_id, merged in after.items():
+                con.execute(f"update {RAW_SCHEMA}.trace_files set tags = map(?::varchar[], ?::varchar[]) where trace_id = ?",
+                            [list(merged), list(merged.values()), trace_id])
+            again = traces_to_remodel(before, after, lambda: {**every, **after}, set(every)) if after else set()
+            if again:
+                update_marts(con, _shipped_plans(), sorted(again), replacing=True)
+        return sorted(after)
+
+    @staticmethod
+    def _tags(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, str]]:
+        rows = con.execute(f"select trace_id, map_keys(tags), map_values(tags) from {RAW_SCHEMA}.trace_files").fetchall()
+        return {trace_id: dict(zip(keys or [], values or [])) for trace_id, keys, values in rows}
+
+    def remove_traces(self, trace_ids: list[str]) -> bool:
+        """Delete every row that names the traces (as `trace_id` or `trace2_id`) from every table,
+        in one transaction (caller holds the write lock). Their bytes stay in data files older
+        snapshots read until `tracelake vacuum` expires those snapshots."""
+        remaining = self.trace_ids() - set(trace_ids)
+        if not remaining:
+            raise WarehouseError(f"that would remove every trace of {self.root}; delete the folder instead")
+        id_list = trace_id_list(sorted(trace_ids))
+        with self.writing() as con:
+            columns = con.execute(
+                "select c.table_schema, c.table_name, list(c.column_name) from information_schema.columns c "
+                "join information_schema.tables t using (table_catalog, table_schema, table_name) "
+                "where c.table_catalog = current_database() and t.table_type = 'BASE TABLE' "
+                "and c.column_name in ('trace_id', 'trace2_id') group by all order by all").fetchall()
+            for schema, table, names in columns:
+                match = " or ".join(f"{name} in ({id_list})" for name in sorted(names))
+                con.execute(f"delete from {sql_identifier(schema)}.{sql_identifier(table)} where {match}")
+        return True
+
     def build(self, **_: object) -> None:  # type: ignore[override]
         raise WarehouseError("`tracelake build` runs dbt over the classic layout; a lakehouse warehouse is "
                              "modelled from the compiled plan at every ingest and needs no build")
@@ -301,13 +374,17 @@ def build_marts(con: duckdb.DuckDBPyConnection, plans: ShippedPlans, trace_ids: 
         con.execute(f"create or replace {kind} {named(node.relation)} as ({named(select)})")
 
 
-def update_marts(con: duckdb.DuckDBPyConnection, plans: ShippedPlans, trace_ids: list[str]) -> None:
-    """The rows of `trace_ids` replaced in every incremental model, inside `con`'s transaction."""
+def update_marts(con: duckdb.DuckDBPyConnection, plans: ShippedPlans, trace_ids: list[str],
+                 replacing: bool = False) -> None:
+    """The rows of `trace_ids` written into every incremental model, inside `con`'s transaction;
+    with `replacing`, their old rows are deleted first (new traces have none: the delete would
+    read every data file of every mart for nothing)."""
     if not trace_ids:
         return
     id_list, named = trace_id_list(trace_ids), _in_catalog(con)
     for model in plans.incremental.models:
-        con.execute(f"delete from {named(model.relation)} where trace_id in ({id_list})")
+        if replacing:
+            con.execute(f"delete from {named(model.relation)} where trace_id in ({id_list})")
         con.execute(f"insert into {named(model.relation)} by name select * from ({named(model.select_for(trace_ids))})")
 
 

@@ -42,10 +42,11 @@ def default_timeout() -> float:
     return seconds
 
 
-def run_query(wh: Warehouse, query: str, timeout_s: float) -> tuple[list[str], list[tuple]]:
+def run_query(wh: Warehouse, query: str, timeout_s: float, snapshot: int | None = None) -> tuple[list[str], list[tuple]]:
     """Run read-only SQL (statements that would change or reach beyond the warehouse are refused
-    before anything runs: tracelake/sql_guard.py), stopping it after `timeout_s` (0 = never)."""
-    with wh.connect_read_only() as con:  # locked down (tracelake/sql_guard.py)
+    before anything runs: tracelake/sql_guard.py), stopping it after `timeout_s` (0 = never); on
+    a lakehouse warehouse, over `snapshot` when given."""
+    with wh.connect_read_only(**({"snapshot": snapshot} if snapshot is not None else {})) as con:  # locked down (tracelake/sql_guard.py)
         expired = threading.Event()
 
         def stop() -> None:

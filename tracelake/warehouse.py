@@ -145,9 +145,14 @@ class Warehouse:
         with hold_writer_lock(self.root, self.lock_path, self.stop_waiting, wait) as held:
             yield held
 
-    def connect_read_only(self, repair: bool = True) -> duckdb.DuckDBPyConnection:
+    def connect_read_only(self, repair: bool = True, snapshot: int | None = None) -> duckdb.DuckDBPyConnection:
         """A read-only connection to the current snapshot. With `repair`, what a killed writer left
-        (see `needs_repair`) is finished first, unless a writer is at work."""
+        (see `needs_repair`) is finished first, unless a writer is at work. Only a lakehouse keeps
+        older snapshots to read (`snapshot`)."""
+        if snapshot is not None:
+            self.require_existing()
+            raise WarehouseError(f"--at reads a snapshot of a lakehouse warehouse; {self.root} is the classic layout, "
+                                 "which keeps only its current state")
         if repair and ((not self.db_path.exists() and self.trace_ids()) or read_journal(self.root)):
             self.repair_if_idle()  # a first build that died, or traces removed: before this reader registers
         con = self._open_read_only()
@@ -157,6 +162,10 @@ class Warehouse:
             self.repair_if_idle()
             con = self._open_read_only()
         return con
+
+    def snapshot_of(self, con: duckdb.DuckDBPyConnection) -> int | None:
+        """The snapshot `con` reads: None, the classic layout keeps only its current state."""
+        return None
 
     def _open_read_only(self) -> duckdb.DuckDBPyConnection:
         """A locked-down read-only connection, registered as a reader (tracelake/removal.py) before

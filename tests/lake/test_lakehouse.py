@@ -1,0 +1,247 @@
+"""The lakehouse warehouse (tracelake/lakehouse.py) against the classic one, on the real traces: the
+same rows in every public relation, every table readable from its files by pyarrow and Polars, one
+snapshot per commit, old snapshots readable, rm / tag / vacuum, and the extensions loaded offline."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import TRACES
+from tracelake.ingestion import ingest_paths
+from tracelake.lakehouse import LakeWarehouse, open_warehouse
+from tracelake.warehouse import Warehouse
+
+BERT_H100 = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
+BERT_MI300 = TRACES / "mi300" / "gaunernst_bert-small-uncased__1016001.json.gz"
+QWEN_H100 = TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
+# Columns that differ between two ingests of the same file: when and how fast it was ingested.
+PER_INGEST_COLUMNS = {"ingested_at", "ingest_seconds"}
+
+
+def tracelake(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tracelake", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> LakeWarehouse:
+    """Every trace of tests/data/traces, as the session's classic `warehouse` holds them."""
+    wh = LakeWarehouse(tmp_path_factory.mktemp("lake"), "local")
+    report = ingest_paths([TRACES], wh, tags={"suite": "tests"}, jobs=2)
+    assert not report.failed, report.failed
+    return wh
+
+
+def _public_relations(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    rows = con.execute("select table_name, table_type from information_schema.tables "
+                       "where table_catalog = current_database() and table_schema = 'main'").fetchall()
+    return dict(rows)
+
+
+def _rows(con: duckdb.DuckDBPyConnection, relation: str) -> list[str]:
+    """The rows of `relation` as a sorted multiset (each row its JSON text), minus per-ingest columns."""
+    columns = [row[0] for row in con.execute(f'describe "{relation}"').fetchall() if row[0] not in PER_INGEST_COLUMNS]
+    listed = ", ".join(f'"{c}"' for c in columns)
+    return sorted(row[0] for row in con.execute(f"select to_json(struct_pack({listed}))::varchar from (select {listed} "
+                                                f'from "{relation}")').fetchall()) if columns else []
+
+
+def test_every_public_relation_has_the_classic_warehouses_rows(lake: LakeWarehouse, warehouse: Warehouse) -> None:
+    with lake.connect_read_only() as lake_con, warehouse.connect_read_only() as classic_con:
+        lake_relations, classic_relations = _public_relations(lake_con), _public_relations(classic_con)
+        # the classic warehouse of the session also holds analyses other tests ran; the marts are the plan's
+        missing = set(lake_relations) - set(classic_relations)
+        assert not missing
+        compared = 0
+        for relation in sorted(lake_relations):
+            lake_rows = _rows(lake_con, relation)
+            assert lake_rows == _rows(classic_con, relation), relation
+            compared += bool(lake_rows)
+    assert compared > 60  # the marts hold rows: a comparison of empty tables would prove nothing
+    assert len(lake.trace_ids()) == len(warehouse.trace_ids()) >= 12
+
+
+def _files_read_by(reader: str, paths: list[str], schema: pa.Schema) -> pa.Table:
+    if not paths:
+        return schema.empty_table()
+    if reader == "polars":
+        return pl.read_parquet(paths).to_arrow()
+    return pq.read_table(paths)
+
+
+@pytest.mark.parametrize("reader", ["pyarrow", "polars"])
+def test_the_files_of_every_table_hold_what_sql_reads(lake: LakeWarehouse, reader: str) -> None:
+    with lake.connect_read_only() as con:
+        tables = [(s, t) for s, t in con.execute(
+            "select table_schema, table_name from information_schema.tables where table_catalog = current_database() "
+            "and table_type = 'BASE TABLE' and table_schema in ('main', 'raw') order by all").fetchall()]
+    assert len(tables) > 50
+    for schema, table in tables:
+        name = table if schema == "main" else f"{schema}.{table}"
+        printed = tracelake("files", name, "--warehouse", str(lake.root))
+        assert printed.returncode == 0, printed.stderr
+        paths = printed.stdout.split()
+        assert all(Path(p).is_file() and Path(p).is_relative_to(lake.data_path) for p in paths)
+        with lake.connect_read_only() as con:
+            expected = con.execute(f'select * from "{schema}"."{table}"').to_arrow_table()
+            read = _files_read_by(reader, paths, expected.schema)
+            assert read.num_rows == expected.num_rows, name
+            probe = duckdb.connect()
+            probe.register("from_files", read)
+            probe.register("from_sql", expected)
+            columns = ", ".join(f'"{c}"' for c in expected.column_names)
+            differing = probe.execute(f"select count(*) from ((select {columns} from from_files except all "
+                                      f"select {columns} from from_sql) union all (select {columns} from from_sql "
+                                      f"except all select {columns} from from_files))").fetchone()
+            assert differing == (0,), name
+
+
+def _snapshots(wh: LakeWarehouse) -> list[int]:
+    return [snapshot for snapshot, _ in wh.snapshots()]
+
+
+def test_each_write_is_one_snapshot_and_old_ones_stay_readable(tmp_path: Path) -> None:
+    root = tmp_path / "wh"
+    first = tracelake("ingest", str(BERT_H100), "--warehouse", str(root), "--catalog", "local", "--quiet")
+    assert first.returncode == 0, first.stderr
+    wh = open_warehouse(root)
+    assert isinstance(wh, LakeWarehouse) and json.loads((root / "lake.json").read_text())["catalog"] == "local"
+    after_first = _snapshots(wh)
+    second = tracelake("ingest", str(BERT_MI300), "--warehouse", str(root), "--quiet")
+    assert second.returncode == 0, second.stderr
+    after_second = _snapshots(wh)
+    assert len(after_second) == len(after_first) + 1  # the trace's raw rows, marts and ledger: one commit
+    old = tracelake("sql", "select count(distinct trace_id) from kernels", "--at", str(after_first[-1]),
+                    "--warehouse", str(root), "--format", "json")
+    new = tracelake("sql", "select count(distinct trace_id) from kernels", "--warehouse", str(root), "--format", "json")
+    assert (json.loads(old.stdout)[0], json.loads(new.stdout)[0]) == ({"count(DISTINCT trace_id)": 1},
+                                                                      {"count(DISTINCT trace_id)": 2})
+    [h100_id] = [line.split()[0] for line in tracelake("traces", "--warehouse", str(root)).stdout.splitlines()
+                 if "NVIDIA" in line]
+    tagged = tracelake("tag", h100_id, "model=bert", "--warehouse", str(root))
+    assert tagged.returncode == 0, tagged.stderr
+    removed = tracelake("rm", h100_id, "--warehouse", str(root))
+    assert removed.returncode == 0, removed.stderr
+    assert len(_snapshots(wh)) == len(after_second) + 2  # the tag and the removal: one commit each
+    with wh.connect_read_only() as con:
+        for schema, table in con.execute("select table_schema, table_name from information_schema.columns where "
+                                         "table_catalog = current_database() and column_name = 'trace_id'").fetchall():
+            left = con.execute(f'select count(*) from "{schema}"."{table}" where trace_id = ?', [h100_id]).fetchone()
+            assert left == (0,), f"{schema}.{table}"
+    del con  # a live reader registration would keep vacuum from deleting files
+    still = tracelake("sql", "select model from runs", "--at", str(_snapshots(wh)[-2]), "--warehouse", str(root),
+                      "--format", "json")
+    assert sorted(json.dumps(row) for row in json.loads(still.stdout)) == ['{"model": "bert"}', '{"model": null}']
+    vacuumed = tracelake("vacuum", "--keep-seconds", "0", "--warehouse", str(root))
+    assert vacuumed.returncode == 0 and "reader is open" not in vacuumed.stderr, vacuumed.stderr
+    assert len(_snapshots(wh)) == 1
+    on_disk = {p.as_posix() for p in (root / "lake").rglob("*.parquet")}
+    listed = set()
+    for table in ("kernels", "raw.events", "trace_files"):
+        listed |= set(tracelake("files", table, "--warehouse", str(root)).stdout.split())
+    assert listed <= on_disk
+    # no file of the warehouse holds the removed trace any more
+    assert not [p for p in on_disk if h100_id in Path(p).read_bytes().decode("latin-1")]
+
+
+def test_a_copied_lakehouse_folder_reads_its_own_files(tmp_path: Path) -> None:
+    root, copy = tmp_path / "wh", tmp_path / "copy"
+    assert tracelake("ingest", str(BERT_H100), "--warehouse", str(root), "--catalog", "local", "--quiet").returncode == 0
+    shutil.copytree(root, copy)
+    shutil.rmtree(root)  # the copy must not need a byte of the original
+    counted = tracelake("sql", "select count(*) as n from kernels", "--warehouse", str(copy), "--format", "json")
+    assert counted.returncode == 0 and json.loads(counted.stdout) == [{"n": 61}], counted.stderr
+    listed = tracelake("files", "kernels", "--warehouse", str(copy)).stdout.split()
+    assert listed and all(Path(p).is_relative_to(copy / "lake") and Path(p).is_file() for p in listed)
+    more = tracelake("ingest", str(BERT_MI300), "--warehouse", str(copy), "--quiet")
+    assert more.returncode == 0, more.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["files", "runs"], "main.runs is a view"),
+    (["files", "no_such_table"], "no table main.no_such_table"),
+    (["files", "kernels", "--at", "999"], "no snapshot 999"),
+    (["sql", "select 1", "--at", "999"], "no snapshot 999"),
+])
+def test_lakehouse_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    root = tmp_path / "wh"
+    assert tracelake("ingest", str(BERT_H100), "--warehouse", str(root), "--catalog", "local", "--quiet").returncode == 0
+    result = tracelake(*args, "--warehouse", str(root))
+    assert result.returncode == 2 and message in result.stderr and len(result.stderr.splitlines()) == 1, result.stderr
+
+
+def test_classic_warehouse_refuses_lakehouse_options(tmp_path: Path) -> None:
+    root = tmp_path / "wh"
+    assert tracelake("ingest", str(BERT_H100), "--warehouse", str(root), "--quiet").returncode == 0
+    for args in (["files", "kernels"], ["vacuum"], ["sql", "select 1", "--at", "1"],
+                 ["ingest", str(BERT_MI300), "--catalog", "local"]):
+        result = tracelake(*args, "--warehouse", str(root))
+        assert result.returncode == 2 and "classic layout" in result.stderr, (args, result.stderr)
+        assert len(result.stderr.splitlines()) == 1
+    bad = tracelake("ingest", str(BERT_H100), "--warehouse", str(tmp_path / "other"), "--catalog", "mysql://x")
+    assert bad.returncode == 2 and "--catalog 'mysql://x'" in bad.stderr and not (tmp_path / "other" / "lake.json").exists()
+
+
+def test_a_kill_before_the_commit_leaves_the_trace_absent_and_the_next_ingest_completes_it(tmp_path: Path) -> None:
+    root = tmp_path / "wh"
+    assert tracelake("ingest", str(BERT_H100), "--warehouse", str(root), "--catalog", "local", "--quiet").returncode == 0
+    killed = tracelake("ingest", str(BERT_MI300), "--warehouse", str(root), "--quiet",
+                       env={"TRACELAKE_CRASH_AT": "lake-commit"})
+    assert killed.returncode == -9
+    wh = LakeWarehouse(root)
+    assert len(wh.trace_ids()) == len(wh.modelled_trace_ids()) == 1
+    again = tracelake("ingest", str(BERT_MI300), "--warehouse", str(root), "--quiet")
+    assert again.returncode == 0, again.stderr
+    with wh.connect_read_only() as con:
+        per_trace = con.execute("select count(distinct trace_id), count(*) from kernels").fetchone()
+    assert per_trace == (2, 122)
+    assert not [p for p in (root / "staging").iterdir()] if (root / "staging").exists() else True
+
+
+def test_the_analysis_of_a_lakehouse_trace_leads_with_the_classic_ones_finding(tmp_path: Path) -> None:
+    """The report is the product: on a lakehouse it must say what it says on the classic layout."""
+    leads = []
+    for name, extra in (("classic", []), ("lake", ["--quiet"])):
+        root, out = tmp_path / name, tmp_path / f"{name}_report"
+        env = {"TRACELAKE_CATALOG": "local"} if name == "lake" else {}
+        result = tracelake("analyze", str(QWEN_H100), "--warehouse", str(root), "--out", str(out), *extra, env=env)
+        assert result.returncode == 0, result.stderr
+        priorities = json.loads((out / "priority_data.json").read_text())
+        leads.append(json.dumps(priorities, sort_keys=True, default=str).replace(str(root), "WH").replace(str(out), "OUT"))
+    assert (tmp_path / "lake" / "lake.json").exists() and not (tmp_path / "classic" / "lake.json").exists()
+    assert leads[0] == leads[1]
+
+
+def test_the_lakehouse_extensions_load_with_the_network_off(tmp_path: Path) -> None:
+    """DuckDB would download ducklake from extensions.duckdb.org; ours come from the wheels."""
+    script = ("import duckdb\n"
+              "from pathlib import Path\n"
+              "from tracelake.lakehouse import LakeWarehouse\n"
+              "try:\n"
+              "    duckdb.connect().execute('install ducklake')\n"
+              "    print('downloaded')\n"
+              "except duckdb.Error:\n"
+              "    print('offline')\n"
+              f"wh = LakeWarehouse(Path({str(tmp_path / 'wh')!r}), 'local')\n"
+              "wh.prepare_for_writing()\n"
+              "wh.create('local')\n"
+              "with wh.connect_lake(read_only=True) as con:\n"
+              "    print(con.execute(\"select count(*) from duckdb_extensions() where loaded and extension_name in "
+              "('ducklake', 'sqlite_scanner')\").fetchone()[0])\n")
+    # a new network namespace has no interface but loopback: nothing outside is reachable
+    result = subprocess.run(["unshare", "--map-root-user", "--net", sys.executable, "-c", script],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["offline", "2"]
+    shutil.rmtree(tmp_path / "wh")
