@@ -236,8 +236,12 @@ def write_tile(tile: Tile, folder: Path) -> Path:
 class TileSet:
     bulk: list[Path]  # in order: the first N make the warehouse of N traces
     probes: list[Path]
-    bulk_json_bytes: int
+    bulk_sizes: list[int]  # uncompressed JSON bytes of each bulk tile
     probe_events: list[int]
+
+    @property
+    def bulk_json_bytes(self) -> int:
+        return sum(self.bulk_sizes)
 
 
 def make_tiles(out: Path, count: int, probes: int) -> TileSet:
@@ -250,7 +254,7 @@ def make_tiles(out: Path, count: int, probes: int) -> TileSet:
             bulk, probe_paths = known["bulk"][:count], known["probes"][:probes]
             if all((out / p).exists() for p in bulk + probe_paths):
                 return TileSet([out / p for p in bulk], [out / p for p in probe_paths],
-                               sum(known["bulk_bytes"][:count]), known["probe_events"][:probes])
+                               known["bulk_bytes"][:count], known["probe_events"][:probes])
     chosen = probe_tiles(probes)
     probe_paths = [write_tile(t, out / "probes").relative_to(out).as_posix() for t in chosen]
     bulk, sizes = [], []
@@ -263,7 +267,7 @@ def make_tiles(out: Path, count: int, probes: int) -> TileSet:
         print(f"note: the sources give only {len(bulk)} distinct tiles", file=sys.stderr)
     index.write_bytes(msgspec.json.encode({"bulk": bulk, "bulk_bytes": sizes, "probes": probe_paths,
                                            "probe_events": [t.events for t in chosen]}))
-    return TileSet([out / p for p in bulk], [out / p for p in probe_paths], sum(sizes), [t.events for t in chosen])
+    return TileSet([out / p for p in bulk], [out / p for p in probe_paths], sizes, [t.events for t in chosen])
 
 
 def main(argv: list[str] | None = None) -> int:
