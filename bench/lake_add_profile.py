@@ -3,10 +3,11 @@
     .venv/bin/python bench/lake_add_profile.py WAREHOUSE TRACE [--explain MODEL ...]
 
 Ingests TRACE into WAREHOUSE (a scratch copy: it is changed) through the Python API, with the lake's
-write path timed step by step: opening the lake, each raw table's insert, each incremental model's
-insert, the commit. Prints one JSON object: the phases, every statement's seconds, and, for each
---explain MODEL, DuckDB's EXPLAIN ANALYZE of that model's insert select (the operators and their
-rows, to see which reads every trace's rows).
+write path timed step by step: opening the lake, each raw table's insert, the scoped views
+(tracelake/lake_scope.py), each incremental model's insert, the commit: the steps of
+lakehouse.update_marts for a new trace, repeated here with a clock on each. Prints one JSON
+object: the phases, every statement's seconds, and, for each --explain MODEL, DuckDB's EXPLAIN
+ANALYZE of that model's insert select (its operators and their rows: which reads every trace's).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import duckdb
 
 from tracelake.ingest.staged import TABLES, StagedTrace
 from tracelake.ingestion import ingest_paths
+from tracelake.lake_scope import scope_to_traces
 from tracelake.lakehouse import LakeWarehouse, _in_catalog
 from tracelake.shipped_plan import ShippedPlans
 
@@ -66,9 +68,11 @@ class TimedLake(LakeWarehouse):
                 with self.clock(f"raw.{table}"):
                     self._insert_raw(con, table, staged)
         new = sorted(staged.trace_id for staged in queued)
+        with self.clock("scope views"):  # as lakehouse.update_marts does
+            scoped = scope_to_traces(con, plans, new, _in_catalog(con))
         named = _in_catalog(con)
         for model in plans.incremental.models:
-            select = named(model.select_for(new))
+            select = scoped(model.select_for(new))
             if model.name in self.explain:
                 rows = con.execute(f"explain analyze select * from ({select})").fetchall()
                 self.plans[model.name] = "\n".join(str(row[-1]) for row in rows)
