@@ -123,9 +123,9 @@ class WarehouseHandle:
     handle's connection before they write, for the same reason."""
 
     def __init__(self, root: Path, create: bool = False) -> None:
-        from tracelake.warehouse import Warehouse  # noqa: PLC0415
+        from tracelake.lakehouse import open_warehouse  # noqa: PLC0415
 
-        self.warehouse = Warehouse(root)
+        self.warehouse = open_warehouse(root)
         if not create:
             self.warehouse.require_existing()
         self._connections: list[duckdb.DuckDBPyConnection] = []
@@ -318,11 +318,11 @@ def ingest(paths: PathLike | Iterable[PathLike], warehouse: PathLike | None = No
     job of that name (else TraceLakeError)."""
     from tracelake.ingestion import ingest_paths  # noqa: PLC0415
     from tracelake.jobs import recognize_jobs  # noqa: PLC0415
-    from tracelake.warehouse import Warehouse  # noqa: PLC0415
+    from tracelake.lakehouse import open_warehouse  # noqa: PLC0415
 
     items = [Path(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else list(paths))]
     _release_readers()
-    wh = Warehouse(Path(warehouse) if warehouse else default_warehouse())
+    wh = open_warehouse(Path(warehouse) if warehouse else default_warehouse())
     report = ingest_paths(items, wh, dict(tags or {}), jobs or default_jobs())
     notes = [] if report.failed else recognize_jobs(items, report, wh, job, gpus_per_node)
     return IngestResult(
@@ -339,8 +339,8 @@ def analyze(trace: PathLike | Sequence[PathLike], out: PathLike | None = None, p
     """Analyze one trace (as `tracelake analyze`): the report folder and the ranked findings. A
     folder, several files or `job` given: the ranks of one job, each rank's report and the job's."""
     from tracelake.analyzers.contracts import PriorityData  # noqa: PLC0415
+    from tracelake.lakehouse import open_warehouse  # noqa: PLC0415
     from tracelake.pipeline import AnalyzeOptions, run_analysis  # noqa: PLC0415
-    from tracelake.warehouse import Warehouse  # noqa: PLC0415
 
     _release_readers()
     paths = [Path(trace)] if isinstance(trace, (str, os.PathLike)) else [Path(p) for p in trace]
@@ -349,7 +349,7 @@ def analyze(trace: PathLike | Sequence[PathLike], out: PathLike | None = None, p
         xlsx=xlsx, capture_folder=Path(capture_folder) if capture_folder else None,
         compare=Path(compare) if compare is not None else None, platform2=platform2, force=force,
         job_name=job, gpus_per_node=gpus_per_node)
-    wh = Warehouse(Path(warehouse) if warehouse else default_warehouse())
+    wh = open_warehouse(Path(warehouse) if warehouse else default_warehouse())
     if len(paths) != 1 or paths[0].is_dir() or job is not None:
         return _analyze_job(paths, wh, options)
     if gpus_per_node is not None:

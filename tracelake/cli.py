@@ -25,7 +25,6 @@ from tracelake.cli_analyze import (
     print_warnings,
     top_findings,
 )
-from tracelake.cli_lake import AtOption, register as register_lake_commands
 from tracelake.cli_exit import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -38,6 +37,7 @@ from tracelake.cli_exit import (
     permission_denied,
     stop_state,
 )
+from tracelake.cli_lake import AtOption, register as register_lake_commands
 from tracelake.cli_options import (
     STORED_TRACE_HELP,
     TRACE_SELECTOR_HELP,

@@ -18,7 +18,6 @@ from tracelake.lakehouse import LakeWarehouse
 from tracelake.removal import no_readers
 from tracelake.warehouse import Warehouse
 
-
 # A data file no snapshot names is deleted once it is this old: younger, it may belong to a writer's
 # transaction not yet committed (on another machine, through a PostgreSQL catalog). The longest
 # batch commit measured is minutes (bench/README.md); an hour leaves a wide margin.

@@ -46,7 +46,8 @@ def run_query(wh: Warehouse, query: str, timeout_s: float, snapshot: int | None 
     """Run read-only SQL (statements that would change or reach beyond the warehouse are refused
     before anything runs: tracelake/sql_guard.py), stopping it after `timeout_s` (0 = never); on
     a lakehouse warehouse, over `snapshot` when given."""
-    with wh.connect_read_only(**({"snapshot": snapshot} if snapshot is not None else {})) as con:  # locked down (tracelake/sql_guard.py)
+    # locked down (tracelake/sql_guard.py)
+    with wh.connect_read_only(snapshot=snapshot) as con:
         expired = threading.Event()
 
         def stop() -> None:
