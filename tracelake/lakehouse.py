@@ -42,6 +42,7 @@ from tracelake.lake_catalog import (
     write_layout,
 )
 from tracelake.lake_extensions import extension_directory
+from tracelake.lake_scope import scope_to_traces
 from tracelake.removal import register_reader, release_with
 from tracelake.shipped_plan import ShippedPlans, load_shipped_plans, select_for, trace_id_list
 from tracelake.snapshot import PreparedUpdate
@@ -436,14 +437,16 @@ def update_marts(con: duckdb.DuckDBPyConnection, plans: ShippedPlans, trace_ids:
                  replacing: bool = False) -> None:
     """The rows of `trace_ids` written into every incremental model, inside `con`'s transaction;
     with `replacing`, their old rows are deleted first (new traces have none: the delete would
-    read every data file of every mart for nothing)."""
+    read every data file of every mart for nothing). The models read only those traces' raw rows
+    (tracelake/lake_scope.py), so the cost is theirs, not the warehouse's."""
     if not trace_ids:
         return
     id_list, named = trace_id_list(trace_ids), _in_catalog(con)
+    scoped = scope_to_traces(con, plans, trace_ids, named)
     for model in plans.incremental.models:
         if replacing:
             con.execute(f"delete from {named(model.relation)} where trace_id in ({id_list})")
-        con.execute(f"insert into {named(model.relation)} by name select * from ({named(model.select_for(trace_ids))})")
+        con.execute(f"insert into {named(model.relation)} by name select * from ({scoped(model.select_for(trace_ids))})")
 
 
 def is_lake(root: Path) -> bool:
