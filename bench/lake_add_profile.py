@@ -63,10 +63,9 @@ class TimedLake(LakeWarehouse):
             con.close()
 
     def _write_traces(self, con: duckdb.DuckDBPyConnection, plans: ShippedPlans, queued: list[StagedTrace]) -> str:
-        for staged in queued:
-            for table in TABLES:
-                with self.clock(f"raw.{table}"):
-                    self._insert_raw(con, table, staged)
+        for table in TABLES:
+            with self.clock(f"raw.{table}"):
+                self._insert_raw(con, table, queued)
         new = sorted(staged.trace_id for staged in queued)
         with self.clock("scope views"):  # as lakehouse.update_marts does
             scoped = scope_to_traces(con, plans, new, _in_catalog(con))

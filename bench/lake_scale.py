@@ -27,7 +27,8 @@
 4. Prints the tables and writes every figure as JSON (--results, default
    bench/out/lake_scale/results.json).
 
-MB = 10^6 bytes. Work folders live under /tmp/scale/work (removed at the start of a run).
+MB = 10^6 bytes. Work folders live under /tmp/scale/work (removed at the start of a run). The
+results are written after every batch: --resume continues an interrupted run from its last batch.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ WORK = Path("/tmp/scale/work")
 # compare pools the traces of a run on one platform: a run of mixed platforms mixes hardware, and some
 # tiles of other sources have no GPU work linked to a launch, which compare refuses
 COMPARE_PLATFORM = "H100"
+SLOW_COMMAND_S = 60.0  # a command this slow is timed once, not --repeats times
 
 QUERIES = {
     "top ops across all traces (op_perf)":
@@ -223,6 +225,8 @@ def time_commands(warehouse: Path, baseline: str, candidate: str, repeats: int) 
         shutil.rmtree(target, ignore_errors=True)
         child = checked(run_child(tracelake("dashboard", "--warehouse", warehouse, "--out", target)), "dashboard")
         dashboards.append(child_record(child))
+        if child.seconds > SLOW_COMMAND_S:
+            break
     out["dashboard"] = {"runs": dashboards, "median_wall_s": statistics.median(d["wall_s"] for d in dashboards)}
     return out
 
@@ -326,24 +330,50 @@ def measure_size(warehouse: Path, size: int, tiles: TileSet, batches: int, repea
     return result
 
 
+def _resumed(args: argparse.Namespace, warehouse: Path) -> dict[str, Any] | None:
+    """The report of an interrupted run to continue (--resume): its warehouse must hold exactly the
+    traces of its last recorded batch (a batch commits whole or not at all)."""
+    if not args.resume or not args.results.exists() or not warehouse.exists():
+        return None
+    report: dict[str, Any] = json.loads(args.results.read_text())
+    done = report["batches"][-1]["warehouse_traces"] if report.get("batches") else 0
+    child = checked(run_child(tracelake("sql", "select count(*) as n from raw.trace_files", "--warehouse", warehouse,
+                                        "--format", "json")), "counting the traces to resume")
+    held = json.loads(child.stdout)[0]["n"]
+    if held != done or report["batch"] != args.batch:
+        raise SystemExit(f"cannot resume: {warehouse} holds {held} traces, the results' last batch ends at {done} "
+                         f"(batch size {report['batch']}); run without --resume")
+    report["sizes"] = sorted(set(args.sizes))
+    report.setdefault("resumed", []).append({"at": time.strftime("%F %T"), "traces": done, "load": os.getloadavg()})
+    return report
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    shutil.rmtree(WORK, ignore_errors=True)
-    WORK.mkdir(parents=True)
     sizes = sorted(set(args.sizes))
-    tiles = make_tiles(args.tiles, sizes[-1], args.probes)
-    report: dict[str, Any] = {"revision": _revision(), "cpus": os.cpu_count(), "batch": args.batch,
-                              "sizes": sizes, "load_start": os.getloadavg(), "started": time.strftime("%F %T"),
-                              "tiles_json_mb": tiles.bulk_json_bytes / MB, "probe_events": tiles.probe_events}
-    report["tile_check"] = check_tiles(tiles)
-    if report["tile_check"]["failed"]:
-        raise SystemExit(f"tiles with a fail verdict: {report['tile_check']['failed']}")
     warehouse = WORK / "wh"
-    report["batches"], report["at_size"] = [], []
+    report = _resumed(args, warehouse)
+    tiles = make_tiles(args.tiles, sizes[-1], args.probes)
+    if report is None:
+        shutil.rmtree(WORK, ignore_errors=True)
+        WORK.mkdir(parents=True)
+        report = {"revision": _revision(), "cpus": os.cpu_count(), "batch": args.batch, "sizes": sizes,
+                  "load_start": os.getloadavg(), "started": time.strftime("%F %T"),
+                  "tiles_json_mb": tiles.bulk_json_bytes / MB, "probe_events": tiles.probe_events,
+                  "batches": [], "at_size": []}
+        report["tile_check"] = check_tiles(tiles)
+        if report["tile_check"]["failed"]:
+            raise SystemExit(f"tiles with a fail verdict: {report['tile_check']['failed']}")
+    measured = {s["traces"] for s in report["at_size"]}
     for number, (start, end) in enumerate(batch_plan(sizes, args.batch), 1):
+        if number <= len(report["batches"]):
+            continue
+        shutil.rmtree(WORK / "batches" / f"batch{number:04d}", ignore_errors=True)
         report["batches"].append(ingest_batch(warehouse, tiles, number, start, end))
-        if end in sizes:
+        _write(args.results, report)
+        if end in sizes and end not in measured:
             report["at_size"].append(asdict(measure_size(warehouse, end, tiles, number, args.repeats)))
             _write(args.results, report)
+    report["tiles_json_mb"] = tiles.bulk_json_bytes / MB
     report["load_end"] = os.getloadavg()
     return report
 
@@ -368,6 +398,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--probes", type=int, default=5, help="add-one measurements per size (default 5)")
     parser.add_argument("--repeats", type=int, default=5, help="warm runs per query (default 5)")
     parser.add_argument("--tiles", type=Path, default=Path("/tmp/scale/tiles"), help="tile cache folder")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the interrupted run whose results and warehouse (/tmp/scale/work) are there")
     parser.add_argument("--results", type=Path, default=REPO / "bench" / "out" / "lake_scale" / "results.json")
     args = parser.parse_args(argv)
     if args.with_10000:
