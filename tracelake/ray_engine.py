@@ -4,7 +4,9 @@ The driver (the `tracelake ingest` process) finds the traces, makes and locks a 
 trace under the warehouse folder, and submits one task per trace; the task, on whichever node Ray
 places it, decodes the trace and writes its Parquet tables into that folder. The warehouse folder and
 the traces must therefore be on a file system every node sees; `check_visible` proves that before
-any work starts. The driver then commits the staged traces exactly as a local ingest does.
+any work starts. The driver then commits the staged traces exactly as a local ingest does. On a
+cluster, into a lakehouse whose marts exist, a task also runs the incremental models over its trace
+(tracelake/task_models.py) and the driver inserts those rows instead of computing them.
 
 A task that raises fails its trace with the error; a worker or node that dies fails the traces it
 was staging (tasks are not retried: a second attempt would write into a folder the first one left
