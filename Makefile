@@ -7,7 +7,7 @@ SAMPLE_MI300X := tests/data/traces/mi300/gaunernst_bert-small-uncased__1016001.j
 DEMO_WAREHOUSE := demo_output/warehouse
 export DO_NOT_TRACK := 1
 
-.PHONY: setup browser demo lint test bench clean
+.PHONY: setup browser postgres demo lint test bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,13 @@ browser:
 	@command -v chromium >/dev/null || ($(SUDO) apt-get update && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium)
 
+# Debian's PostgreSQL for the lakehouse catalog tests (tests/lake/pg_server.py starts a server of its
+# own on 127.0.0.1 and stops it): apt-get installs it when missing, as for Chromium.
+PG_INITDB := /usr/lib/postgresql/15/bin/initdb
+postgres:
+	@test -x $(PG_INITDB) || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || ($(SUDO) apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql)
+
 # ruff and mypy as configured in pyproject.toml. mypy reads the package through .typecheck/tracelake,
 # a tree of links that lays the stage folders out as their import names (it cannot follow setuptools'
 # package-dir mapping of an editable install).
@@ -44,7 +51,7 @@ lint: setup
 	for stage in core ingest analyzers agents reports; do ln -s ../../$$stage .typecheck/tracelake/$$stage; done
 	$(BIN)/mypy
 
-test: setup browser lint
+test: setup browser postgres lint
 	$(BIN)/python -m pytest
 
 bench: setup

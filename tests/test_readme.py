@@ -8,7 +8,8 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-COMMANDS = ("ingest", "analyze", "platforms", "build", "sql", "traces", "dashboard", "compare", "rm", "tag", "export", "help")
+COMMANDS = ("ingest", "analyze", "platforms", "build", "sql", "traces", "dashboard", "compare", "rm", "tag", "export",
+            "files", "vacuum", "help")
 
 
 def _fence_line(line: str) -> bool:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import duckdb
 
+from tracelake import lake_writers
 from tracelake.core.errors import WarehouseError
 from tracelake.core.sql_text import sql_identifier, sql_literal
 from tracelake.crashpoints import crash_point
@@ -33,6 +34,7 @@ from tracelake.lake_catalog import (
     LOCAL_CATALOG,
     SQLITE_FILE,
     LakeLayout,
+    _without_password as catalog_without_password,
     attach_target,
     catalog_name,
     extensions_for,
@@ -40,6 +42,7 @@ from tracelake.lake_catalog import (
     write_layout,
 )
 from tracelake.lake_extensions import extension_directory
+from tracelake.lake_scope import scope_to_traces
 from tracelake.removal import register_reader, release_with
 from tracelake.shipped_plan import ShippedPlans, load_shipped_plans, select_for, trace_id_list
 from tracelake.snapshot import PreparedUpdate
@@ -78,49 +81,101 @@ class LakeWarehouse(Warehouse):
     def require_existing(self) -> None:
         self.layout()
 
-    def _config(self, layout: LakeLayout) -> dict[str, str | bool | int | float | list[str]]:
+    def _config(self, layout: LakeLayout) -> lake_writers.DuckDBConfig:
         # allow_persistent_secrets is set before the attach uses the secret manager, which freezes it
         return {"extension_directory": extension_directory(*extensions_for(layout)).as_posix(),
                 "autoinstall_known_extensions": False, "autoload_known_extensions": True,
-                "allow_persistent_secrets": False}
+                **lake_writers.secrets_config(layout)}
 
     def connect_lake(self, read_only: bool, snapshot: int | None = None,
-                     layout: LakeLayout | None = None) -> duckdb.DuckDBPyConnection:
+                     layout: LakeLayout | None = None, own_instance: bool = False) -> duckdb.DuckDBPyConnection:
         """A connection whose database is the lake (its current snapshot, or `snapshot`), not locked
-        down. Opened as the main database, so every cursor of it names the tables as dbt did."""
+        down. Opened as the main database, so every cursor of it names the tables as dbt did; with
+        `own_instance` (or a snapshot), attached to a DuckDB of its own and made current by USE."""
         layout = layout or self.layout()
         target = attach_target(self.root, layout, self.given_catalog)
         try:
-            if snapshot is None:
+            if snapshot is None and not own_instance:
                 return duckdb.connect(target, read_only=read_only, config=self._config(layout))
             con = duckdb.connect(config=self._config(layout))
+            options = ["read_only"] * read_only + ([f"snapshot_version {int(snapshot)}"] if snapshot is not None else [])
             try:
-                con.execute(f"attach {sql_literal(target)} as {sql_identifier(catalog_name(layout))} "
-                            f"(read_only, snapshot_version {int(snapshot)})")
+                con.execute(f"attach {sql_literal(target)} as {sql_identifier(catalog_name(layout))}"
+                            + (f" ({', '.join(options)})" if options else ""))
                 con.execute(f"use {sql_identifier(catalog_name(layout))}")
             except BaseException:
                 con.close()
                 raise
             return con
         except duckdb.Error as exc:
+            url = self.postgres_url(layout)
+            if url is not None:
+                raise WarehouseError(lake_writers.catalog_problem(url, exc)) from None
             raise WarehouseError(f"cannot open the catalog of {self.root} ({layout.catalog}): "
                                  f"{str(exc).splitlines()[0]}") from None
 
     def create(self, catalog: str) -> None:
-        """Make the folder a lakehouse with `catalog` (caller holds the write lock)."""
+        """Make the folder a lakehouse with `catalog` (caller holds the write lock; with a PostgreSQL
+        catalog, writers elsewhere may be creating it too: they take turns)."""
         self.data_path.mkdir(parents=True, exist_ok=True)
-        layout = LakeLayout(catalog)
+        layout = LakeLayout(catalog_without_password(catalog))
         name = sql_identifier(catalog_name(layout))
         target = attach_target(self.root, layout, catalog)
         try:
-            with duckdb.connect(config=self._config(layout)) as con:
+            with lake_writers.creating(self.postgres_url(layout), layout), \
+                    duckdb.connect(config=self._config(layout)) as con:
                 con.execute(f"attach {sql_literal(target)} as {name} (data_path {sql_literal(self.data_path.as_posix() + '/')})")
                 con.execute(f"call {name}.set_option('data_inlining_row_limit', {DATA_INLINING_ROW_LIMIT})")
                 con.execute(f"create schema if not exists {name}.{RAW_SCHEMA}")
         except duckdb.Error as exc:
-            raise WarehouseError(f"cannot create the catalog of {self.root} ({LakeLayout(catalog).catalog}): "
-                                 f"{str(exc).splitlines()[0]}") from None
+            raise WarehouseError(f"cannot create the catalog of {self.root} ({layout.catalog}): "
+                                 f"{lake_writers.scrubbed(str(exc).splitlines()[0], catalog)}") from None
+        crash_point("lake-catalog-created")
         write_layout(self.root, catalog)
+
+    # ---- many writers (tracelake/lake_writers.py) ------------------------------------------
+    def intended_layout(self) -> LakeLayout:
+        """The recorded layout, or the one a first write creates."""
+        return read_layout(self.root) or LakeLayout(catalog_without_password(self.given_catalog or LOCAL_CATALOG))
+
+    def postgres_url(self, layout: LakeLayout) -> str | None:
+        """The PostgreSQL URL to connect with (the given one when it names the catalog: it may carry
+        the password); None for a local catalog."""
+        if not lake_writers.is_postgres(layout):
+            return None
+        return attach_target(self.root, layout, self.given_catalog).removeprefix("ducklake:postgres:")
+
+    def prepare_for_writing(self) -> None:
+        """A PostgreSQL catalog is reached before anything is written (one line when it cannot be)."""
+        layout = self.intended_layout()
+        url = self.postgres_url(layout)
+        if url is not None:
+            lake_writers.check_reachable(url, layout)
+        super().prepare_for_writing()
+
+    @contextmanager
+    def write_lock(self, wait: bool = True) -> Iterator[bool]:
+        """The fcntl writers' lock for a local catalog; none for a PostgreSQL one, whose writers on
+        many machines keep apart through DuckLake's transactions (tracelake/lake_writers.py)."""
+        if lake_writers.shares_fcntl_lock(self.intended_layout()):
+            with super().write_lock(wait) as held:
+                yield held
+        else:
+            yield True
+
+    def _commit_traces(self, plans: ShippedPlans, queued: list[StagedTrace]) -> str:
+        """The queued traces committed with their marts in one transaction, run again when DuckLake
+        refuses it as a conflict with another writer's; traces another writer committed meanwhile
+        are left out."""
+        layout = self.layout()
+
+        def attempt() -> str:
+            with self.writing() as con:
+                done = lake_writers.committed_among(con, f"{RAW_SCHEMA}.trace_files", [s.trace_id for s in queued])
+                return self._write_traces(con, plans, [s for s in queued if s.trace_id not in done])
+
+        with lake_writers.claiming(self.postgres_url(layout), layout, [s.trace_id for s in queued]):
+            return lake_writers.retry_on_conflict(attempt, f"committing to {self.root}")
 
     # ---- reading ---------------------------------------------------------------------------
     def connect_read_only(self, repair: bool = True, snapshot: int | None = None) -> duckdb.DuckDBPyConnection:
@@ -220,13 +275,16 @@ class LakeWarehouse(Warehouse):
     @contextmanager
     def writing(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A connection in one lake transaction, committed (one snapshot) when the block ends
-        without an error (caller holds the write lock)."""
-        con = self.connect_lake(read_only=False)
+        without an error (caller holds the write lock). The DuckDB is the connection's own: after a
+        commit DuckLake refused, DuckDB 1.5.5 never lets go of a cached instance, and the next
+        connect to the same lake would wait for it forever."""
+        con = self.connect_lake(read_only=False, own_instance=True)
         try:
             con.begin()
             yield con
             crash_point("lake-commit")
             con.commit()
+            crash_point("lake-committed")
         finally:
             con.close()
 
@@ -255,8 +313,7 @@ class LakeWarehouse(Warehouse):
         if not self.exists():
             raise WarehouseError(f"no warehouse at {self.root}")
         try:
-            with self.writing() as con:
-                how = self._write_traces(con, plans, queued)
+            how = self._commit_traces(plans, queued)
         finally:
             for staged in queued:
                 self.release_staging_dir(Path(staged.staging_dir))
@@ -264,6 +321,8 @@ class LakeWarehouse(Warehouse):
 
     def _write_traces(self, con: duckdb.DuckDBPyConnection, plans: ShippedPlans, queued: list[StagedTrace]) -> str:
         built = _has_relation(con, LEDGER_TABLE)
+        if not queued and built:
+            return "none"
         for staged in queued:
             for table in TABLES:
                 self._insert_raw(con, table, staged)
@@ -392,17 +451,20 @@ def update_marts(con: duckdb.DuckDBPyConnection, plans: ShippedPlans, trace_ids:
                  replacing: bool = False, precomputed: dict[str, dict[str, Path]] | None = None) -> None:
     """The rows of `trace_ids` written into every incremental model, inside `con`'s transaction;
     with `replacing`, their old rows are deleted first (new traces have none: the delete would
-    read every data file of every mart for nothing). A trace's rows of a model in `precomputed`
-    (trace id -> model name -> Parquet file, written by a Ray task) are read from that file."""
+    read every data file of every mart for nothing). The models read only those traces' raw rows
+    (tracelake/lake_scope.py), so the cost is theirs, not the warehouse's. A trace's rows of a
+    model in `precomputed` (trace id -> model name -> Parquet file, written by a Ray task:
+    tracelake/task_models.py) are read from that file instead."""
     if not trace_ids:
         return
     id_list, named = trace_id_list(trace_ids), _in_catalog(con)
+    scoped = scope_to_traces(con, plans, trace_ids, named)
     for model in plans.incremental.models:
         if replacing:
             con.execute(f"delete from {named(model.relation)} where trace_id in ({id_list})")
         left, computed = _rows_from_tasks(model.name, trace_ids, precomputed)
         if left:
-            con.execute(f"insert into {named(model.relation)} by name select * from ({named(model.select_for(left))})")
+            con.execute(f"insert into {named(model.relation)} by name select * from ({scoped(model.select_for(left))})")
         if computed is not None:
             con.execute(f"insert into {named(model.relation)} by name {computed}")
 
@@ -424,6 +486,12 @@ def open_warehouse(root: Path, catalog: str | None = None) -> Warehouse:
             raise WarehouseError(f"{root} is a warehouse of the classic layout (warehouse.duckdb); a catalog applies "
                                  "to a new lakehouse warehouse: give another --warehouse folder, or unset $TRACELAKE_CATALOG")
         return LakeWarehouse(root, requested)
+    # a lake whose creator was killed before it wrote lake.json: the next write finishes it
+    if (root / SQLITE_FILE).exists():
+        return LakeWarehouse(root, None)
+    if (root / DATA_FOLDER).is_dir() and not (root / "warehouse.duckdb").exists():
+        raise WarehouseError(f"{root} was being made a lakehouse warehouse when its writer stopped, before it recorded "
+                             "its catalog: re-run with the same --catalog (or $TRACELAKE_CATALOG)")
     return Warehouse(root)
 
 

@@ -35,7 +35,7 @@ import duckdb
 
 from tracelake.cli_exit import disk_full
 from tracelake.core.errors import WarehouseError
-from tracelake.core.sql_text import sql_identifier
+from tracelake.core.sql_text import sql_identifier, sql_literal
 from tracelake.crashpoints import crash_point
 from tracelake.lock_file import open_regular_file
 from tracelake.snapshot import Snapshot
@@ -173,7 +173,7 @@ def no_readers(root: Path) -> bool:
 def compact_copy(con: duckdb.DuckDBPyConnection, live: Path, removed: set[str]) -> None:
     """Fill the empty database `con` is connected to with `live`'s schema and every row that names
     none of the `removed` traces (as `trace_id` or `trace2_id`): no byte of theirs is written."""
-    con.execute("attach ? as removal_source (read_only)", [str(live)])
+    con.execute(f"attach {sql_literal(str(live))} as removal_source (read_only)")  # DuckDB 1.5 takes no parameter here
     try:
         target = con.execute("select current_database()").fetchone()[0]  # type: ignore[index]
         con.execute(f"copy from database removal_source to {sql_identifier(target)} (schema)")

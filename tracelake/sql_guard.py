@@ -26,7 +26,7 @@ import tempfile
 import threading
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tracelake.core.errors import TraceLakeError
 from tracelake.core.sql_text import sql_literal
@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 
 PARQUET_FOLDER = "parquet"  # <warehouse>/parquet: what the raw views read (tracelake/warehouse.py)
 READS_ONLY_HINT = "only SELECT, DESCRIBE, SHOW, SUMMARIZE and EXPLAIN run here"
+# The secret store of a lake on a PostgreSQL catalog (tracelake/lake_writers.py): persistent secrets
+# stay on there (the postgres extension needs the store), pointed at a folder that never exists.
+NO_SECRET_DIRECTORY = "/nonexistent/tracelake-no-duckdb-secrets"
 EXPORT_HINT = "export a result with `tracelake sql QUERY --format csv > FILE` (or --format json)"
 
 # Filesystems that reach the network (httpfs, azure). With external access off DuckDB already
@@ -150,7 +153,7 @@ def lock_down(con: duckdb.DuckDBPyConnection, warehouse_root: Path, readable: Pa
                                      "than tracelake's read-only ones; open it through Warehouse.connect_read_only")
             return
         for name, value in LOCKED_SETTINGS:
-            if name == "allow_persistent_secrets" and not _setting(con, name):
+            if name == "allow_persistent_secrets" and (not _setting(con, name) or _no_secret_store(con)):
                 continue  # set at connect (a lakehouse's attach uses the secret manager, which freezes it)
             con.execute(f"set {name} = {value}")
         if _setting(con, "enable_external_access"):
@@ -188,14 +191,25 @@ def refused_access(message: str, warehouse_root: Path) -> ReadOnlyQueryError:
 def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
     """Raise ReadOnlyQueryError unless every statement in `query` only reads. Parse errors are
     DuckDB's (duckdb.ParserException), for the caller to report like any failed query."""
-    statements = con.extract_statements(query)
+    import duckdb  # noqa: PLC0415 - loaded by now: `con` is a DuckDB connection
+
+    try:
+        statements = con.extract_statements(query)
+    except duckdb.PermissionException:
+        if _first_words(query).startswith("import"):  # DuckDB 1.5 reads IMPORT DATABASE's files as it parses
+            raise ReadOnlyQueryError("IMPORT DATABASE is refused", _REFUSALS["INSERT"][1]) from None
+        raise
     if not statements:
         raise TraceLakeError("the query has no SQL statement; pass one, e.g. \"select * from traces\"")
+    if len(statements) > 1 and _first_words(query).startswith("pivot"):  # DuckDB 1.5 splits it: CREATE TYPE, SELECT
+        raise ReadOnlyQueryError(*_REFUSALS["MULTI"])
     for statement in statements:
         try:
             kind = statement.type.name
         except ValueError:  # a statement type the Python binding has no name for (UPDATE EXTENSIONS)
-            raise ReadOnlyQueryError(f"`{_first_words(statement.query)}` is refused", READS_ONLY_HINT) from None
+            kind = ""
+        if not kind.isidentifier():  # 2.0 raises; 1.5 names it "???"
+            raise ReadOnlyQueryError(f"`{_first_words(statement.query)}` is refused", READS_ONLY_HINT)
         _check_statement(con, kind, statement.query)
 
 
@@ -280,8 +294,8 @@ def _table_functions(node: object) -> tuple[set[str], list[str]]:
                 name = str(item["function"].get("function_name", "")).lower()
                 found.add(name)
                 if _FILE_FUNCTION.match(name):
-                    paths += [path for argument in item["function"].get("arguments", [])
-                              if not argument.get("name") for path in _literal_paths(name, argument.get("expression"))]
+                    paths += [path for argument in _positional_arguments(item["function"])
+                              for path in _literal_paths(name, argument)]
             elif item.get("type") == "BASE_TABLE" and re.search(r"[/.]", str(item.get("table_name", ""))):
                 paths.append(str(item["table_name"]))
             stack.extend(item.values())
@@ -290,16 +304,38 @@ def _table_functions(node: object) -> tuple[set[str], list[str]]:
     return found, paths
 
 
+def _positional_arguments(function: dict[str, Any]) -> list[object]:
+    """A call's positional argument expressions. DuckDB 2 lists `arguments`, each named or not;
+    DuckDB 1.5 lists `children`, a named one written as `name = value`."""
+    if "arguments" in function:
+        return [argument.get("expression") for argument in function["arguments"] if not argument.get("name")]
+    return [child for child in function.get("children", []) if not (
+        isinstance(child, dict) and child.get("type") == "COMPARE_EQUAL"
+        and isinstance(child.get("left"), dict) and child["left"].get("type") == "COLUMN_REF")]
+
+
+def _string_constant(expression: dict[str, Any]) -> str | None:
+    """The text of a string literal, in DuckDB 2's tree (`literal`) or 1.5's (`value`)."""
+    if expression.get("type") != "VALUE_CONSTANT":
+        return None
+    literal = expression.get("literal")
+    if isinstance(literal, dict) and literal.get("kind") == "STRING":
+        return str(literal.get("text", ""))
+    value = expression.get("value")
+    if isinstance(value, dict) and not value.get("is_null") and (value.get("type") or {}).get("id") == "VARCHAR":
+        return str(value.get("value", ""))
+    return None
+
+
 def _literal_paths(function: str, expression: object) -> list[str]:
     """The strings of a path argument: a literal or a list of literals. Anything computed is refused:
     its value, and so the file, is known only when DuckDB binds it."""
     if isinstance(expression, dict):
-        literal = expression.get("literal") if expression.get("type") == "VALUE_CONSTANT" else None
-        if isinstance(literal, dict) and literal.get("kind") == "STRING":
-            return [str(literal.get("text", ""))]
+        text = _string_constant(expression)
+        if text is not None:
+            return [text]
         if expression.get("type") == "FUNCTION" and expression.get("function_name") == "list_value":
-            return [p for argument in expression.get("arguments", [])
-                    for p in _literal_paths(function, argument.get("expression"))]
+            return [p for argument in _positional_arguments(expression) for p in _literal_paths(function, argument)]
     raise ReadOnlyQueryError(f"a computed file path in {function}() is refused",
                              "write the path as a string literal (or a list of them)")
 
@@ -333,6 +369,11 @@ def _first_words(text: str) -> str:
     if match is None:
         return ""
     return " ".join(word.lower() for word in match.groups() if word)
+
+
+def _no_secret_store(con: duckdb.DuckDBPyConnection) -> bool:
+    row = con.execute("select current_setting('secret_directory')").fetchone()
+    return bool(row and row[0] == NO_SECRET_DIRECTORY)
 
 
 def _setting(con: duckdb.DuckDBPyConnection, name: str) -> bool:
