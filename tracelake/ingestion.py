@@ -98,7 +98,7 @@ class StagingWork:
 class StagingEngine(Protocol):
     """Stages traces elsewhere than in this machine's forked workers (tracelake/ray_engine.py)."""
 
-    def check_visible(self, warehouse_root: Path, traces: list[Path]) -> None:
+    def check_visible(self, warehouse: Warehouse, traces: list[Path]) -> None:
         """Raise a TraceLakeError, before anything is written, when the engine cannot reach the
         warehouse folder or the traces."""
 
@@ -237,7 +237,7 @@ def ingest_paths(
     candidates = _unique_candidates(find_trace_files(paths) + [_Candidate(p, False) for p in capture_paths])
     links = {**folder_capture_links([c.path for c in candidates if c.from_folder]), **captures}
     if engine is not None:
-        engine.check_visible(warehouse.root, [c.path for c in candidates])
+        engine.check_visible(warehouse, [c.path for c in candidates])
     warehouse.prepare_for_writing()
     progress.started(sum(c.path.stat().st_size for c in candidates))
     report = IngestReport()

@@ -48,6 +48,7 @@ from tracelake.shipped_plan import ShippedPlans, load_shipped_plans, select_for,
 from tracelake.snapshot import PreparedUpdate
 from tracelake.sql_guard import lock_down
 from tracelake.staging import remove_dead_staging
+from tracelake.task_models import precomputed_models
 from tracelake.warehouse import LEDGER_TABLE, Warehouse
 
 RAW_SCHEMA = "raw"
@@ -329,10 +330,11 @@ class LakeWarehouse(Warehouse):
             self._insert_raw(con, table, queued)
         crash_point("lake-raw-inserted")
         new = sorted(staged.trace_id for staged in queued)
-        if not built:
+        precomputed = {staged.trace_id: precomputed_models(staged) for staged in queued}  # by Ray tasks
+        if not built:  # one set-based build over the whole batch is cheaper than inserting what tasks modelled
             build_marts(con, plans, new)
             return "compiled"
-        update_marts(con, plans, new)
+        update_marts(con, plans, new, precomputed=precomputed)
         return "fast"
 
     def _insert_raw(self, con: duckdb.DuckDBPyConnection, table: str, queued: list[StagedTrace]) -> None:
@@ -444,12 +446,26 @@ def build_marts(con: duckdb.DuckDBPyConnection, plans: ShippedPlans, trace_ids: 
         con.execute(f"create or replace {kind} {named(node.relation)} as ({named(select)})")
 
 
+def _rows_from_tasks(name: str, trace_ids: list[str], precomputed: dict[str, dict[str, Path]] | None,
+                    ) -> tuple[list[str], str | None]:
+    """The traces whose rows of model `name` are still to compute, and a SELECT of the rows that
+    tasks computed (tracelake/task_models.py), None when none did."""
+    done = {t: (precomputed or {}).get(t, {}).get(name) for t in trace_ids}
+    files = [path for path in done.values() if path is not None]
+    if not files:
+        return trace_ids, None
+    listed = ", ".join(sql_literal(path.as_posix()) for path in files)
+    return [t for t, path in done.items() if path is None], f"select * from read_parquet([{listed}], union_by_name = true)"
+
+
 def update_marts(con: duckdb.DuckDBPyConnection, plans: ShippedPlans, trace_ids: list[str],
-                 replacing: bool = False) -> None:
+                 replacing: bool = False, precomputed: dict[str, dict[str, Path]] | None = None) -> None:
     """The rows of `trace_ids` written into every incremental model, inside `con`'s transaction;
     with `replacing`, their old rows are deleted first (new traces have none: the delete would
     read every data file of every mart for nothing). The models read only those traces' raw rows
-    (tracelake/lake_scope.py), so the cost is theirs, not the warehouse's."""
+    (tracelake/lake_scope.py), so the cost is theirs, not the warehouse's. A trace's rows of a
+    model in `precomputed` (trace id -> model name -> Parquet file, written by a Ray task:
+    tracelake/task_models.py) are read from that file instead."""
     if not trace_ids:
         return
     id_list, named = trace_id_list(trace_ids), _in_catalog(con)
@@ -457,7 +473,11 @@ def update_marts(con: duckdb.DuckDBPyConnection, plans: ShippedPlans, trace_ids:
     for model in plans.incremental.models:
         if replacing:
             con.execute(f"delete from {named(model.relation)} where trace_id in ({id_list})")
-        con.execute(f"insert into {named(model.relation)} by name select * from ({scoped(model.select_for(trace_ids))})")
+        left, computed = _rows_from_tasks(model.name, trace_ids, precomputed)
+        if left:
+            con.execute(f"insert into {named(model.relation)} by name select * from ({scoped(model.select_for(left))})")
+        if computed is not None:
+            con.execute(f"insert into {named(model.relation)} by name {computed}")
 
 
 def is_lake(root: Path) -> bool:

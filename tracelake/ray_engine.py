@@ -4,7 +4,9 @@ The driver (the `tracelake ingest` process) finds the traces, makes and locks a 
 trace under the warehouse folder, and submits one task per trace; the task, on whichever node Ray
 places it, decodes the trace and writes its Parquet tables into that folder. The warehouse folder and
 the traces must therefore be on a file system every node sees; `check_visible` proves that before
-any work starts. The driver then commits the staged traces exactly as a local ingest does.
+any work starts. The driver then commits the staged traces exactly as a local ingest does. On a
+cluster, into a lakehouse whose marts exist, a task also runs the incremental models over its trace
+(tracelake/task_models.py) and the driver inserts those rows instead of computing them.
 
 A task that raises fails its trace with the error; a worker or node that dies fails the traces it
 was staging (tasks are not retried: a second attempt would write into a folder the first one left
@@ -32,9 +34,11 @@ from typing import TYPE_CHECKING, Any
 from tracelake.core.errors import TraceLakeError
 from tracelake.crashpoints import crash_point
 from tracelake.ingest.staged import StagedTrace
+from tracelake.task_models import models_alone
 
 if TYPE_CHECKING:
     from tracelake.ingestion import StagingWork
+    from tracelake.warehouse import Warehouse
 
 # A crash point a test arms per trace: `TRACELAKE_CRASH_AT=ray-stage:<file name>` kills the worker
 # staging that file.
@@ -45,6 +49,9 @@ PROBE_TIMEOUT_SECONDS = 120.0
 # A local instance holds only the tasks' small results in its object store (Ray's floor is 75 MiB).
 LOCAL_OBJECT_STORE_BYTES = 128 * 1024 * 1024
 PROBE_PREFIX = ".tracelake-ray-probe-"
+# "1": each task also models its trace (tracelake/task_models.py); "0": the driver models them all,
+# as --engine local does. Default: 1 on a cluster (--ray-address), 0 on a local Ray instance.
+MODELS_IN_TASK_ENV = "TRACELAKE_RAY_MODELS_IN_TASK"
 
 Recorder = Callable[[str, StagedTrace | None, BaseException | None], None]
 
@@ -53,15 +60,27 @@ class RayUnavailableError(TraceLakeError):
     """The Ray cluster cannot be reached or cannot do the work; raised before anything is written."""
 
 
-def stage_on_worker(path: str, sha256: str, folder: str, tags: dict[str, str]) -> StagedTrace:
-    """The task: decode one trace and write its tables into `folder` (a staging folder of the driver's)."""
-    import pyarrow as pa  # noqa: PLC0415 - a worker imports what the task needs when it first runs one
+def stage_on_worker(path: str, sha256: str, folder: str, tags: dict[str, str], model: bool) -> StagedTrace:
+    """The task: decode one trace and write its tables into `folder` (a staging folder of the
+    driver's); with `model`, also its rows of every incremental model (tracelake/task_models.py)."""
+    import duckdb  # noqa: PLC0415 - a worker imports what the task needs when it first runs one
+    import pyarrow as pa  # noqa: PLC0415
 
+    from tracelake.dbt_runner import project_fingerprint  # noqa: PLC0415
     from tracelake.ingestion import stage_into  # noqa: PLC0415 - the staging code, shared with the local engine
+    from tracelake.shipped_plan import load_shipped_plans  # noqa: PLC0415
+    from tracelake.task_models import model_in_task  # noqa: PLC0415
 
     pa.set_memory_pool(pa.system_memory_pool())  # as the driver does for the local engine (tracelake/ingestion.py)
     crash_point(STAGE_CRASH_POINT + Path(path).name)
-    return stage_into(Path(path), sha256, Path(folder), tags)
+    staged = stage_into(Path(path), sha256, Path(folder), tags)
+    plans = load_shipped_plans(project_fingerprint()) if model else None
+    if plans is not None:
+        try:
+            model_in_task(staged, plans)
+        except (duckdb.Error, OSError):
+            pass  # nothing written: the driver runs this trace's models, as for --engine local
+    return staged
 
 
 def probe_node(folder: str, token_file: str, token: str, files: list[tuple[str, int]]) -> str | None:
@@ -95,14 +114,23 @@ class RayEngine:
     """A connected Ray session that stages traces (tracelake/ingestion.py's StagingEngine)."""
 
     address: str | None
+    model_in_task: bool = False
 
-    def check_visible(self, warehouse_root: Path, traces: list[Path]) -> None:
+    def check_visible(self, warehouse: Warehouse, traces: list[Path]) -> None:
         """Refuse (RayUnavailableError) unless every node that can run a task sees the warehouse
         folder (or, for a new warehouse, the folder it will be made in) and every trace."""
         import ray  # noqa: PLC0415
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noqa: PLC0415
 
-        folder = _nearest_existing(warehouse_root.resolve())
+        from tracelake.lakehouse import LakeWarehouse  # noqa: PLC0415
+
+        # A lakehouse whose marts exist inserts the rows the tasks modelled (a new one builds them
+        # in one set-based pass, cheaper than inserting them; the classic layout runs its own
+        # update). Worth it on a cluster: it moves work off the driver, but costs more work in all,
+        # so a Ray instance on the driver's own cores leaves it to the driver.
+        wanted = os.environ.get(MODELS_IN_TASK_ENV, "1" if self.address else "0") != "0"
+        self.model_in_task = wanted and isinstance(warehouse, LakeWarehouse) and bool(warehouse.modelled_trace_ids())
+        folder = _nearest_existing(warehouse.root.resolve())
         nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
         if not nodes:
             raise RayUnavailableError(f"the Ray cluster at {self.address} has no node with CPUs to run tasks")
@@ -134,7 +162,8 @@ class RayEngine:
         import ray  # noqa: PLC0415
 
         task = ray.remote(num_cpus=1, max_retries=0)(stage_on_worker)
-        refs = {task.remote(item.path.as_posix(), item.sha256, item.folder.as_posix(), tags_of[trace_id]): trace_id
+        refs = {task.remote(item.path.as_posix(), item.sha256, item.folder.as_posix(), tags_of[trace_id],
+                            self.model_in_task and models_alone(tags_of[trace_id])): trace_id
                 for trace_id, item in work.items()}
         waiting = list(refs)
         try:

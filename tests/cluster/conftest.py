@@ -139,13 +139,13 @@ def differences(first: Path, second: Path) -> dict[str, str]:
         for relation in relations:
             con.register("a_rows", one.execute(f'select * from "{relation}"').to_arrow_table())
             con.register("b_rows", other.execute(f'select * from "{relation}"').to_arrow_table())
-            problem = _compare(con)
+            problem = compare_registered(con)
             if problem:
                 found[relation] = problem
     return found
 
 
-def _compare(con: duckdb.DuckDBPyConnection) -> str:
+def compare_registered(con: duckdb.DuckDBPyConnection) -> str:
     columns = con.execute("select column_name, column_type from (describe a_rows)").fetchall()
     if columns != con.execute("select column_name, column_type from (describe b_rows)").fetchall():
         return "other columns"

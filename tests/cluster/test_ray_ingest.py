@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
 import pytest
 
-from tests.cluster.conftest import RAY_ENV, RUN_COLUMNS, differences, public_relations, run_tracelake
+from tests.cluster.conftest import RAY_ENV, RUN_COLUMNS, compare_registered, differences, public_relations, run_tracelake
 from tests.conftest import DATA, TRACES
 from tracelake.lakehouse import LakeWarehouse
 
@@ -85,3 +86,39 @@ def test_python_api_ingests_on_ray(ray_address: str, tmp_path: Path, monkeypatch
     import ray
 
     assert not ray.is_initialized()  # the driver disconnected: Ray is not left running in the caller's process
+
+
+def test_traces_modelled_in_their_tasks_give_the_rows_of_the_driver(ray_address: str, tmp_path: Path) -> None:
+    """Into a warehouse whose marts exist, each task on a cluster also runs the incremental models
+    over its own trace (tracelake/task_models.py) and the driver inserts those rows: the same
+    warehouse as the driver's own update of the batch."""
+    first = TRACES / "b200" / "eager_trace.json.gz"
+    on_ray, local = tmp_path / "on_ray", tmp_path / "local"
+    for warehouse in (on_ray, local):
+        _ingest([first], warehouse)
+    _ingest([TRACES], on_ray, "--engine", "ray", "--ray-address", ray_address)
+    _ingest([TRACES], local)
+    assert _query(on_ray, "select count(*) from traces")[0][0] == 12
+    assert differences(on_ray, local) == {}
+
+
+def test_a_task_writes_every_incremental_model_of_its_trace_as_the_driver_computes_it(tmp_path: Path) -> None:
+    from tracelake.ingest.reader import file_sha256
+    from tracelake.lakehouse import _shipped_plans
+    from tracelake.ray_engine import stage_on_worker
+    from tracelake.task_models import DRIVER_ONLY_MODELS, precomputed_models
+
+    trace = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
+    (tmp_path / "staged").mkdir()
+    staged = stage_on_worker(str(trace), file_sha256(trace), str(tmp_path / "staged"), {}, True)
+    written = precomputed_models(staged)
+    incremental = {m.name for m in _shipped_plans().incremental.models}
+    assert set(written) == incremental - DRIVER_ONLY_MODELS and len(written) > 20
+    warehouse = tmp_path / "wh"
+    _ingest([trace], warehouse)
+    with LakeWarehouse(warehouse).connect_lake(read_only=True) as lake, duckdb.connect() as con:
+        for model in _shipped_plans().incremental.models:
+            if model.name in written:
+                con.register("a_rows", lake.execute(f"select * from {model.relation.split('.', 1)[1]}").to_arrow_table())
+                con.register("b_rows", con.execute(f"select * from read_parquet('{written[model.name]}')").to_arrow_table())
+                assert compare_registered(con) == "", model.name
