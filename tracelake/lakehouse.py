@@ -301,9 +301,12 @@ class LakeWarehouse(Warehouse):
         return True
 
     def prepare_update(self, warm_up: bool = False) -> PreparedUpdate:
-        """Nothing to prepare but the lake itself, made here when the folder is new."""
+        """Nothing to prepare but the lake itself, made here when the folder is new, re-pointed at
+        its own data files when it was moved or copied (a write would land in the old folder)."""
         if not self.exists():
             self.create(self.given_catalog or LOCAL_CATALOG)
+        elif self._moved():
+            self.repair()
         return PreparedUpdate(None, None, None)
 
     def update_models(self, new_trace_ids: list[str], prepared: PreparedUpdate | None = None) -> str:

@@ -183,8 +183,14 @@ def test_a_copied_lakehouse_folder_reads_its_own_files(tmp_path: Path) -> None:
     assert counted.returncode == 0 and json.loads(counted.stdout) == [{"n": 61}], counted.stderr
     listed = tracelake("files", "kernels", "--warehouse", str(copy)).stdout.split()
     assert listed and all(Path(p).is_relative_to(copy / "lake") and Path(p).is_file() for p in listed)
-    more = tracelake("ingest", str(BERT_MI300), "--warehouse", str(copy), "--quiet")
+    copied_again = tmp_path / "copied_again"
+    shutil.copytree(copy, copied_again)  # the copy left in place: a write must not land in its files
+    more = tracelake("ingest", str(BERT_MI300), "--warehouse", str(copied_again), "--quiet")
     assert more.returncode == 0, more.stderr
+    assert not (copy / "lake" / "raw" / "events").exists() or len(list((copy / "lake" / "raw" / "events").iterdir())) == 1
+    both = tracelake("sql", "select count(distinct trace_id) as n from kernels", "--warehouse", str(copied_again),
+                     "--format", "json")
+    assert json.loads(both.stdout) == [{"n": 2}], both.stderr
 
 
 @pytest.mark.parametrize(("args", "message"), [
