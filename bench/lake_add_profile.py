@@ -1,19 +1,19 @@
-"""Where the time of adding one trace to a lakehouse warehouse goes (bench/lake_scale.py runs it).
+"""Where the time of adding traces to a lakehouse warehouse goes (bench/lake_scale.py runs it).
 
-    .venv/bin/python bench/lake_add_profile.py WAREHOUSE TRACE [--explain MODEL ...]
+    .venv/bin/python bench/lake_add_profile.py WAREHOUSE TRACE... [--scoped]
 
-Ingests TRACE into WAREHOUSE (a scratch copy: it is changed) through the Python API, with the lake's
-write path timed step by step: opening the lake, each raw table's insert, the scoped views
-(tracelake/lake_scope.py), each incremental model's insert, the commit: the steps of
-lakehouse.update_marts for a new trace, repeated here with a clock on each. Prints one JSON
-object: the phases, every statement's seconds, and, for each --explain MODEL, DuckDB's EXPLAIN
-ANALYZE of that model's insert select (its operators and their rows: which reads every trace's).
+Ingests the TRACEs into WAREHOUSE (a scratch copy: it is changed) through the Python API, running the
+lake's own write path (tracelake/lakehouse.py) on a connection that clocks every statement: opening
+the lake, the raw inserts, the model update (tracelake/lake_scope.py: the new traces modelled in
+memory, or with --scoped the lake's tables read through the scoped views, as for a re-model), the
+commit. Prints one JSON object: the phases and every statement's seconds, slowest first.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -25,19 +25,39 @@ import duckdb
 
 from tracelake.ingest.staged import TABLES, StagedTrace
 from tracelake.ingestion import ingest_paths
-from tracelake.lake_scope import scope_to_traces
-from tracelake.lakehouse import LakeWarehouse, _in_catalog
+from tracelake.lakehouse import LakeWarehouse, update_marts
 from tracelake.shipped_plan import ShippedPlans
+
+_TARGET = re.compile(r'^\s*(create (?:or replace )?(?:temp )?(?:table|view)|insert into|attach|detach)'
+                     r'\s+("[^"]+"(?:\."[^"]+")*|\S+)', re.IGNORECASE)
+
+
+class TimedConnection:
+    """A DuckDB connection whose execute() is clocked, labelled by what the statement makes."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, timings: list[tuple[str, float]]) -> None:
+        self.con, self.timings = con, timings
+
+    def execute(self, sql: str, parameters: Any = None) -> duckdb.DuckDBPyConnection:
+        found = _TARGET.match(sql)
+        label = f"{found.group(1).lower()} {found.group(2)}" if found else " ".join(sql.split())[:60]
+        started = time.perf_counter()
+        try:
+            return self.con.execute(sql, parameters) if parameters is not None else self.con.execute(sql)
+        finally:
+            self.timings.append((label, time.perf_counter() - started))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.con, name)
 
 
 class TimedLake(LakeWarehouse):
     """The lake's write path with a clock on each step."""
 
-    def __init__(self, root: Path, explain: list[str]) -> None:
+    def __init__(self, root: Path, scoped: bool) -> None:
         super().__init__(root)
         self.timings: list[tuple[str, float]] = []
-        self.explain = explain
-        self.plans: dict[str, str] = {}
+        self.scoped = scoped
 
     @contextmanager
     def clock(self, label: str) -> Iterator[None]:
@@ -56,50 +76,48 @@ class TimedLake(LakeWarehouse):
         con = self.connect_lake(read_only=False)
         try:
             con.begin()
-            yield con
+            yield TimedConnection(con, self.timings)  # type: ignore[misc]
             with self.clock("commit"):
                 con.commit()
         finally:
             con.close()
 
     def _write_traces(self, con: duckdb.DuckDBPyConnection, plans: ShippedPlans, queued: list[StagedTrace]) -> str:
-        for table in TABLES:
-            with self.clock(f"raw.{table}"):
+        if not self.scoped:
+            with self.clock("whole write"):
+                return super()._write_traces(con, plans, queued)
+        with self.clock("whole write"):
+            for table in TABLES:
                 self._insert_raw(con, table, queued)
-        new = sorted(staged.trace_id for staged in queued)
-        with self.clock("scope views"):  # as lakehouse.update_marts does
-            scoped = scope_to_traces(con, plans, new, _in_catalog(con))
-        named = _in_catalog(con)
-        for model in plans.incremental.models:
-            select = scoped(model.select_for(new))
-            if model.name in self.explain:
-                rows = con.execute(f"explain analyze select * from ({select})").fetchall()
-                self.plans[model.name] = "\n".join(str(row[-1]) for row in rows)
-            with self.clock(f"model {model.name}"):
-                con.execute(f"insert into {named(model.relation)} by name select * from ({select})")
+            update_marts(con, plans, sorted(s.trace_id for s in queued))  # no `staged`: the scoped path
         return "fast"
+
+
+def summary(lake: TimedLake, total: float) -> dict[str, Any]:
+    def share(prefix: str) -> float:
+        return sum(s for label, s in lake.timings if label.startswith(prefix))
+
+    statements = [t for t in lake.timings if t[0] not in ("whole write",)]
+    return {"total_s": total, "write_s": share("whole write"), "commit_s": share("commit"),
+            "connects_s": share("connect ("), "connects": sum(1 for label, _ in lake.timings if label.startswith("connect (")),
+            "raw_inserts_s": share('insert into raw.'),
+            "models_s": share("whole write") - share('insert into raw.'),
+            "statements": sorted(statements, key=lambda t: -t[1])[:40]}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("warehouse", type=Path)
-    parser.add_argument("trace", type=Path)
-    parser.add_argument("--explain", action="append", default=[], help="a model whose insert to EXPLAIN ANALYZE")
+    parser.add_argument("traces", type=Path, nargs="+")
+    parser.add_argument("--scoped", action="store_true", help="model through the scoped views of the lake")
     args = parser.parse_args(argv)
-    lake = TimedLake(args.warehouse, args.explain)
+    lake = TimedLake(args.warehouse, args.scoped)
     started = time.perf_counter()
-    report = ingest_paths([args.trace], lake, {}, 1)
+    report = ingest_paths(list(args.traces), lake, {}, 1)
     total = time.perf_counter() - started
     if report.failed:
         raise SystemExit(f"ingest failed: {report.failed[0].message}")
-    models = sum(s for label, s in lake.timings if label.startswith("model "))
-    raw = sum(s for label, s in lake.timings if label.startswith("raw."))
-    commit = sum(s for label, s in lake.timings if label == "commit")
-    connects = sum(s for label, s in lake.timings if label.startswith("connect"))
-    print(json.dumps({"total_s": total, "models_s": models, "raw_inserts_s": raw, "commit_s": commit,
-                      "connects_s": connects, "connects": sum(1 for label, _ in lake.timings if label.startswith("connect")),
-                      "rest_s": total - models - raw - commit - connects,
-                      "statements": sorted(lake.timings, key=lambda t: -t[1]), "explain": lake.plans}))
+    print(json.dumps(summary(lake, total)))
     return 0
 
 

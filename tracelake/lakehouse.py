@@ -42,7 +42,7 @@ from tracelake.lake_catalog import (
     write_layout,
 )
 from tracelake.lake_extensions import extension_directory
-from tracelake.lake_scope import scope_to_traces
+from tracelake.lake_scope import model_new_traces, scope_to_traces
 from tracelake.removal import register_reader, release_with
 from tracelake.shipped_plan import ShippedPlans, load_shipped_plans, select_for, trace_id_list
 from tracelake.snapshot import PreparedUpdate
@@ -337,7 +337,7 @@ class LakeWarehouse(Warehouse):
         if not built:  # one set-based build over the whole batch is cheaper than inserting what tasks modelled
             build_marts(con, plans, new)
             return "compiled"
-        update_marts(con, plans, new, precomputed=precomputed)
+        update_marts(con, plans, new, precomputed=precomputed, staged=queued)
         return "fast"
 
     def _insert_raw(self, con: duckdb.DuckDBPyConnection, table: str, queued: list[StagedTrace]) -> None:
@@ -462,16 +462,22 @@ def _rows_from_tasks(name: str, trace_ids: list[str], precomputed: dict[str, dic
 
 
 def update_marts(con: duckdb.DuckDBPyConnection, plans: ShippedPlans, trace_ids: list[str],
-                 replacing: bool = False, precomputed: dict[str, dict[str, Path]] | None = None) -> None:
+                 replacing: bool = False, precomputed: dict[str, dict[str, Path]] | None = None,
+                 staged: list[StagedTrace] | None = None) -> None:
     """The rows of `trace_ids` written into every incremental model, inside `con`'s transaction;
     with `replacing`, their old rows are deleted first (new traces have none: the delete would
     read every data file of every mart for nothing). The models read only those traces' raw rows
     (tracelake/lake_scope.py), so the cost is theirs, not the warehouse's. A trace's rows of a
     model in `precomputed` (trace id -> model name -> Parquet file, written by a Ray task:
-    tracelake/task_models.py) are read from that file instead."""
+    tracelake/task_models.py) are read from that file instead. New traces no task modelled are
+    modelled from their `staged` files alone when they can be (tracelake/lake_scope.py)."""
     if not trace_ids:
         return
     id_list, named = trace_id_list(trace_ids), _in_catalog(con)
+    new = [s for s in staged or [] if s.trace_id in set(trace_ids)]
+    if len(new) == len(trace_ids) and not replacing and not any((precomputed or {}).values()):
+        if model_new_traces(con, plans, new, named):
+            return
     scoped = scope_to_traces(con, plans, trace_ids, named)
     for model in plans.incremental.models:
         if replacing:

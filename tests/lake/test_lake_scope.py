@@ -5,11 +5,12 @@ others, against the same traces ingested in one build."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import duckdb
 
-from tests.conftest import TRACES
+from tests.conftest import DATA, TRACES
 from tracelake.ingestion import ingest_paths
 from tracelake.lake_scope import scope_to_traces
 from tracelake.lakehouse import LakeWarehouse, _in_catalog, _shipped_plans
@@ -18,6 +19,7 @@ BERT_H100 = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
 BERT_MI300 = TRACES / "mi300" / "gaunernst_bert-small-uncased__1016001.json.gz"
 GPU_ONLY = TRACES / "mi210" / "gpu_only_trace" / "gpu_only_trace.json.gz"
 COMPILED = TRACES / "torch_compile_triton" / "trace.json.gz"
+CAPTURES = DATA / "captures"  # outside TRACES (tests/data/README.md)
 # what differs between two ingests of the same file: when and how fast (run_label is the ingest time
 # of an untagged trace)
 PER_INGEST_COLUMNS = {"ingested_at", "ingest_seconds", "run_label"}
@@ -88,3 +90,20 @@ def test_the_scoped_views_see_only_the_new_traces_raw_rows(tmp_path: Path) -> No
         assert con.execute(f"select count(*), count(distinct trace_id) from ({rewritten})").fetchone() == (
             con.execute("select count(*), 1 from kernels where trace_id = ?", [gpu_only_id]).fetchone())
     assert seen == [(gpu_only_id, every[gpu_only_id])]
+
+
+def test_a_graph_replay_added_with_its_capture_gives_the_marts_of_one_build(tmp_path: Path) -> None:
+    """A replay's marts read its capture trace, here already in the lake: its batch is modelled
+    through the lake, not from its own files alone."""
+    folder = tmp_path / "vllm"
+    (folder / "capture_traces").mkdir(parents=True)
+    shutil.copyfile(TRACES / "inference" / "vllm_decode_full" / "graph_execution.json.gz", folder / "graph_execution.json.gz")
+    capture = CAPTURES / "inference__vllm_decode_full" / "graph_capture_rank_0.1773709742341309550.pt.trace.json.gz"
+    shutil.copyfile(capture, folder / "capture_traces" / capture.name)
+    at_once = _lake(tmp_path / "at_once", [[BERT_H100, folder]])
+    one_by_one = _lake(tmp_path / "one_by_one", [[BERT_H100, folder / "capture_traces" / capture.name], [folder]])
+    with at_once.connect_read_only() as built, one_by_one.connect_read_only() as updated:
+        replays = updated.execute("select count(*) from traces where tags['graph_capture_traces'] is not null").fetchone()
+        assert replays == (1,)  # the batch does hold a replay linked to its capture
+        for schema, table in _tables(built):
+            assert _rows(built, schema, table) == _rows(updated, schema, table), f"{schema}.{table}"
