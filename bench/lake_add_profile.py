@@ -47,6 +47,9 @@ class TimedConnection:
         finally:
             self.timings.append((label, time.perf_counter() - started))
 
+    def cursor(self) -> TimedConnection:
+        return TimedConnection(self.con.cursor(), self.timings)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.con, name)
 
