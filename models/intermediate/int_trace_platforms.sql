@@ -1,7 +1,12 @@
 {#- The platform each trace ran on, detected from its device name; MI300X when no pattern
-    matches (the seed's default, flagged so the report can warn). -#}
+    matches (the seed's default, flagged so the report can warn). Matched once per trace when it is
+    modelled: every cross-trace view reads it through `traces`, and a regex per trace and platform
+    at each query would grow with the warehouse. -#}
+{{ config(materialized='incremental') }}
+
 with trace_files as (
     select * from {{ ref('stg_trace__files') }}
+    where {{ is_new_trace() }}
 ),
 
 platforms as (

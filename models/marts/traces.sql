@@ -9,12 +9,8 @@ model_updates as (
     select * from {{ ref('trace_model_updates') }}
 ),
 
-kernels as (
-    select * from {{ ref('kernels') }}
-),
-
-host_ops as (
-    select * from {{ ref('stg_trace__host_ops') }}
+event_counts as (
+    select * from {{ ref('int_trace_event_counts') }}
 ),
 
 trace_platforms as (
@@ -23,28 +19,6 @@ trace_platforms as (
 
 trace_quality as (
     select * from {{ ref('trace_quality') }}
-),
-
-gpu_counts as (
-    select
-        trace_id,
-        count(*) as gpu_event_count,
-        count(*) filter (where is_linked) as linked_gpu_event_count,
-        count(*) filter (where category = 'kernel') as kernel_count,
-        count(*) filter (where category = 'gpu_memcpy') as memcpy_count,
-        count(*) filter (where category = 'gpu_memset') as memset_count
-    from kernels
-    group by trace_id
-),
-
-host_counts as (
-    select
-        trace_id,
-        count(*) filter (where category = 'cpu_op') as cpu_op_count,
-        count(*) filter (where category in ('cuda_runtime', 'cuda_driver')) as runtime_call_count,
-        count(*) filter (where category = 'python_function') as module_frame_count
-    from host_ops
-    group by trace_id
 ),
 
 quality_summary as (
@@ -83,14 +57,14 @@ final as (
         trace_files.distributed_info,
         trace_files.event_count,
         trace_files.dropped_event_count,
-        coalesce(host_counts.cpu_op_count, 0) as cpu_op_count,
-        coalesce(host_counts.runtime_call_count, 0) as runtime_call_count,
-        coalesce(host_counts.module_frame_count, 0) as module_frame_count,
-        coalesce(gpu_counts.gpu_event_count, 0) as gpu_event_count,
-        coalesce(gpu_counts.linked_gpu_event_count, 0) as linked_gpu_event_count,
-        coalesce(gpu_counts.kernel_count, 0) as kernel_count,
-        coalesce(gpu_counts.memcpy_count, 0) as memcpy_count,
-        coalesce(gpu_counts.memset_count, 0) as memset_count,
+        coalesce(event_counts.cpu_op_count, 0) as cpu_op_count,
+        coalesce(event_counts.runtime_call_count, 0) as runtime_call_count,
+        coalesce(event_counts.module_frame_count, 0) as module_frame_count,
+        coalesce(event_counts.gpu_event_count, 0) as gpu_event_count,
+        coalesce(event_counts.linked_gpu_event_count, 0) as linked_gpu_event_count,
+        coalesce(event_counts.kernel_count, 0) as kernel_count,
+        coalesce(event_counts.memcpy_count, 0) as memcpy_count,
+        coalesce(event_counts.memset_count, 0) as memset_count,
         coalesce(quality_summary.quality_verdict, 'pass') as quality_verdict,
         coalesce(quality_summary.quality_flags, []) as quality_flags,
         trace_files.ingest_seconds,
@@ -100,8 +74,7 @@ final as (
     from trace_files
     -- a trace whose model update was interrupted is not listed until it is finished
     inner join model_updates on trace_files.trace_id = model_updates.trace_id
-    left join gpu_counts on trace_files.trace_id = gpu_counts.trace_id
-    left join host_counts on trace_files.trace_id = host_counts.trace_id
+    left join event_counts on trace_files.trace_id = event_counts.trace_id
     left join quality_summary on trace_files.trace_id = quality_summary.trace_id
     left join trace_platforms on trace_files.trace_id = trace_platforms.trace_id
 )

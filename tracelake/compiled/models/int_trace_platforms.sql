@@ -1,5 +1,8 @@
+
+
 with trace_files as (
     select * from "warehouse"."staging"."stg_trace__files"
+    where trace_id in ('@@NEW_TRACE_IDS@@')
 ),
 
 platforms as (

@@ -2,6 +2,7 @@
 
 with instances as (
     select *, unified_op_key as instance_key from "warehouse"."main"."op_perf_instances"
+    where trace_id in ('@@NEW_TRACE_IDS@@')
 ),
 
 final as (
