@@ -23,6 +23,7 @@ from tests.reports.trace_variants import (
     write_without_launch_flows,
 )
 from tracelake.ingestion import ingest_paths
+from tracelake.lake_catalog import CATALOG_ENV, CLASSIC
 from tracelake.warehouse import Warehouse
 
 DATA = Path(__file__).parent / "data"
@@ -55,11 +56,18 @@ os.environ["DO_NOT_TRACK"] = "1"
 
 
 @pytest.fixture(scope="session")
-def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
+def suite_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
+    """Every trace of tests/data in one warehouse of the classic layout, the one dbt runs on: the
+    models' tests query it, and dbt's unit and data tests run on copies of its database file."""
     wh = Warehouse(tmp_path_factory.mktemp("warehouse"))
     report = ingest_paths([TRACES], wh, tags={"suite": "tests"}, jobs=2)
     assert not report.failed, report.failed
     return wh
+
+
+@pytest.fixture(scope="session")
+def warehouse(suite_warehouse: Warehouse) -> Warehouse:
+    return suite_warehouse
 
 
 @dataclass(frozen=True)
@@ -151,16 +159,33 @@ def built_once(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Pat
     """`built_once(trace)`: a warehouse of that one trace, made by `tracelake ingest` once per test
     run. Tests that need a warehouse to change copy it (shutil.copytree; the copy re-points its
     views on first open) instead of paying for a first dbt build each."""
-    built: dict[Path, Path] = {}
+    built: dict[tuple[Path, str | None], Path] = {}
 
     def build(trace: Path) -> Path:
-        if trace not in built:
+        key = (trace, os.environ.get(CATALOG_ENV))  # a module of classic_layout gets a classic one
+        if key not in built:
             folder = tmp_path_factory.mktemp("built_once") / "wh"
             result = run_cli("ingest", str(trace), "--warehouse", str(folder), "--quiet")
             assert result.returncode == 0, result.stderr
-            built[trace] = folder
-        return built[trace]
+            built[key] = folder
+        return built[key]
     return build
+
+
+@pytest.fixture(scope="module")
+def classic_layout() -> Iterator[None]:
+    """The module's new warehouses take the classic single-file layout (`--catalog classic`): its
+    tests are of that layout's own machinery (copy-and-rename writers, journals, Parquet partitions).
+    Use as `pytestmark = pytest.mark.usefixtures("classic_layout")`, before any module fixture."""
+    saved = os.environ.get(CATALOG_ENV)
+    os.environ[CATALOG_ENV] = CLASSIC
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(CATALOG_ENV, None)
+        else:
+            os.environ[CATALOG_ENV] = saved
 
 
 def trace_id_of(db: duckdb.DuckDBPyConnection, relative_path: str) -> str:

@@ -25,6 +25,8 @@ from tests.reports.trace_variants import write_repeated
 from tracelake.crashpoints import CRASH_AT_ENV
 from tracelake.ingest.decode import CHUNK_EVENTS
 
+pytestmark = pytest.mark.usefixtures("classic_layout")  # the classic layout's own machinery
+
 FIRST = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
 SECOND = TRACES / "torch_compile_triton" / "trace.json.gz"
 BIG = TRACES / "mi300" / "resnet_act_checkpoint.json.gz"  # big enough for forked decode workers

@@ -25,6 +25,8 @@ from tracelake.graph_captures import read_capture_folder
 from tracelake.ingestion import ingest_paths
 from tracelake.warehouse import Warehouse
 
+pytestmark = pytest.mark.usefixtures("classic_layout")  # the classic layout's own machinery
+
 FIRST = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
 SECOND = TRACES / "torch_compile_triton" / "trace.json.gz"
 SGLANG = TRACES / "inference" / "sglang_decode" / "sglang_Qwen3-8B_decode.json.gz"

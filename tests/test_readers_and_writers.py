@@ -18,6 +18,8 @@ from tests.conftest import TRACES, run_cli
 from tracelake.warehouse import Warehouse
 from tracelake.writer_lock import WRITER_WAIT_ENV
 
+pytestmark = pytest.mark.usefixtures("classic_layout")  # the classic layout's own machinery
+
 FIRST = TRACES / "torch_compile_triton" / "trace.json.gz"
 OTHERS = [TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz",
           TRACES / "mi300" / "gaunernst_bert-small-uncased__1016001.json.gz",

@@ -233,6 +233,8 @@ HOLD_A_READER = f"""
 import sys
 from pathlib import Path
 from tracelake.warehouse import Warehouse
+
+pytestmark = pytest.mark.usefixtures("classic_layout")  # the classic layout's own machinery
 con = Warehouse(Path(sys.argv[1])).connect_read_only()  # as every tracelake reader opens the warehouse
 query = {READ_ONCE!r}
 print(dict(con.execute(query).fetchall()), flush=True)

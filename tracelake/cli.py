@@ -278,17 +278,21 @@ def build(
         "--jobs", min=1, help="dbt threads (models and data tests at once); default: cores.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
-    """Run the dbt project (models and tests) over the warehouse."""
+    """Rebuild every model over the warehouse (on the classic layout: the dbt project, models and data tests)."""
     wh = _warehouse(warehouse)
     if not wh.trace_ids():
         wh.require_existing()
+    if jobs is not None and not wh.runs_data_tests:
+        raise typer.BadParameter("sets dbt's threads, which only the classic layout runs; a lakehouse warehouse is "
+                                 "rebuilt from the compiled plan", param_hint="--jobs")
     wh.prepare_for_writing()
     with wh.write_lock(), ProgressBar(enabled=sys.stderr.isatty() and not quiet, counting=True) as progress:
         wh.repair()  # what a dead run left goes first: its partitions would reach the marts
         progress.stage("dbt: parsing the project")
         wh.build(run_tests=True, full_refresh=full_refresh, threads=jobs or default_jobs(),
                  on_node_done=progress.node_done)
-    print(f"built and tested the models over {len(wh.trace_ids())} traces in {wh.db_path}")
+    tested = "built and tested" if wh.runs_data_tests else "rebuilt"
+    print(f"{tested} the models over {len(wh.trace_ids())} traces in {wh.root}")
 
 
 def _query(wh: Warehouse, query: str, timeout_s: float = 0, snapshot: int | None = None) -> tuple[list[str], list[tuple]]:

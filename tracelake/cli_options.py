@@ -83,9 +83,10 @@ WarehouseOption = Annotated[
 
 CatalogOption = Annotated[
     str | None,
-    typer.Option("--catalog", help=("A new warehouse as a DuckLake lakehouse: 'local' (a SQLite catalog in the folder) "
-                                    "or postgresql://USER@HOST:PORT/DB for writers on many machines "
-                                    "(default: $TRACELAKE_CATALOG)."), show_default=False),
+    typer.Option("--catalog", help=("The catalog of a new warehouse, a DuckLake lakehouse: 'local' (a SQLite file in "
+                                    "the folder), postgresql://USER@HOST:PORT/DB for writers on many machines, or "
+                                    "'classic' for the single-DuckDB-file layout instead, the one `tracelake build` "
+                                    "runs dbt on (default: $TRACELAKE_CATALOG, else local)."), show_default=False),
 ]
 
 STORED_TRACE_HELP = ("a trace file already ingested, a trace id (or a unique prefix of >= 6 hex digits), "

@@ -1,8 +1,10 @@
 """Where a lakehouse warehouse keeps its catalog and its data files, as `<warehouse>/lake.json` records.
 
-The catalog is DuckLake's metadata: a SQLite file in the warehouse folder by default (one host, any
-number of processes, no server), or a PostgreSQL database for writers on many machines
-(`--catalog postgresql://user@host:port/db`, or `$TRACELAKE_CATALOG`). The data files are Parquet
+Every new warehouse is a lakehouse. The catalog is DuckLake's metadata: a SQLite file in the warehouse
+folder by default (`local`: one host, any number of processes, no server), or a PostgreSQL database
+for writers on many machines (`--catalog postgresql://user@host:port/db`, or `$TRACELAKE_CATALOG`).
+`classic` asks for the single-file layout of earlier releases instead (tracelake/warehouse.py), the
+one `tracelake build` runs dbt and its data tests on. The data files are Parquet
 under `<warehouse>/lake/`, a path every node of a cluster must see. A password is never written
 down: PostgreSQL's own `PGPASSWORD` or `~/.pgpass` supplies it, or the URL given to each command.
 """
@@ -21,7 +23,8 @@ from tracelake.staging import replace_file
 
 LAKE_FILE = "lake.json"
 CATALOG_ENV = "TRACELAKE_CATALOG"
-LOCAL_CATALOG = "local"  # the SQLite file <warehouse>/catalog.sqlite
+LOCAL_CATALOG = "local"  # the SQLite file <warehouse>/warehouse.sqlite
+CLASSIC = "classic"  # no lakehouse: the single DuckDB file of earlier releases
 SQLITE_FILE = "warehouse.sqlite"  # its stem is the catalog's name in SQL, as dbt compiled it
 DATA_FOLDER = "lake"
 COMPILED_NAME = "warehouse"  # the catalog dbt compiled every relation under ("warehouse"."main"."kernels")
@@ -36,12 +39,13 @@ class LakeLayout(msgspec.Struct, frozen=True):
 
 
 def check_catalog(catalog: str) -> str:
-    """`catalog` as lake.json records it; WarehouseError when it is neither `local` nor a PostgreSQL URL."""
-    if catalog == LOCAL_CATALOG:
+    """`catalog` as lake.json records it (or `classic`); WarehouseError when it is none of `local`,
+    `classic` or a PostgreSQL URL."""
+    if catalog in (LOCAL_CATALOG, CLASSIC):
         return catalog
     if not _POSTGRES.match(catalog):
-        raise WarehouseError(f"--catalog {catalog!r}: give 'local' (a SQLite file in the warehouse) "
-                             "or a PostgreSQL URL, postgresql://USER@HOST:PORT/DATABASE")
+        raise WarehouseError(f"--catalog {catalog!r}: give 'local' (a SQLite file in the warehouse), a PostgreSQL "
+                             "URL, postgresql://USER@HOST:PORT/DATABASE, or 'classic' (one DuckDB file, no lakehouse)")
     parts = urlsplit(catalog)
     if not parts.hostname or not parts.path.strip("/"):
         raise WarehouseError(f"--catalog {_without_password(catalog)}: a PostgreSQL URL names a host and a "

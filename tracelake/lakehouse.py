@@ -26,7 +26,7 @@ from tracelake import lake_writers
 from tracelake.core.errors import WarehouseError
 from tracelake.core.sql_text import sql_identifier, sql_literal
 from tracelake.crashpoints import crash_point
-from tracelake.dbt_runner import project_fingerprint
+from tracelake.dbt_runner import NodeProgress, project_fingerprint
 from tracelake.ingest.staged import TABLES, StagedTrace
 from tracelake.lake_catalog import (
     COMPILED_NAME,
@@ -52,6 +52,8 @@ from tracelake.task_models import precomputed_models
 from tracelake.warehouse import LEDGER_TABLE, Warehouse
 
 RAW_SCHEMA = "raw"
+PLAN_TABLE = "tracelake.model_plan"  # the fingerprint of the plan the marts were built with
+CLASSIC_FILE = "warehouse.duckdb"  # what makes a folder a warehouse of the classic layout
 # Rows a DuckLake insert keeps inside the catalog instead of writing a Parquet file: none, so every
 # row of every table is in a data file that `tracelake files` can name and other engines read.
 DATA_INLINING_ROW_LIMIT = 0
@@ -326,17 +328,17 @@ class LakeWarehouse(Warehouse):
         return how
 
     def _write_traces(self, con: duckdb.DuckDBPyConnection, plans: ShippedPlans, queued: list[StagedTrace]) -> str:
-        built = _has_relation(con, LEDGER_TABLE)
-        if not queued and built:
+        current = built_plan(con) == plans.build.fingerprint
+        if not queued and current:
             return "none"
         for table in TABLES:
             self._insert_raw(con, table, queued)
         crash_point("lake-raw-inserted")
+        if not current:  # a new lake, or marts an older TraceLake built: one set-based build of every trace
+            rebuild_marts(con, plans)
+            return "compiled"
         new = sorted(staged.trace_id for staged in queued)
         precomputed = {staged.trace_id: precomputed_models(staged) for staged in queued}  # by Ray tasks
-        if not built:  # one set-based build over the whole batch is cheaper than inserting what tasks modelled
-            build_marts(con, plans, new)
-            return "compiled"
         update_marts(con, plans, new, precomputed=precomputed, staged=queued)
         return "fast"
 
@@ -406,9 +408,16 @@ class LakeWarehouse(Warehouse):
                 con.execute(f"delete from {sql_identifier(schema)}.{sql_identifier(table)} where {match}")
         return True
 
-    def build(self, **_: object) -> None:
-        raise WarehouseError("`tracelake build` runs dbt over the classic layout; a lakehouse warehouse is "
-                             "modelled from the compiled plan at every ingest and needs no build")
+    runs_data_tests = False
+
+    def build(self, *, run_tests: bool, full_refresh: bool = False, threads: int = 1,
+              on_node_done: NodeProgress | None = None) -> None:
+        """Every mart rebuilt over every trace from the compiled plan, in one transaction (caller
+        holds the write lock). dbt and its data tests run on the classic layout only."""
+        if not self.trace_ids():
+            raise WarehouseError(f"warehouse {self.root} has no traces yet; ingest one first")
+        with self.writing() as con:
+            rebuild_marts(con, _shipped_plans())
 
 
 def _shipped_plans() -> ShippedPlans:
@@ -433,6 +442,24 @@ def _in_catalog(con: duckdb.DuckDBPyConnection) -> Callable[[str], str]:
     if name == COMPILED_NAME:
         return lambda sql: sql
     return lambda sql: sql.replace(f'"{COMPILED_NAME}".', f"{sql_identifier(name)}.")
+
+
+def built_plan(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The fingerprint of the plan the lake's marts were built with; None before the first build."""
+    if not _has_relation(con, PLAN_TABLE):
+        return None
+    row = con.execute(f"select fingerprint from {PLAN_TABLE}").fetchone()
+    return str(row[0]) if row else None
+
+
+def rebuild_marts(con: duckdb.DuckDBPyConnection, plans: ShippedPlans) -> None:
+    """Every mart built over every trace of the lake, and the plan recorded, inside `con`'s transaction."""
+    trace_ids = sorted(str(r[0]) for r in con.execute(f"select trace_id from {RAW_SCHEMA}.trace_files").fetchall())
+    build_marts(con, plans, trace_ids)
+    schema = PLAN_TABLE.split(".")[0]
+    con.execute(f"create schema if not exists {schema}")
+    con.execute(f"create or replace table {PLAN_TABLE} as select ?::varchar as fingerprint, now() as built_at",
+                [plans.build.fingerprint])
 
 
 def build_marts(con: duckdb.DuckDBPyConnection, plans: ShippedPlans, trace_ids: list[str]) -> None:
@@ -494,25 +521,32 @@ def is_lake(root: Path) -> bool:
 
 
 def open_warehouse(root: Path, catalog: str | None = None) -> Warehouse:
-    """The warehouse at `root`: a lakehouse when it is one or (new) when a catalog is asked for."""
-    from tracelake.lake_catalog import requested_catalog  # noqa: PLC0415
+    """The warehouse at `root`. A new one is a lakehouse with the catalog asked for (`local` when none
+    is), or the classic single-file layout when `classic` is asked for; an existing one is what it is."""
+    from tracelake.lake_catalog import CLASSIC, requested_catalog  # noqa: PLC0415
 
     requested = requested_catalog(catalog)
     root = root.expanduser()
+    classic = (root / CLASSIC_FILE).exists()
     if is_lake(root):
+        if requested == CLASSIC:
+            raise WarehouseError(f"{root} is a lakehouse warehouse; --catalog classic (or $TRACELAKE_CATALOG) "
+                                 "applies to a new warehouse: give another --warehouse folder")
         return LakeWarehouse(root, requested)
-    if requested is not None:
-        if (root / "warehouse.duckdb").exists():
+    if classic or requested == CLASSIC:
+        if requested not in (None, CLASSIC):
             raise WarehouseError(f"{root} is a warehouse of the classic layout (warehouse.duckdb); a catalog applies "
                                  "to a new lakehouse warehouse: give another --warehouse folder, or unset $TRACELAKE_CATALOG")
+        return Warehouse(root)
+    if requested is not None:
         return LakeWarehouse(root, requested)
     # a lake whose creator was killed before it wrote lake.json: the next write finishes it
     if (root / SQLITE_FILE).exists():
         return LakeWarehouse(root, None)
-    if (root / DATA_FOLDER).is_dir() and not (root / "warehouse.duckdb").exists():
+    if (root / DATA_FOLDER).is_dir():
         raise WarehouseError(f"{root} was being made a lakehouse warehouse when its writer stopped, before it recorded "
                              "its catalog: re-run with the same --catalog (or $TRACELAKE_CATALOG)")
-    return Warehouse(root)
+    return LakeWarehouse(root, LOCAL_CATALOG)
 
 
 __all__ = ["LOCAL_CATALOG", "LakeWarehouse", "is_lake", "open_warehouse"]

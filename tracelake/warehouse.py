@@ -450,6 +450,8 @@ class Warehouse:
             return None  # unreadable plan: rebuild it
         return plan if plan.fingerprint == project_fingerprint() else None
 
+    runs_data_tests = True  # `build` runs dbt's data tests too
+
     def build(self, *, run_tests: bool, full_refresh: bool = False, threads: int = 1,
               on_node_done: NodeProgress | None = None) -> None:
         """Run the dbt project over every trace on a private copy (caller holds the write lock),

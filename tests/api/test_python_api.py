@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import duckdb
 import polars as pl
 import pytest
 
@@ -18,6 +17,7 @@ import tracelake
 from tests.conftest import TRACES
 from tracelake.analyzers.contracts import PriorityData
 from tracelake.core.errors import TraceLakeError
+from tracelake.lakehouse import open_warehouse
 
 NOTEBOOK = Path(__file__).parent / "notebook_example.py"
 H100_BERT = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
@@ -38,7 +38,7 @@ def test_a_notebook_ingests_queries_and_analyzes_while_the_cli_writes(tmp_path: 
     assert notebook.returncode == 0, notebook.stderr
     seen = json.loads(notebook.stdout.strip().splitlines()[-1])
 
-    with duckdb.connect(str(warehouse / "warehouse.duckdb"), read_only=True) as con:
+    with open_warehouse(warehouse).connect_read_only() as con:
         kernels = con.execute("select count(*) from kernels where trace_id = ?", [seen["first_id"]]).fetchone()[0]
         top = con.execute("select name from kernels where trace_id = ? group by name order by sum(dur_us) desc limit 1",
                           [seen["first_id"]]).fetchone()[0]

@@ -13,6 +13,7 @@ import duckdb
 import pytest
 
 from tests.conftest import TRACES, run_cli
+from tracelake.lakehouse import LakeWarehouse, open_warehouse
 
 RESNET = TRACES / "mi300" / "resnet_act_checkpoint.json.gz"  # 3 profiler steps
 BERT = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"  # 1 profiler step
@@ -252,7 +253,10 @@ def test_missing_warehouse_is_exit_2(tmp_path: Path) -> None:
 def _damaged_copy(cwh: CompareWarehouse, tmp_path: Path, statement: str) -> Path:
     folder = tmp_path / "wh"
     shutil.copytree(cwh.folder, folder)
-    with duckdb.connect(str(folder / "warehouse.duckdb")) as con:
+    copy = open_warehouse(folder)
+    copy.repair()  # a copied lakehouse's catalog re-pointed at the copy's own data files first
+    with (copy.connect_lake(read_only=False) if isinstance(copy, LakeWarehouse)
+          else duckdb.connect(str(copy.db_path))) as con:
         con.execute(statement)
     return folder
 

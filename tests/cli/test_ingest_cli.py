@@ -143,7 +143,7 @@ def test_relative_warehouse_path_from_another_folder(tmp_path: Path) -> None:
     """dbt runs in the project folder: a relative --warehouse must still mean the caller's folder."""
     result = run_cli("ingest", str(SMALL_TRACE), "--warehouse", "relative_wh", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "relative_wh" / "warehouse.duckdb").is_file()
+    assert (tmp_path / "relative_wh" / "lake.json").is_file()
     rows = run_cli("sql", "select count(*) as n from gpu_timeline", "--warehouse", "relative_wh", "--format", "json",
                    cwd=tmp_path)
     assert json.loads(rows.stdout) == [{"n": 1}]

@@ -17,6 +17,8 @@ from tests.conftest import run_cli
 from tracelake.core.errors import TraceLakeError
 from tracelake.sql_guard import ReadOnlyQueryError, check_query, lock_down
 
+pytestmark = pytest.mark.usefixtures("classic_layout")  # its Parquet partitions and database file; tests/lake/test_lake_sql_guard.py: the lakehouse
+
 # (id, statement, text the one stderr line must contain). Placeholders: {partition} is the
 # trace's trace_files Parquet file (what testers overwrote), {out} a folder outside the warehouse.
 REFUSED = [

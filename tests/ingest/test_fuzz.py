@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pyarrow.parquet as pq
 import pytest
 
@@ -40,6 +39,7 @@ from tests.ingest.probe_cases import GZIP_CLASSES, PROBE_CLASSES, _dicts, _dump,
 from tracelake.cli import main
 from tracelake.core.errors import TraceLakeError
 from tracelake.ingest.trace_ingest import stage_trace
+from tracelake.lakehouse import open_warehouse
 
 SEED = 20261201
 CASES_PER_CLASS_PER_SOURCE = 3
@@ -376,12 +376,14 @@ def _cli(args: list[str]) -> tuple[int, str]:
     return code, stderr.getvalue()
 
 
-@pytest.fixture(scope="module")
-def fuzz_warehouse(fuzz_run: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+@pytest.fixture(scope="module", params=["classic", "lakehouse"])
+def fuzz_warehouse(fuzz_run: dict[str, Any], tmp_path_factory: pytest.TempPathFactory,
+                   request: pytest.FixtureRequest) -> dict[str, Any]:
     """A sample of the cases ingested one by one through the CLI, then a few more staged cases
-    of each class as one folder, into one warehouse."""
+    of each class as one folder, into one warehouse of each layout."""
     outcomes: list[Outcome] = fuzz_run["outcomes"]
     warehouse = tmp_path_factory.mktemp("fuzz_wh")
+    layout = ["--catalog", "classic"] if request.param == "classic" else []
     rng = random.Random(SEED)
     by_class: dict[str, list[Outcome]] = {}
     for outcome in outcomes:
@@ -389,14 +391,16 @@ def fuzz_warehouse(fuzz_run: dict[str, Any], tmp_path_factory: pytest.TempPathFa
     sample = [rng.choice([o for o in group if o.staged] or group) for group in by_class.values()]
     rest = [o for o in outcomes if o not in sample]
     sample += _pick(rng, [o for o in rest if not o.staged], CLI_SAMPLE_CASES - len(sample))
-    runs = [(o, *_cli(["ingest", str(o.path), "--warehouse", str(warehouse), "--quiet", "--jobs", "1"])) for o in sample]
-    folder = fuzz_run["root"] / "batch"
+    runs = [(o, *_cli(["ingest", str(o.path), "--warehouse", str(warehouse), "--quiet", "--jobs", "1", *layout]))
+            for o in sample]
+    folder = fuzz_run["root"] / f"batch_{request.param}"
     folder.mkdir()
     batch = [o for group in by_class.values()
              for o in _pick(rng, [o for o in group if o.staged and o not in sample], BATCH_CASES_PER_CLASS)]
     for outcome in batch:
         shutil.copy(outcome.path, folder / outcome.path.name)
-    batch_code, batch_stderr = _cli(["ingest", str(folder), "--warehouse", str(warehouse), "--quiet", "--jobs", "2"])
+    batch_code, batch_stderr = _cli(["ingest", str(folder), "--warehouse", str(warehouse), "--quiet", "--jobs", "2",
+                                     *layout])
     return {"warehouse": warehouse, "runs": runs, "batch": batch, "batch_exit": (batch_code, batch_stderr)}
 
 
@@ -427,7 +431,7 @@ def test_every_committed_trace_has_its_rows(fuzz_run: dict[str, Any], fuzz_wareh
     committed = {hashlib.sha256(o.case.data).hexdigest()[:16]: o for o in ingested if o.staged}
     code, stderr = _cli(["traces", "--warehouse", str(warehouse), "--format", "json"])
     assert code == 0, stderr
-    with duckdb.connect(str(warehouse / "warehouse.duckdb"), read_only=True) as db:
+    with open_warehouse(warehouse).connect_read_only() as db:
         rows = db.execute("""
             select t.trace_id, t.event_count,
                    (select count(*) from events e where e.trace_id = t.trace_id) as events,
@@ -446,6 +450,7 @@ def test_every_committed_trace_has_its_rows(fuzz_run: dict[str, Any], fuzz_wareh
         assert total_ms is None or total_ms < 3.6e6, (label, total_ms)  # never the 1e12 ms of an outlier
 
 
+@pytest.mark.parametrize("fuzz_warehouse", ["classic"], indirect=True)  # dbt's data tests run on the classic file
 def test_fuzzed_warehouse_passes_the_data_tests(fuzz_warehouse: dict[str, Any]) -> None:
     code, stderr = _cli(["build", "--warehouse", str(fuzz_warehouse["warehouse"])])
     assert code == 0, stderr

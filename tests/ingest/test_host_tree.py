@@ -15,6 +15,7 @@ from tests.conftest import TRACES, trace_id_of
 from tests.ingest.probe_cases import make_probe_case
 from tracelake.cli import main
 from tracelake.ingest.limits import MAX_HOST_OP_NESTING
+from tracelake.lakehouse import open_warehouse
 
 BERT_H100 = "h100/gaunernst_bert-small-uncased__1016001.json.gz"
 CPU_MLP = "cpu_only/cpu_mlp_training.json.gz"
@@ -95,7 +96,7 @@ def deep_warehouse(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def _deep_db(deep_warehouse: dict[str, Any]) -> duckdb.DuckDBPyConnection:
-    return duckdb.connect(str(deep_warehouse["warehouse"] / "warehouse.duckdb"), read_only=True)
+    return open_warehouse(deep_warehouse["warehouse"]).connect_read_only()
 
 
 def _one(db: duckdb.DuckDBPyConnection, sql: str, trace_id: str) -> tuple[Any, ...]:

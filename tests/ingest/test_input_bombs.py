@@ -20,7 +20,6 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
 import msgspec
 import pytest
 
@@ -37,6 +36,7 @@ from tracelake.ingest.limits import (
     TRACE_WINDOW_SAMPLE_EVENTS,
 )
 from tracelake.ingest.reader import _gunzip
+from tracelake.lakehouse import open_warehouse
 
 MIB = 1 << 20
 # Address space for one ingest: DuckDB, Arrow and the decode workers reserve far more than they
@@ -199,7 +199,7 @@ def test_long_process_and_thread_names_are_clipped_once_at_ingest(tmp_path: Path
     # the names held once per table that keeps them (a few dozen), never once per row, on top of what
     # the same trace with short names takes
     assert run.peak_rss_bytes < normal.peak_rss_bytes + 64 * path.stat().st_size, (run, normal, startup_rss)
-    with duckdb.connect(str(tmp_path / "wh" / "warehouse.duckdb"), read_only=True) as db:
+    with open_warehouse(tmp_path / "wh").connect_read_only() as db:
         check = db.sql("select value, verdict from trace_quality where check_name = 'clipped_labels'").fetchall()
         longest = db.sql("select max(length(thread_name)), max(length(process_name)) from op_perf_instances").fetchall()[0]
         modules = db.sql("select max(length(name)) from events where name like 'nn.Module: %'").fetchall()[0]

@@ -185,3 +185,79 @@ def test_kills_at_random_moments_leave_every_trace_whole_or_absent(lake: Lake,
         present |= _ids([trace], clean_counts)
         lake.assert_whole_or_absent(clean_counts, present)
     assert any(code == KILLED for _, code in outcomes), outcomes
+
+
+TAGGED = RANDOM_TRACES[0]
+ANALYZED = RANDOM_TRACES[1]
+
+
+def _tags_and_counts(folder: Path) -> tuple[dict[str, object], dict[tuple[str, str], int]]:
+    with lake_tables.connect(folder) as lake:
+        tags = {str(r[0]): r[1] for r in lake.execute("select trace_id, tags from raw.trace_files").fetchall()}
+        return tags, lake_tables.counts_per_trace(lake)
+
+
+@pytest.fixture(scope="module")
+def two_trace_lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("two") / "wh"
+    done = run_cli("ingest", str(BASE), str(TAGGED), "--warehouse", str(folder), "--catalog", "local", "--quiet")
+    assert done.returncode == 0, done.stderr
+    return folder
+
+
+def _copy_of(folder: Path, tmp_path: Path) -> Path:
+    import shutil  # noqa: PLC0415
+
+    copy = tmp_path / "wh"
+    shutil.copytree(folder, copy)
+    return copy
+
+
+@pytest.mark.parametrize("point", ["lake-commit", "lake-committed"])
+@pytest.mark.parametrize("command", ["tag", "rm"])
+def test_a_killed_tag_or_rm_changes_everything_or_nothing(two_trace_lake: Path, tmp_path: Path,
+                                                           clean_counts: dict[tuple[str, str], int],
+                                                           command: str, point: str) -> None:
+    folder = _copy_of(two_trace_lake, tmp_path)
+    before_tags, before_counts = _tags_and_counts(folder)
+    target = _ids([TAGGED], clean_counts).pop()
+    args = [target, "run=nightly-7"] if command == "tag" else [target]
+    killed = run_cli(command, *args, "--warehouse", str(folder), env={CRASH_AT_ENV: point})
+    assert killed.returncode == KILLED, killed.stderr
+    tags, counts = _tags_and_counts(folder)
+    if point == "lake-commit":  # died before its commit: nothing changed
+        assert (tags, counts) == (before_tags, before_counts)
+    elif command == "tag":  # committed: the tag, and the marts that read it re-modelled in the same snapshot
+        assert tags[target] == {**before_tags[target], "run": "nightly-7"}  # type: ignore[dict-item]
+        assert counts == before_counts
+        with lake_tables.connect(folder) as lake:
+            assert lake.execute("select run from runs where trace_id = ?", [target]).fetchone() == ("nightly-7",)
+    else:  # committed: the trace is gone from every table, the other one untouched
+        assert set(tags) == set(before_tags) - {target}
+        assert counts == {key: n for key, n in before_counts.items() if key[1] != target}
+    listed = run_cli("traces", "--warehouse", str(folder), "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    assert not (folder / "staging").is_dir() or not any((folder / "staging").iterdir())
+
+
+@pytest.mark.parametrize("point", ["staged", "lake-commit", "report-staged", "report-published"])
+def test_a_killed_analyze_leaves_the_old_report_or_the_new_one(two_trace_lake: Path, tmp_path: Path,
+                                                                point: str) -> None:
+    folder = _copy_of(two_trace_lake, tmp_path)
+    out = tmp_path / "report"
+    first = run_cli("analyze", str(TAGGED), "--warehouse", str(folder), "--out", str(out), "--quiet")
+    assert first.returncode == 0, first.stderr
+    before = (out / "analysis.md").read_bytes()
+    # a new trace: the kill lands in its ingest ("staged", the commit) or in the report's writing
+    killed = run_cli("analyze", str(ANALYZED), "--warehouse", str(folder), "--out", str(out), "--quiet",
+                     env={CRASH_AT_ENV: point})
+    assert killed.returncode == KILLED, killed.stderr
+    assert (out / "analysis.md").read_bytes() == before or point == "report-published"
+    again = run_cli("analyze", str(ANALYZED), "--warehouse", str(folder), "--out", str(out), "--quiet")
+    assert again.returncode == 0, again.stderr
+    assert (out / "analysis.md").read_bytes() != before
+    assert [p.name for p in tmp_path.glob(".tracelake-*")] == []  # the dead run's staging is gone
+    with lake_tables.connect(folder) as lake:
+        recorded = lake.execute("select count(*) from analyses where out_dir = ?", [str(out)]).fetchone()
+        listed = lake.execute("select count(*) from traces").fetchone()
+    assert (recorded, listed) == ((1,), (3,))

@@ -18,6 +18,7 @@ import pytest
 from tests.conftest import DATA, TRACES, run_cli
 from tracelake.graph_captures import read_capture_folder
 from tracelake.ingestion import ingest_paths
+from tracelake.lakehouse import open_warehouse
 from tracelake.warehouse import Warehouse
 
 CAPTURES = DATA / "captures"
@@ -222,7 +223,7 @@ def _capture_id(merged: Merged, replay: Path) -> str:
 
 def _mapping(folder: Path, replay_id: str) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
     """(graph_kernel_map rows of the replay, its kernels' attribution: link method, capture, count)."""
-    with duckdb.connect(str(folder / "warehouse.duckdb"), read_only=True) as db:
+    with open_warehouse(folder).connect_read_only() as db:
         kernel_map = db.execute("select * exclude (trace_id) from graph_kernel_map where trace_id = ? "
                                 "order by gpu_event_idx", [replay_id]).fetchall()
         attribution = db.execute("select link_method, capture_trace_id, count(*) from kernels where trace_id = ? "
@@ -264,7 +265,7 @@ def test_a_capture_linked_by_tag_alone_merges_like_a_folder_ingest(merged: Merge
     _tag(folder, replay, f"graph_capture_traces={capture}")
     linked = _mapping(folder, replay)
     assert linked[1] == _mapping(merged.warehouse.root, replay)[1]
-    with duckdb.connect(str(folder / "warehouse.duckdb"), read_only=True) as db:  # the capture's annotation's mode
+    with open_warehouse(folder).connect_read_only() as db:  # the capture's annotation's mode
         assert db.execute("select distinct capture_mode from graph_kernel_map where trace_id = ?", [replay]).fetchall() == [("DECODE",)]
     # execution_details.json's batch size and mode, tagged on the capture: its replay is re-modelled
     _tag(folder, capture, "graph_capture_batch_size=32", "graph_capture_mode=full")

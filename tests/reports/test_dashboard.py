@@ -25,6 +25,7 @@ from tracelake.folders import MARKER_NAME
 from tracelake.reports import svg_charts
 from tracelake.reports.dashboard import DATA_JSON, INDEX, render_dashboard
 from tracelake.reports.dashboard_data import DashboardData, report_href
+from tracelake.warehouse import Warehouse
 
 BERT = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
 CPU_ONLY = TRACES / "cpu_only" / "cpu_mlp_training.json.gz"
@@ -208,12 +209,12 @@ def test_traces_sharing_a_run_tag_get_a_note_not_a_renamed_run(data: DashboardDa
     assert all(c.group_key != "bert | training | H100" for c in data.regressions)
 
 
-def test_run_group_rules_pass_their_dbt_unit_tests(built: dict[str, Path], tmp_path: Path) -> None:
+def test_run_group_rules_pass_their_dbt_unit_tests(suite_warehouse: Warehouse, tmp_path: Path) -> None:
     """The run-group rules with edge cases (serving phases split groups: a decode run is never
     compared with a prefill + decode run; natural run order; ranks of one job; the rest category;
     consecutive-run pairs) are dbt unit tests beside the marts, run here on a copy of the warehouse."""
     copy = tmp_path / "warehouse.duckdb"
-    shutil.copyfile(built["warehouse"] / "warehouse.duckdb", copy)
+    shutil.copyfile(suite_warehouse.db_path, copy)  # dbt runs on the classic layout; unit tests bring their rows
     selected = [f"{model},test_type:unit" for model in ("run_groups", "run_group_categories", "run_category_changes")]
     results = run_dbt(copy, tmp_path / "dbt", ["test", "--select", *selected])
     names = sorted(r.node.name for r in results.results)

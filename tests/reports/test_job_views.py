@@ -24,6 +24,7 @@ from tracelake.core.errors import WarehouseError
 from tracelake.dbt_runner import run_dbt
 from tracelake.reports.dashboard import DATA_JSON, INDEX
 from tracelake.reports.dashboard_data import DashboardData
+from tracelake.warehouse import Warehouse
 
 DLRM = DATA / "jobs" / "dlrm_8rank"
 JOB = "dlrm_8rank"
@@ -115,12 +116,12 @@ def test_dashboard_charts_the_collectives_of_each_rank(page: tuple[DashboardData
     assert "collectives" in group.categories
 
 
-def test_job_marts_pass_their_dbt_unit_tests(warehouse: Path, tmp_path: Path) -> None:
+def test_job_marts_pass_their_dbt_unit_tests(suite_warehouse: Warehouse, tmp_path: Path) -> None:
     """Ties at both ends of a spread go to the lowest rank, a rank without a step time is left out of that
     metric only; the collectives charted by name and the smaller categories summed (dbt unit tests beside
     the marts, run on a copy of the warehouse)."""
     copy = tmp_path / "warehouse.duckdb"
-    shutil.copyfile(warehouse / "warehouse.duckdb", copy)
+    shutil.copyfile(suite_warehouse.db_path, copy)  # dbt runs on the classic layout; unit tests bring their rows
     selected = [f"{model},test_type:unit" for model in ("job_rank_spread", "job_rank_categories")]
     results = run_dbt(copy, tmp_path / "dbt", ["test", "--select", *selected])
     assert sorted(r.node.name for r in results.results) == [

@@ -12,6 +12,7 @@ import duckdb
 import pytest
 
 from tests.conftest import TRACES, run_cli
+from tracelake.lakehouse import open_warehouse
 
 BERT = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
 FINDINGS_PID = "TraceLake findings"
@@ -26,7 +27,7 @@ def analyzed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 def _db(warehouse: Path) -> duckdb.DuckDBPyConnection:
-    return duckdb.connect(str(warehouse / "warehouse.duckdb"), read_only=True)
+    return open_warehouse(warehouse).connect_read_only()
 
 
 def test_each_finding_records_the_window_of_its_claims(analyzed: tuple[Path, str]) -> None:
