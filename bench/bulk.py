@@ -54,7 +54,8 @@ TREND_CALLS = 10  # calls compared at the start and the end of the tagged ingest
 
 def ingest_cmd(tracelake: Path, paths: Iterable[Path], warehouse: Path, jobs: int,
                tags: dict[str, str] | None = None) -> list[str]:
-    cmd = [str(tracelake), "ingest", *map(str, paths), "--warehouse", str(warehouse), "--jobs", str(jobs)]
+    cmd = [str(tracelake), "ingest", *map(str, paths), "--warehouse", str(warehouse), "--jobs", str(jobs),
+           "--catalog", "classic"]  # it measures the classic layout (bench/lake_scale.py: the lakehouse)
     for key, value in (tags or {}).items():
         cmd += ["--tag", f"{key}={value}"]
     return cmd

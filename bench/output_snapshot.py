@@ -59,11 +59,16 @@ def normalise_outputs(folder: Path) -> None:
             path.write_text(CLOCK_TEXT.sub("<clock>", path.read_text().replace(str(folder), "<work>")))
 
 
-def dump_tables(database: Path, into: Path) -> None:
+def dump_tables(warehouse: Path, into: Path) -> None:
+    from tracelake.lakehouse import LakeWarehouse, open_warehouse  # noqa: PLC0415
+
     into.mkdir(parents=True)
-    con = duckdb.connect(str(database), read_only=True)
-    names = [r[0] for r in con.sql("select distinct table_name from information_schema.tables "
-                                   "where table_schema = 'main' and table_type = 'BASE TABLE' order by 1").fetchall()]
+    wh = open_warehouse(warehouse)
+    con = (wh.connect_lake(read_only=True) if isinstance(wh, LakeWarehouse)
+           else duckdb.connect(str(wh.db_path), read_only=True))
+    names = [r[0] for r in con.sql("select distinct table_name from information_schema.tables where table_catalog = "
+                                   "current_database() and table_schema = 'main' and table_type = 'BASE TABLE' "
+                                   "order by 1").fetchall()]
     for name in names:
         columns = [r[0] for r in con.sql(f'describe "{name}"').fetchall()]
         kept = [c for c in columns if c not in CLOCK_KEYS]
@@ -90,7 +95,7 @@ def main() -> None:
     run([tracelake, "analyze", str(traces[0]), "--compare", str(traces[1]), "--warehouse", str(warehouse),
          "--out", str(work / "reports" / "compare")])
     run([tracelake, "dashboard", "--warehouse", str(warehouse), "--out", str(work / "dashboard")])
-    dump_tables(warehouse / "warehouse.duckdb", work / "tables")
+    dump_tables(warehouse, work / "tables")
     shutil.rmtree(warehouse)
     normalise_outputs(work)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -89,7 +89,14 @@ def test_the_installed_command_ingests_and_analyzes_without_the_dbt_project(inst
     assert (tmp_path / "report" / "analysis.md").read_text().startswith("#")
     listed = _run(python, "-m", "tracelake", "platforms", "--format", "json", cwd=tmp_path)
     assert listed.returncode == 0 and '"MI300X"' in listed.stdout
+    # a lakehouse is rebuilt from the compiled plan; dbt (the classic layout's build) needs the source checkout
     build = _run(python, "-m", "tracelake", "build", "--warehouse", str(warehouse), cwd=tmp_path)
+    assert build.returncode == 0 and build.stdout.startswith("rebuilt the models over 1 traces"), build.stderr
+    classic = tmp_path / "classic"
+    made = _run(python, "-m", "tracelake", "ingest", str(BERT), "--warehouse", str(classic), "--catalog", "classic",
+                "--quiet", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    build = _run(python, "-m", "tracelake", "build", "--warehouse", str(classic), cwd=tmp_path)
     assert build.returncode == 2 and "source checkout" in build.stderr and build.stderr.count("\n") == 1
 
 

@@ -21,6 +21,8 @@ from tests.conftest import TRACES, run_cli
 from tracelake.crashpoints import CRASH_AT_ENV
 from tracelake.removal import JOURNAL_FILE
 
+pytestmark = pytest.mark.usefixtures("classic_layout")  # the classic layout's own machinery
+
 KEPT = TRACES / "torch_compile_triton" / "trace.json.gz"  # trace A: read throughout
 REMOVED = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"  # trace B: removed and re-ingested
 RM_CYCLES = 6  # rm B, ingest B again: on the code before the fix, 6 cycles broke reads every run (see README)
@@ -233,8 +235,6 @@ HOLD_A_READER = f"""
 import sys
 from pathlib import Path
 from tracelake.warehouse import Warehouse
-
-pytestmark = pytest.mark.usefixtures("classic_layout")  # the classic layout's own machinery
 con = Warehouse(Path(sys.argv[1])).connect_read_only()  # as every tracelake reader opens the warehouse
 query = {READ_ONCE!r}
 print(dict(con.execute(query).fetchall()), flush=True)

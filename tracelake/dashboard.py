@@ -40,8 +40,8 @@ def write_dashboard(warehouse: Warehouse, out_dir: Path | None = None) -> Path:
                              f"--warehouse {warehouse.root}` first")
     target = claim_output_folder(
         (out_dir or default_dashboard_dir(warehouse)).resolve(), _dashboard_folder(),
-        protected=[warehouse.parquet_dir, warehouse.db_path, warehouse.dbt_dir],
-        reserved=[warehouse.parquet_dir, warehouse.staging_dir, warehouse.dbt_dir], force_option=None)
+        protected=[*warehouse.reserved_folders(), warehouse.db_path],
+        reserved=warehouse.reserved_folders(), force_option=None)
     request = DashboardRequest(warehouse=str(warehouse.root.resolve()), out_dir=target.path,
                                generated_at=datetime.now(UTC), tracelake_version=__version__)
     with warehouse.connect_read_only() as db:

@@ -90,7 +90,7 @@ def _claim_out_dir(job: JobInput, warehouse: Warehouse, options: AnalyzeOptions)
     return claim_output_folder(
         options.out_dir or default_job_out_dir(job), JOB_FOLDER,
         protected=[job.root, *job.files, warehouse.root],
-        reserved=[warehouse.parquet_dir, warehouse.staging_dir, warehouse.dbt_dir], force=options.force)
+        reserved=warehouse.reserved_folders(), force=options.force)
 
 
 def _refuse_unjoblike(options: AnalyzeOptions) -> None:

@@ -71,7 +71,7 @@ def read_layout(root: Path) -> LakeLayout | None:
     path = root / LAKE_FILE
     try:
         return msgspec.json.decode(path.read_bytes(), type=LakeLayout)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no warehouse there (yet)
         return None
     except (OSError, msgspec.DecodeError) as exc:
         raise WarehouseError(f"{path} is not a lakehouse layout TraceLake wrote ({exc})") from None

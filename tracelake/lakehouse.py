@@ -71,6 +71,9 @@ class LakeWarehouse(Warehouse):
         self._queued: list[StagedTrace] = []
         self._known: set[str] = set()  # the committed trace ids when the queue began
 
+    def reserved_folders(self) -> list[Path]:
+        return [self.data_path, *super().reserved_folders()]
+
     # ---- the catalog -------------------------------------------------------------------
     def layout(self) -> LakeLayout:
         layout = read_layout(self.root)

@@ -134,7 +134,7 @@ def _claim_out_dir(trace: Path, warehouse: Warehouse, options: AnalyzeOptions) -
     return claim_output_folder(
         options.out_dir or default_out_dir(trace, options.compare), ANALYSIS_FOLDER,
         protected=[p for p in inputs if p is not None] + [warehouse.root],
-        reserved=[warehouse.parquet_dir, warehouse.staging_dir, warehouse.dbt_dir],
+        reserved=warehouse.reserved_folders(),
         force=options.force)
 
 

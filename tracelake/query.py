@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from tracelake.core.errors import TraceLakeError
-from tracelake.sql_guard import check_query, refused_access
+from tracelake.sql_guard import check_query, readable_folder, refused_access
 
 if TYPE_CHECKING:
     from tracelake.warehouse import Warehouse
@@ -69,7 +69,7 @@ def run_query(wh: Warehouse, query: str, timeout_s: float, snapshot: int | None 
                                    "--timeout (0 = no limit)") from None
             raise
         except duckdb.PermissionException as exc:  # a file or URL outside the warehouse
-            raise refused_access(str(exc), wh.root) from None
+            raise refused_access(str(exc), wh.root, readable_folder(con)) from None
         except duckdb.Error as exc:
             first_line = str(exc).strip().splitlines()[0]
             raise TraceLakeError(f"query failed: {first_line}") from None

@@ -136,6 +136,17 @@ def readable_directory(warehouse_root: Path) -> Path:
     return warehouse_root / PARQUET_FOLDER
 
 
+def readable_folder(con: duckdb.DuckDBPyConnection) -> Path | None:
+    """The folder `lock_down` let the connection's instance open files in (the classic layout's
+    Parquet partitions, a lakehouse's data path); None when the instance is not locked down."""
+    if _setting(con, "enable_external_access"):
+        return None
+    row = con.execute("select current_setting('allowed_directories'), current_setting('temp_directory')").fetchone()
+    allowed, spill = (row[0] or [], str(row[1]).rstrip("/")) if row else ([], "")
+    folders = [str(a) for a in allowed if str(a).rstrip("/") != spill]
+    return Path(min(folders, key=len)) if folders else None  # the folder, not its literal-glob spelling
+
+
 def lock_down(con: duckdb.DuckDBPyConnection, warehouse_root: Path, readable: Path | None = None) -> None:
     """Lock a freshly opened read-only connection's DuckDB instance (see the module docstring);
     files may be opened only in `readable` (default: the warehouse's Parquet partitions).
@@ -174,18 +185,18 @@ _REFUSED_FILE = re.compile(r'Cannot access (?:file|directory) "([^"]*)"')
 _VIEW_GLOB = re.compile(r"/parquet/\w+/(?:\*|trace_id=[^/]+)/[^/]+\.parquet$")  # what a raw.* view reads
 
 
-def refused_access(message: str, warehouse_root: Path) -> ReadOnlyQueryError:
-    """The refusal for a DuckDB permission error (a file or URL the locked connection may not open)."""
+def refused_access(message: str, warehouse_root: Path, readable: Path | None = None) -> ReadOnlyQueryError:
+    """The refusal for a DuckDB permission error (a file or URL the locked connection may not open;
+    `readable`: the folder it may open, by default the classic layout's Parquet folder)."""
+    readable = readable or readable_directory(warehouse_root)
     match = _REFUSED_FILE.search(message)
     target = match.group(1) if match else "a file"
     if re.match(r"^[a-zA-Z][\w+.-]*://", target):
         return ReadOnlyQueryError(f"reading {target} is refused", "tracelake sql reaches no network")
     if _VIEW_GLOB.search(target):
-        return ReadOnlyQueryError(f"opening {target} is refused: the warehouse's views point outside "
-                                  f"{readable_directory(warehouse_root)}",
+        return ReadOnlyQueryError(f"opening {target} is refused: the warehouse's views point outside {readable}",
                                   f"moved the folder? `tracelake build --warehouse {warehouse_root}` re-points them")
-    return ReadOnlyQueryError(f"opening {target} is refused",
-                              f"tracelake sql opens files only under {readable_directory(warehouse_root)}")
+    return ReadOnlyQueryError(f"opening {target} is refused", f"tracelake sql opens files only under {readable}")
 
 
 def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
@@ -347,10 +358,10 @@ def _check_paths(con: duckdb.DuckDBPyConnection, paths: list[str]) -> None:
     deleted rows)."""
     if not paths:
         return
-    row = con.execute("select path from duckdb_databases() where database_name = current_database()").fetchone()
-    if row is None or not row[0]:
-        return  # an in-memory database: no warehouse, DuckDB's settings alone apply
-    readable = os.path.realpath(readable_directory(Path(row[0]).parent))
+    folder = readable_folder(con)
+    if folder is None:
+        return  # not locked down (an in-memory database of a test): DuckDB's settings alone apply
+    readable = os.path.realpath(folder)
     for path in paths:
         if _URL.match(path):
             continue  # refused by DuckDB (no network), with its own message

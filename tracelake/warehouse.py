@@ -450,6 +450,10 @@ class Warehouse:
             return None  # unreadable plan: rebuild it
         return plan if plan.fingerprint == project_fingerprint() else None
 
+    def reserved_folders(self) -> list[Path]:
+        """The warehouse's own folders: no output is written into or over one of them."""
+        return [self.parquet_dir, self.staging_dir, self.dbt_dir]
+
     runs_data_tests = True  # `build` runs dbt's data tests too
 
     def build(self, *, run_tests: bool, full_refresh: bool = False, threads: int = 1,

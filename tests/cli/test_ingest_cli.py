@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from tests.cli.conftest import SMALL_TRACE, snapshot
 from tests.conftest import TRACES, run_cli
@@ -122,19 +123,34 @@ def test_build_runs_dbt_models_and_data_tests(warehouse, tmp_path: Path) -> None
     assert passed > 150  # 18 models + ~160 data tests
 
 
-def test_reingest_with_tags_updates_the_tags_only(tmp_path: Path) -> None:
+def _raw_files(folder: Path) -> dict[str, str]:
+    """The raw tables' data, trace_files aside: Parquet partitions (classic) or files (lakehouse)."""
+    if (folder / "parquet").is_dir():
+        return {k: v for k, v in snapshot(folder / "parquet").items() if "trace_files" not in k}
+    listed = {}
+    for table in ("events", "host_ops", "gpu_ops", "flows", "ingest_checks"):
+        files = run_cli("files", f"raw.{table}", "--warehouse", str(folder))
+        assert files.returncode == 0, files.stderr
+        listed[table] = files.stdout
+    return listed
+
+
+@pytest.mark.parametrize("layout", ["lakehouse", "classic"])
+def test_reingest_with_tags_updates_the_tags_only(tmp_path: Path, layout: str) -> None:
     folder = tmp_path / "wh"
     trace = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
-    assert run_cli("ingest", str(trace), "--warehouse", str(folder), "--tag", "model=bert").returncode == 0
-    before = {k: v for k, v in snapshot(folder / "parquet").items() if "trace_files" not in k}
+    catalog = ["--catalog", "classic"] if layout == "classic" else []
+    assert run_cli("ingest", str(trace), "--warehouse", str(folder), "--tag", "model=bert", *catalog).returncode == 0
+    before = _raw_files(folder)
     again = run_cli("ingest", str(trace), "--warehouse", str(folder), "--tag", "run=r2", "--tag", "mode=inference")
     assert again.returncode == 0 and "already ingested; tags updated" in again.stdout
     listed = json.loads(run_cli("sql", "select model, run, mode, mode_source from runs", "--warehouse", str(folder),
                                 "--format", "json").stdout)
     assert listed == [{"model": "bert", "run": "r2", "mode": "inference", "mode_source": "tag"}]
-    assert {k: v for k, v in snapshot(folder / "parquet").items() if "trace_files" not in k} == before
-    rewritten = pq.ParquetFile(next((folder / "parquet" / "trace_files").glob("*/*.parquet")))
-    assert rewritten.metadata.row_group(0).column(0).compression == PARQUET_COMPRESSION.upper()  # as ingest writes
+    assert _raw_files(folder) == before
+    if layout == "classic":
+        rewritten = pq.ParquetFile(next((folder / "parquet" / "trace_files").glob("*/*.parquet")))
+        assert rewritten.metadata.row_group(0).column(0).compression == PARQUET_COMPRESSION.upper()  # as ingest writes
     same = run_cli("ingest", str(trace), "--warehouse", str(folder), "--tag", "run=r2")
     assert same.returncode == 0 and "already ingested" in same.stdout and "tags updated" not in same.stdout
 

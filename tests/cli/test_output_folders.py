@@ -66,6 +66,8 @@ def test_the_traces_own_folder_is_refused(small_warehouse: Path, tmp_path: Path)
 def test_the_warehouse_data_is_refused(small_warehouse: Path) -> None:
     before = snapshot(small_warehouse)
     _refused(_analyze(small_warehouse, "--out", str(small_warehouse / "parquet")), "parquet")
+    assert (small_warehouse / "lake.json").is_file()  # a lakehouse: its data path is its own too
+    _refused(_analyze(small_warehouse, "--out", str(small_warehouse / "lake" / "report")), "lake")
     _refused(_analyze(small_warehouse, "--out", str(small_warehouse)), "holds")
     _refused(run_cli("dashboard", "--warehouse", str(small_warehouse), "--out", str(small_warehouse)), "holds")
     assert snapshot(small_warehouse) == before

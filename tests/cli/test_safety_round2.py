@@ -18,7 +18,7 @@ import pytest
 
 from tests.cli.conftest import SMALL_TRACE
 from tests.conftest import DATA, TRACES, run_cli
-from tracelake.warehouse import Warehouse
+from tracelake.lakehouse import open_warehouse
 
 SECOND_TRACE = TRACES / "cpu_only" / "cpu_mlp_training.json.gz"
 THIRD_TRACE = TRACES / "mi210" / "gpu_only_trace" / "gpu_only_trace.json.gz"
@@ -42,13 +42,22 @@ def _trace_id(warehouse: Path, trace: Path) -> str:
     return result.stdout.splitlines()[1]
 
 
+def _two_traces(folder: Path, *layout: str) -> Path:
+    result = run_cli("ingest", str(SMALL_TRACE), str(SECOND_TRACE), "--warehouse", str(folder), "--quiet", *layout)
+    assert result.returncode == 0, result.stderr
+    return folder
+
+
 @pytest.fixture(scope="module")
 def two_trace_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two small traces (rm refuses to empty a warehouse): copied by each test that writes."""
-    folder = tmp_path_factory.mktemp("two_traces") / "wh"
-    result = run_cli("ingest", str(SMALL_TRACE), str(SECOND_TRACE), "--warehouse", str(folder), "--quiet")
-    assert result.returncode == 0, result.stderr
-    return folder
+    return _two_traces(tmp_path_factory.mktemp("two_traces") / "wh")
+
+
+@pytest.fixture(scope="module")
+def two_trace_classic(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same, in the classic layout: the one dbt runs on."""
+    return _two_traces(tmp_path_factory.mktemp("two_classic") / "wh", "--catalog", "classic")
 
 
 @dataclass(frozen=True)
@@ -57,12 +66,11 @@ class WarehouseCopy:
     writers: dict[str, tuple[str, ...]]  # each writer command's arguments, against `root`
 
 
-@pytest.fixture
-def fresh(two_trace_warehouse: Path, tmp_path: Path) -> WarehouseCopy:
-    """A copy of the two-trace warehouse, with one command line per writer."""
+def _copy(source: Path, tmp_path: Path) -> WarehouseCopy:
+    """A copy of a two-trace warehouse, with one command line per writer."""
     root = tmp_path / "wh"
-    shutil.copytree(two_trace_warehouse, root)
-    trace_id = _trace_id(two_trace_warehouse, SMALL_TRACE)  # a content hash: the same in the copy
+    shutil.copytree(source, root)
+    trace_id = _trace_id(source, SMALL_TRACE)  # a content hash: the same in the copy
     where = ("--warehouse", str(root))
     return WarehouseCopy(root, {
         "ingest": ("ingest", str(THIRD_TRACE), "--quiet", *where),
@@ -71,6 +79,16 @@ def fresh(two_trace_warehouse: Path, tmp_path: Path) -> WarehouseCopy:
         "rm": ("rm", trace_id, *where),
         "build": ("build", "--quiet", *where),
     })
+
+
+@pytest.fixture
+def fresh(two_trace_warehouse: Path, tmp_path: Path) -> WarehouseCopy:
+    return _copy(two_trace_warehouse, tmp_path)
+
+
+@pytest.fixture
+def fresh_classic(two_trace_classic: Path, tmp_path: Path) -> WarehouseCopy:
+    return _copy(two_trace_classic, tmp_path)
 
 
 def _plant(lock: Path, make: Callable[[Path], object]) -> None:
@@ -194,7 +212,7 @@ def test_export_of_an_open_ended_window_is_cut_to_the_trace(two_trace_warehouse:
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv")
-@pytest.mark.parametrize("made_by_another", ["dbt/logs", "parquet/trace_files", "pending"])
+@pytest.mark.parametrize("made_by_another", ["lake/main", "staging", "pending"])
 def test_one_folder_another_user_made_is_named(fresh: WarehouseCopy, made_by_another: str) -> None:
     assert run_cli("traces", "--warehouse", str(fresh.root)).returncode == 0  # the copy's views re-pointed
     for path in [fresh.root, *fresh.root.rglob("*")]:
@@ -247,7 +265,7 @@ def test_two_concurrent_ingests_of_one_file_say_new_once(fresh: WarehouseCopy) -
     trace committed and says so as a re-ingest does."""
     assert run_cli("traces", "--warehouse", str(fresh.root)).returncode == 0  # the copy's views re-pointed
     logs = [fresh.root.parent / f"ingest{i}" for i in range(2)]
-    with Warehouse(fresh.root).write_lock():
+    with open_warehouse(fresh.root).write_lock():
         processes = [subprocess.Popen([sys.executable, "-m", "tracelake", *fresh.writers["ingest"]],
                                       stdout=(log.with_suffix(".out")).open("w"),
                                       stderr=(log.with_suffix(".err")).open("w"), env={**os.environ, "DO_NOT_TRACK": "1"})
@@ -278,23 +296,23 @@ def test_sql_stops_at_its_timeout(two_trace_warehouse: Path) -> None:
         assert refused.returncode == 2 and "--timeout" in refused.stderr, refused.stderr
 
 
-def test_build_never_writes_dbt_files_through_a_link(fresh: WarehouseCopy, tmp_path: Path) -> None:
+def test_build_never_writes_dbt_files_through_a_link(fresh_classic: WarehouseCopy, tmp_path: Path) -> None:
     """dbt writes target/ and logs/ by name: links planted there (or a linked dbt/ folder) are replaced
     or refused, never followed."""
     victims = {name: tmp_path / f"victim_{name}" for name in ("target", "logs")}
     for name, victim in victims.items():
         victim.mkdir()
         (victim / ("manifest.json" if name == "target" else "dbt.log")).write_bytes(PRECIOUS)
-        shutil.rmtree(fresh.root / "dbt" / name, ignore_errors=True)
-        (fresh.root / "dbt" / name).symlink_to(victim, target_is_directory=True)
-    result = run_cli(*fresh.writers["build"])
+        shutil.rmtree(fresh_classic.root / "dbt" / name, ignore_errors=True)
+        (fresh_classic.root / "dbt" / name).symlink_to(victim, target_is_directory=True)
+    result = run_cli(*fresh_classic.writers["build"])
     assert result.returncode == 0, result.stderr
     for name, victim in victims.items():
         assert [p.name for p in victim.iterdir()] == ["manifest.json" if name == "target" else "dbt.log"]
         assert next(victim.iterdir()).read_bytes() == PRECIOUS
-        assert (fresh.root / "dbt" / name).is_dir() and not (fresh.root / "dbt" / name).is_symlink()
-    assert (fresh.root / "dbt" / "target" / "manifest.json").stat().st_size > 0
-    shutil.rmtree(fresh.root / "dbt")
-    (fresh.root / "dbt").symlink_to(victims["target"], target_is_directory=True)
-    _refused(run_cli(*fresh.writers["build"]), "symbolic link")
+        assert (fresh_classic.root / "dbt" / name).is_dir() and not (fresh_classic.root / "dbt" / name).is_symlink()
+    assert (fresh_classic.root / "dbt" / "target" / "manifest.json").stat().st_size > 0
+    shutil.rmtree(fresh_classic.root / "dbt")
+    (fresh_classic.root / "dbt").symlink_to(victims["target"], target_is_directory=True)
+    _refused(run_cli(*fresh_classic.writers["build"]), "symbolic link")
     assert [p.name for p in victims["target"].iterdir()] == ["manifest.json"]

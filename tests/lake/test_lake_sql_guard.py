@@ -38,6 +38,7 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     done = run_cli("ingest", str(SMALL), "--warehouse", str(folder), "--quiet")
     assert done.returncode == 0, done.stderr
     assert (folder / "lake.json").is_file()
+    assert run_cli("traces", "--warehouse", str(folder)).returncode == 0  # a first read registers its readers' file
     return folder
 
 

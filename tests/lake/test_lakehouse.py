@@ -76,8 +76,8 @@ def _same_rows(left: list[tuple[object, ...]], right: list[tuple[object, ...]]) 
                                            for a, b in zip(left, right))
 
 
-def test_every_public_relation_has_the_classic_warehouses_rows(lake: LakeWarehouse, warehouse: Warehouse) -> None:
-    with lake.connect_read_only() as lake_con, warehouse.connect_read_only() as classic_con:
+def _assert_same_public_rows(lake: LakeWarehouse, classic: Warehouse) -> None:
+    with lake.connect_read_only() as lake_con, classic.connect_read_only() as classic_con:
         lake_relations, classic_relations = _public_relations(lake_con), _public_relations(classic_con)
         # the classic warehouse of the session also holds analyses other tests ran; the marts are the plan's
         missing = set(lake_relations) - set(classic_relations)
@@ -88,7 +88,28 @@ def test_every_public_relation_has_the_classic_warehouses_rows(lake: LakeWarehou
             assert _same_rows(lake_rows, _rows(classic_con, relation)), relation
             compared += bool(lake_rows)
     assert compared > 60  # the marts hold rows: a comparison of empty tables would prove nothing
-    assert len(lake.trace_ids()) == len(warehouse.trace_ids()) >= 12
+    assert len(lake.trace_ids()) == len(classic.trace_ids()) >= 12
+
+
+def test_every_public_relation_has_the_classic_warehouses_rows(lake: LakeWarehouse, warehouse: Warehouse) -> None:
+    _assert_same_public_rows(lake, warehouse)
+
+
+def test_a_classic_warehouse_migrates_whole_and_is_only_read(warehouse: Warehouse, tmp_path: Path) -> None:
+    before = {p: p.stat().st_mtime_ns for p in warehouse.root.rglob("*") if p.is_file()}
+    done = tracelake("migrate", "--warehouse", str(warehouse.root), "--to", str(tmp_path / "wh"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"migrated {len(warehouse.trace_ids())} trace(s)"), done.stdout
+    migrated = open_warehouse(tmp_path / "wh")
+    assert isinstance(migrated, LakeWarehouse)
+    _assert_same_public_rows(migrated, warehouse)
+    assert {p: p.stat().st_mtime_ns for p in warehouse.root.rglob("*") if p.is_file()} == before
+    again = tracelake("migrate", "--warehouse", str(warehouse.root), "--to", str(tmp_path / "wh"))
+    assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1, again.stderr
+    assert "not an empty folder" in again.stderr
+    of_a_lake = tracelake("migrate", "--warehouse", str(tmp_path / "wh"), "--to", str(tmp_path / "wh2"))
+    assert of_a_lake.returncode == 2 and "is a lakehouse warehouse already" in of_a_lake.stderr, of_a_lake.stderr
+    assert not (tmp_path / "wh2").exists()
 
 
 def _files_read_by(reader: str, paths: list[str], schema: pa.Schema) -> pa.Table:
@@ -208,7 +229,8 @@ def test_lakehouse_bad_input_is_one_line(tmp_path: Path, args: list[str], messag
 
 def test_classic_warehouse_refuses_lakehouse_options(tmp_path: Path) -> None:
     root = tmp_path / "wh"
-    assert tracelake("ingest", str(BERT_H100), "--warehouse", str(root), "--quiet").returncode == 0
+    made = tracelake("ingest", str(BERT_H100), "--warehouse", str(root), "--catalog", "classic", "--quiet")
+    assert made.returncode == 0 and (root / "warehouse.duckdb").is_file(), made.stderr
     for args in (["files", "kernels"], ["vacuum"], ["sql", "select 1", "--at", "1"],
                  ["ingest", str(BERT_MI300), "--catalog", "local"]):
         result = tracelake(*args, "--warehouse", str(root))
@@ -239,7 +261,7 @@ def test_the_analysis_of_a_lakehouse_trace_leads_with_the_classic_ones_finding(t
     leads = []
     for name, extra in (("classic", []), ("lake", ["--quiet"])):
         root, out = tmp_path / name, tmp_path / f"{name}_report"
-        env = {"TRACELAKE_CATALOG": "local"} if name == "lake" else {}
+        env = {"TRACELAKE_CATALOG": "classic"} if name == "classic" else {}
         result = tracelake("analyze", str(QWEN_H100), "--warehouse", str(root), "--out", str(out), *extra, env=env)
         assert result.returncode == 0, result.stderr
         text = (out / "priority_data.json").read_text().replace(str(root), "WH").replace(str(out), "OUT")
@@ -281,3 +303,25 @@ def test_the_lakehouse_extensions_load_with_the_network_off(tmp_path: Path) -> N
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["offline", "2"]
     shutil.rmtree(tmp_path / "wh")
+
+
+def test_marts_an_older_plan_built_are_rebuilt_by_the_next_write(tmp_path: Path) -> None:
+    """A TraceLake whose models differ from those the lake's marts were built with rebuilds every mart
+    from the raw tables in its first write (the same transaction); a user's own table stays."""
+    root = tmp_path / "wh"
+    assert tracelake("ingest", str(BERT_H100), "--warehouse", str(root), "--quiet").returncode == 0
+    wh = LakeWarehouse(root)
+    with wh.connect_lake(read_only=False) as con:
+        con.execute("update tracelake.model_plan set fingerprint = repeat('0', 64)")
+        con.execute("drop table gpu_timeline")  # as if an older plan had not had it
+        con.execute("create table my_notes as select 1 as note")
+    again = tracelake("ingest", str(BERT_MI300), "--warehouse", str(root))
+    assert again.returncode == 0 and "(models: compiled)" in again.stdout, again.stdout + again.stderr
+    with wh.connect_read_only() as con:
+        assert con.execute("select count(*) from gpu_timeline").fetchone() == (2,)
+        assert con.execute("select note from my_notes").fetchall() == [(1,)]
+        assert con.execute("select fingerprint from tracelake.model_plan").fetchone() != ("0" * 64,)
+    rebuilt = tracelake("build", "--warehouse", str(root))
+    assert rebuilt.returncode == 0 and rebuilt.stdout.startswith("rebuilt the models over 2 traces"), rebuilt.stderr
+    jobs = tracelake("build", "--warehouse", str(root), "--jobs", "2")
+    assert jobs.returncode == 2 and "--jobs" in jobs.stderr and len(jobs.stderr.strip().splitlines()) == 1

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from tests.conftest import DATA, run_cli
-from tracelake.warehouse import Warehouse
+from tracelake.lakehouse import open_warehouse
 
 MIXED = DATA / "phases" / "sglang_prefill_decode.json.gz"
 DECODE_ONLY_ADVICE = "Batch more decode requests per step"
@@ -27,7 +27,7 @@ def analyzed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def mixed_db(analyzed: tuple[Path, Path]):
-    con = Warehouse(analyzed[0]).connect_read_only()
+    con = open_warehouse(analyzed[0]).connect_read_only()
     yield con
     con.close()
 
@@ -114,7 +114,7 @@ def test_a_prefill_only_trace_gets_prefill_not_decode_advice(analyzed, tmp_path:
     ("b200/eager_trace.json.gz", ("prefill", 1, 888, 0, None)),
 ])
 def test_the_real_serving_traces_have_one_step_of_their_phase(built_once, trace, expected) -> None:
-    con = Warehouse(built_once(DATA / "traces" / trace)).connect_read_only()
+    con = open_warehouse(built_once(DATA / "traces" / trace)).connect_read_only()
     try:
         rows = con.execute("select phase, batch_size, prefill_tokens, decode_tokens, kv_tokens, in_steady_state "
                            "from phases").fetchall()
@@ -124,7 +124,7 @@ def test_the_real_serving_traces_have_one_step_of_their_phase(built_once, trace,
 
 
 def test_a_training_trace_has_profiler_steps_without_phase(built_once) -> None:
-    con = Warehouse(built_once(DATA / "traces" / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz")).connect_read_only()
+    con = open_warehouse(built_once(DATA / "traces" / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz")).connect_read_only()
     try:
         rows = con.execute("select step_source, phase from phases").fetchall()
     finally:

@@ -27,6 +27,8 @@ from tracelake.shipped_plan import (
 )
 from tracelake.warehouse import Warehouse
 
+pytestmark = pytest.mark.usefixtures("classic_layout")  # the dbt-built plan of the classic layout; tests/lake: the lakehouse's rebuild
+
 SMALL = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
 OTHER = TRACES / "mi300" / "gaunernst_bert-small-uncased__1016001.json.gz"
 VOLATILE_COLUMNS = {"models_updated_at"}  # current_timestamp of the build that wrote the row

@@ -6,10 +6,11 @@ import shutil
 
 import pytest
 
+from tracelake.lakehouse import open_warehouse
 from tracelake.warehouse import Warehouse
 
 
 def copy_of(warehouse: Warehouse, tmp_path_factory: pytest.TempPathFactory, name: str) -> Warehouse:
     folder = tmp_path_factory.mktemp(name) / "wh"
     shutil.copytree(warehouse.root, folder)
-    return Warehouse(folder)
+    return open_warehouse(folder)

@@ -15,9 +15,9 @@ from tests.reports.markdown_checks import RENDERER, markup_problems, tables, vis
 from tests.reports.trace_variants import HOSTILE_KERNELS, HOSTILE_MODULE, HOSTILE_OPS, write_hostile_names
 from tracelake.analyzers.contracts import PriorityData
 from tracelake.core.markdown_text import one_line
+from tracelake.lakehouse import open_warehouse
 from tracelake.reports.analysis_md import shown_name, validate_analysis
 from tracelake.reports.plot_process import PNG_SIGNATURE
-from tracelake.warehouse import Warehouse
 
 ORIGINAL = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
 FILE_NAME = "hostile_<img src=f onerror=alert(4)>|`y`*z* {{ f }}.json.gz"
@@ -77,7 +77,7 @@ def test_names_read_literally(runs: Runs) -> None:
         assert one_line(name) in seen, name[:80]
 
     # the Top Operations table shows op_perf's ten largest ops, each under its own name
-    with Warehouse(runs.warehouse).connect_read_only() as db:
+    with open_warehouse(runs.warehouse).connect_read_only() as db:
         names = [row[0] for row in db.execute(
             "select name from op_perf where trace_id = (select trace_id from traces where file_name = ?) "
             "and platform = 'H100' order by kernel_time_sum_us desc limit 10", [FILE_NAME]).fetchall()]
@@ -95,7 +95,7 @@ def test_the_sql_in_the_reports_runs(runs: Runs) -> None:
     queries = [token.content for name, text in _documents(runs).items() if name != "compare.md"
                for token in RENDERER.parse(text) if token.type == "fence" and token.info == "sql"]
     assert len(queries) > 20
-    with Warehouse(runs.warehouse).connect_read_only() as db:
+    with open_warehouse(runs.warehouse).connect_read_only() as db:
         for query in queries:
             db.execute(query).fetchall()
 

@@ -17,11 +17,11 @@ from tests.jobs.synthetic_jobs import planted_delays_ns
 from tracelake.analyzers.contracts import Finding
 from tracelake.analyzers.job_common import rows
 from tracelake.job_steps import run_job_agents, write_job_report
-from tracelake.warehouse import Warehouse
+from tracelake.lakehouse import open_warehouse
 
 
 def _findings(job: BuiltJob) -> Iterator[tuple[duckdb.DuckDBPyConnection, list[Finding]]]:
-    db = Warehouse(job.warehouse).connect_read_only(repair=False)
+    db = open_warehouse(job.warehouse).connect_read_only(repair=False)
     try:
         yield db, run_job_agents(db, job.spec.name)
     finally:
