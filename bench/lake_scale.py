@@ -309,16 +309,25 @@ def ingest_batch(warehouse: Path, tiles: TileSet, number: int, start: int, end: 
     return record
 
 
+def last_run_on(warehouse: Path, platform: str) -> str:
+    """The run tag of the last batch holding a trace of `platform` (tiles come in source order: the
+    last batch may hold none)."""
+    child = checked(run_child(tracelake("sql", f"select max(run) as run from runs where platform = '{platform}'",
+                                        "--warehouse", warehouse, "--format", "json")), "finding the last run")
+    return str(json.loads(child.stdout)[0]["run"])
+
+
 def measure_size(warehouse: Path, size: int, tiles: TileSet, batches: int, repeats: int) -> SizeResult:
     result = SizeResult(size)
     print(f"size {size}: files, add one, queries", file=sys.stderr, flush=True)
     result.files_before_vacuum = files_per_table(warehouse)
     result.add_one = add_one(warehouse, tiles.probes)
     result.queries = time_queries(warehouse, repeats)
-    # the H100 tiles of the second batch against those of the last (every batch holds some); a
+    # the H100 tiles of the second batch against those of the last batch that has some; a
     # warehouse of one trace compares it with itself
     if batches >= 2:
-        baseline, candidate = f"run=batch0002,platform={COMPARE_PLATFORM}", f"run=batch{batches:04d},platform={COMPARE_PLATFORM}"
+        baseline = f"run=batch0002,platform={COMPARE_PLATFORM}"
+        candidate = f"run={last_run_on(warehouse, COMPARE_PLATFORM)},platform={COMPARE_PLATFORM}"
     else:
         baseline = candidate = "run=batch0001"
     result.commands = time_commands(warehouse, baseline, candidate, 3)
@@ -365,13 +374,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             raise SystemExit(f"tiles with a fail verdict: {report['tile_check']['failed']}")
     measured = {s["traces"] for s in report["at_size"]}
     for number, (start, end) in enumerate(batch_plan(sizes, args.batch), 1):
-        if number <= len(report["batches"]):
-            continue
-        shutil.rmtree(WORK / "batches" / f"batch{number:04d}", ignore_errors=True)
-        report["batches"].append(ingest_batch(warehouse, tiles, number, start, end))
-        _write(args.results, report)
-        if end in sizes and end not in measured:
+        if number > len(report["batches"]):
+            shutil.rmtree(WORK / "batches" / f"batch{number:04d}", ignore_errors=True)
+            report["batches"].append(ingest_batch(warehouse, tiles, number, start, end))
+            _write(args.results, report)
+        if end in sizes and end not in measured:  # a resumed run measures a size its batch reached
             report["at_size"].append(asdict(measure_size(warehouse, end, tiles, number, args.repeats)))
+            measured.add(end)
             _write(args.results, report)
     report["tiles_json_mb"] = tiles.bulk_json_bytes / MB
     report["load_end"] = os.getloadavg()

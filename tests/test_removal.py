@@ -167,10 +167,11 @@ def test_a_killed_rm_is_finished_by_the_next_command_and_the_trace_never_comes_b
 
 @pytest.fixture
 def small_disk(tmp_path: Path):
-    """A 40 MB file system (tmpfs), root only: room for the warehouse of the two traces and a little more."""
+    """A 64 MB file system (tmpfs), root only: room for the warehouse of the two traces, a copy of its
+    database (a classic writer's) and a little more."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", str(mount)], capture_output=True,
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount)], capture_output=True,
                           check=False)
     if made.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here: {made.stderr.decode().strip()}")

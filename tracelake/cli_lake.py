@@ -46,10 +46,9 @@ def register(app: typer.Typer, open_warehouse: Callable[[Path | None, str | None
     ) -> None:
         """Compact a lakehouse warehouse: rewrite files with deleted rows, merge small files, expire old
         snapshots and delete the files no kept snapshot reads (not while a reader is open)."""
-        from tracelake.lake_maintenance import vacuum as run_vacuum  # noqa: PLC0415
+        from tracelake.lake_maintenance import require_lake, vacuum as run_vacuum  # noqa: PLC0415
 
-        wh = open_warehouse(warehouse, None)
-        wh.require_existing()
+        wh = require_lake(open_warehouse(warehouse, None), "`tracelake vacuum`")  # refused before any note
         wh.prepare_for_writing()
         with wh.write_lock():
             report = run_vacuum(wh, keep_seconds)

@@ -28,7 +28,8 @@ def require_lake(warehouse: Warehouse, what: str) -> LakeWarehouse:
     if not isinstance(warehouse, LakeWarehouse):
         warehouse.require_existing()
         raise WarehouseError(f"{what} needs a lakehouse warehouse; {warehouse.root} is the classic layout "
-                             "(warehouse.duckdb): ingest into a new folder with --catalog local")
+                             f"(warehouse.duckdb): `tracelake migrate --warehouse {warehouse.root} --to NEW_FOLDER` "
+                             "makes a lakehouse of it")
     warehouse.require_existing()
     if warehouse.needs_repair():  # a moved folder's catalog re-pointed, dead staging removed
         warehouse.repair_if_idle()

@@ -1,14 +1,6 @@
-"""The warehouse folder: Parquet partitions, the DuckDB file, the lock, and model updates.
-
-Layout:
-    parquet/<table>/trace_id=<id>/part-0.parquet   Hive partitions written by ingest
-    staging/.tracelake-staging-<id>-*/<table>/      a trace being written; renamed into place
-    warehouse.duckdb                                raw.* views over the Parquet + dbt models
-    .tracelake-staging-db-*/warehouse.duckdb        a writer's private copy of the database
-    dbt/                                            dbt target and logs; plan.json (fast path)
-    .lock                                           the writers' lock (who holds it, since when)
-    .readers                                        readers hold a shared lock on it (tracelake/removal.py)
-    .removal.json                                   traces `rm` is removing (its journal)
+"""A warehouse folder of the classic layout (README, "The classic layout"): Parquet partitions, the
+DuckDB file, the lock, model updates. It is also the base of the lakehouse (tracelake/lakehouse.py),
+which keeps its locks, staging and output rules and replaces the storage.
 
 Readers never block writers: a writer (one at a time, on the lock) changes a private copy of
 warehouse.duckdb and renames it over the original when done, so a reader (a notebook's open
@@ -106,8 +98,14 @@ class Warehouse:
         self.stop_waiting = threading.Event()  # set to make a thread waiting for the lock give up
 
     # ---- access -------------------------------------------------------------------------
+    layout_note: str | None = None  # said once by a writer of a classic warehouse nobody chose the layout of
+    runs_data_tests = True  # `build` runs dbt's data tests too
+
     def prepare_for_writing(self) -> None:
         """Create the folder if needed and prove it is writable, before any work starts."""
+        if self.layout_note:
+            print(f"tracelake: note: {self.layout_note}", file=sys.stderr, flush=True)
+            self.layout_note = None
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             probe = self.root / f".write-probe-{uuid.uuid4().hex}"
@@ -453,8 +451,6 @@ class Warehouse:
     def reserved_folders(self) -> list[Path]:
         """The warehouse's own folders: no output is written into or over one of them."""
         return [self.parquet_dir, self.staging_dir, self.dbt_dir]
-
-    runs_data_tests = True  # `build` runs dbt's data tests too
 
     def build(self, *, run_tests: bool, full_refresh: bool = False, threads: int = 1,
               on_node_done: NodeProgress | None = None) -> None:

@@ -236,6 +236,14 @@ def test_classic_warehouse_refuses_lakehouse_options(tmp_path: Path) -> None:
         result = tracelake(*args, "--warehouse", str(root))
         assert result.returncode == 2 and "classic layout" in result.stderr, (args, result.stderr)
         assert len(result.stderr.splitlines()) == 1
+    # an old warehouse is read and written as before; a write says once how to make a lakehouse of it
+    written = tracelake("ingest", str(BERT_MI300), "--warehouse", str(root), "--quiet")
+    assert written.returncode == 0, written.stderr
+    assert written.stderr.splitlines() == [line for line in written.stderr.splitlines() if "note:" in line]
+    assert "tracelake migrate --warehouse" in written.stderr and len(written.stderr.splitlines()) == 1
+    chosen = tracelake("ingest", str(BERT_MI300), "--tag", "run=r2", "--warehouse", str(root), "--quiet",
+                       env={"TRACELAKE_CATALOG": "classic"})  # the layout chosen: no note
+    assert chosen.returncode == 0 and chosen.stderr == "", chosen.stderr
     bad = tracelake("ingest", str(BERT_H100), "--warehouse", str(tmp_path / "other"), "--catalog", "mysql://x")
     assert bad.returncode == 2 and "--catalog 'mysql://x'" in bad.stderr and not (tmp_path / "other" / "lake.json").exists()
 
@@ -316,7 +324,7 @@ def test_marts_an_older_plan_built_are_rebuilt_by_the_next_write(tmp_path: Path)
         con.execute("drop table gpu_timeline")  # as if an older plan had not had it
         con.execute("create table my_notes as select 1 as note")
     again = tracelake("ingest", str(BERT_MI300), "--warehouse", str(root))
-    assert again.returncode == 0 and "(models: compiled)" in again.stdout, again.stdout + again.stderr
+    assert again.returncode == 0 and "(models: compiled)" in again.stderr, again.stdout + again.stderr
     with wh.connect_read_only() as con:
         assert con.execute("select count(*) from gpu_timeline").fetchone() == (2,)
         assert con.execute("select note from my_notes").fetchall() == [(1,)]
