@@ -540,12 +540,7 @@ def open_warehouse(root: Path, catalog: str | None = None) -> Warehouse:
         if requested not in (None, CLASSIC):
             raise WarehouseError(f"{root} is a warehouse of the classic layout (warehouse.duckdb); a catalog applies "
                                  "to a new lakehouse warehouse: give another --warehouse folder, or unset $TRACELAKE_CATALOG")
-        warehouse = Warehouse(root)
-        warehouse.layout_note = None if requested == CLASSIC else (
-            f"{root} has the classic single-file layout, whose every write copies its database; "
-            f"`tracelake migrate --warehouse {root} --to NEW_FOLDER` makes a lakehouse of it "
-            "(set TRACELAKE_CATALOG=classic to keep it without this note)")
-        return warehouse
+        return Warehouse(root)
     if requested is not None:
         return LakeWarehouse(root, requested)
     # a lake whose creator was killed before it wrote lake.json: the next write finishes it

@@ -98,14 +98,10 @@ class Warehouse:
         self.stop_waiting = threading.Event()  # set to make a thread waiting for the lock give up
 
     # ---- access -------------------------------------------------------------------------
-    layout_note: str | None = None  # said once by a writer of a classic warehouse nobody chose the layout of
     runs_data_tests = True  # `build` runs dbt's data tests too
 
     def prepare_for_writing(self) -> None:
         """Create the folder if needed and prove it is writable, before any work starts."""
-        if self.layout_note:
-            print(f"tracelake: note: {self.layout_note}", file=sys.stderr, flush=True)
-            self.layout_note = None
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             probe = self.root / f".write-probe-{uuid.uuid4().hex}"
