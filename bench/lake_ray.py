@@ -32,7 +32,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lake_tiles import make_tiles  # bench/ is sys.path[0]
+from lake_scale import link_batch  # bench/ is sys.path[0]
+from lake_tiles import make_tiles
 from measure import child_env, run_child
 
 REPO = Path(__file__).resolve().parent.parent
@@ -61,13 +62,6 @@ def stop_ray() -> None:
     subprocess.run([str(RAY), "stop", "--force"], check=False, capture_output=True, env=child_env())
 
 
-def link(folder: Path, tiles: list[Path]) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for tile in tiles:
-        (folder / tile.name).symlink_to(tile)
-    return folder
-
-
 def ingest(warehouse: Path, source: Path, engine: list[str], jobs: int) -> dict[str, Any]:
     child = run_child([str(TRACELAKE), "ingest", str(source), "--warehouse", str(warehouse), "--quiet",
                        "--jobs", str(jobs), *engine])
@@ -91,7 +85,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     tiles = make_tiles(args.tiles, 2 * args.traces, 1)
     first, second, probe = tiles.bulk[:args.traces], tiles.bulk[args.traces:], tiles.probes[0]
     shutil.rmtree(WORK, ignore_errors=True)
-    batches = link(WORK / "first", first), link(WORK / "second", second), link(WORK / "probe", [probe])
+    batches = link_batch(WORK / "first", first), link_batch(WORK / "second", second), link_batch(WORK / "probe", [probe])
     address = start_ray(args.cpus)
     results: dict[str, Any] = {"traces_per_batch": args.traces, "cpus": args.cpus, "repeats": args.repeats}
     try:

@@ -48,7 +48,7 @@ def register(app: typer.Typer, open_warehouse: Callable[[Path | None, str | None
         snapshots and delete the files no kept snapshot reads (not while a reader is open)."""
         from tracelake.lake_maintenance import require_lake, vacuum as run_vacuum  # noqa: PLC0415
 
-        wh = require_lake(open_warehouse(warehouse, None), "`tracelake vacuum`")  # refused before any note
+        wh = require_lake(open_warehouse(warehouse, None), "`tracelake vacuum`")  # a classic one: refused before writing
         wh.prepare_for_writing()
         with wh.write_lock():
             report = run_vacuum(wh, keep_seconds)

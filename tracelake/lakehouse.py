@@ -49,11 +49,10 @@ from tracelake.snapshot import PreparedUpdate
 from tracelake.sql_guard import lock_down
 from tracelake.staging import remove_dead_staging
 from tracelake.task_models import precomputed_models
-from tracelake.warehouse import LEDGER_TABLE, Warehouse
+from tracelake.warehouse import DATABASE_FILE, LEDGER_TABLE, Warehouse
 
 RAW_SCHEMA = "raw"
 PLAN_TABLE = "tracelake.model_plan"  # the fingerprint of the plan the marts were built with
-CLASSIC_FILE = "warehouse.duckdb"  # what makes a folder a warehouse of the classic layout
 # Rows a DuckLake insert keeps inside the catalog instead of writing a Parquet file: none, so every
 # row of every table is in a data file that `tracelake files` can name and other engines read.
 DATA_INLINING_ROW_LIMIT = 0
@@ -530,7 +529,7 @@ def open_warehouse(root: Path, catalog: str | None = None) -> Warehouse:
 
     requested = requested_catalog(catalog)
     root = root.expanduser()
-    classic = (root / CLASSIC_FILE).exists()
+    classic = (root / DATABASE_FILE).exists()
     if is_lake(root):
         if requested == CLASSIC:
             raise WarehouseError(f"{root} is a lakehouse warehouse; --catalog classic (or $TRACELAKE_CATALOG) "

@@ -20,7 +20,6 @@ from tracelake.warehouse import Warehouse
 @dataclass(frozen=True)
 class MigrationReport:
     traces: int
-    how: str  # the new warehouse's model update ("compiled": every mart built)
 
 
 def migrate(source: Warehouse, target: LakeWarehouse) -> MigrationReport:
@@ -41,10 +40,10 @@ def migrate(source: Warehouse, target: LakeWarehouse) -> MigrationReport:
         try:
             for trace_id in trace_ids:
                 target.commit(_staged_from(source, target, trace_id))
-            how = target.update_models(trace_ids, prepared)
+            target.update_models(trace_ids, prepared)
         finally:
             target.release_staging_dirs()
-    return MigrationReport(len(trace_ids), how)
+    return MigrationReport(len(trace_ids))
 
 
 def _staged_from(source: Warehouse, target: LakeWarehouse, trace_id: str) -> StagedTrace:

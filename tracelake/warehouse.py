@@ -66,6 +66,7 @@ READ_RETRY_SECONDS = 10.0
 # Model statements run at once in a model update or a new warehouse's build (tracelake/plan_executor.py):
 # one per core. BERT-small's first build: 1.15-1.47 s on one cursor, 0.68-0.91 s on two cursors (2 cores).
 MODEL_UPDATE_WORKERS = default_jobs()
+DATABASE_FILE = "warehouse.duckdb"  # the classic layout's database; its presence makes a folder one
 LEDGER_TABLE = "trace_model_updates"  # the mart listing every trace whose models are up to date
 
 
@@ -89,7 +90,7 @@ class Warehouse:
         self.parquet_dir = root / "parquet"
         self.staging_dir = root / "staging"
         self.pending_dir = root / "pending"  # decided changes a model update still has to finish
-        self.db_path = root / "warehouse.duckdb"
+        self.db_path = root / DATABASE_FILE
         self.dbt_dir = root / "dbt"
         self.plan_path = self.dbt_dir / "plan.json"
         self.lock_path = root / ".lock"

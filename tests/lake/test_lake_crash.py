@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -206,8 +207,6 @@ def two_trace_lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _copy_of(folder: Path, tmp_path: Path) -> Path:
-    import shutil  # noqa: PLC0415
-
     copy = tmp_path / "wh"
     shutil.copytree(folder, copy)
     return copy
