@@ -156,6 +156,11 @@ class Finding(BaseModel):
     ts_end_us: float | None = None
     steps: list[int] = Field(default_factory=list)
     host_activity: list[HostActivity] = Field(default_factory=list)
+    # The what-if replay (agents/sequencing.py): the estimate from the finding's own GPU events and
+    # gaps before the timeline was replayed (recoverable_ms becomes what the replay says the trace
+    # saves), and the earlier finding only after which that saving is realisable (None: on its own).
+    kernel_level_ms: float | None = None
+    realisable_after: str | None = None
 
 
 class AgentResult(BaseModel):
@@ -198,6 +203,19 @@ class UnaddressedOp(BaseModel):
     reason: str
 
 
+class ReplaySummary(BaseModel):
+    """The what-if replay of a trace's timeline (analyzers/replay.py) and what it says of the findings."""
+
+    measured_span_ms: float  # first to last GPU event, measured
+    unchanged_error_us: float  # replayed span with nothing changed minus the measured span
+    unchanged_worst_start_error_us: float  # the largest |replayed - measured| start of any GPU event
+    kernel_level_sum_ms: float  # the findings' kernel-level estimates, summed
+    replayed_sum_ms: float  # the findings' replayed savings (each as sequenced), summed
+    combined_ms: float  # the replayed saving of all findings applied together
+    iterations: int  # host/GPU rounds of the combined replay
+    converged: bool
+
+
 class PriorityData(BaseModel):
     trace_id: str
     comparison_scope: str
@@ -208,3 +226,4 @@ class PriorityData(BaseModel):
     unaddressed_ops: list[UnaddressedOp] = Field(default_factory=list)
     # one line per compute agent whose modelled ops already run near what the GPU attains
     near_roofline: list[str] = Field(default_factory=list)
+    replay: ReplaySummary | None = None  # None: the trace has no GPU event to replay

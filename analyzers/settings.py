@@ -304,3 +304,33 @@ COLLECTIVE_SIGNATURE_MIN_INSTANCES = 3
 # the time or less on the median instance, and one instance already measures every rank's wait (the
 # shared DLRM job: 10 us all-to-all transfers behind 125-7,624 us start skews, shares 0.94-0.99).
 COLLECTIVE_DECISIVE_WAIT_SHARE = 0.9
+
+# ---- the what-if replay (analyzers/replay.py, agents/sequencing.py) ----
+# The host and GPU chains are solved in turn until no synchronizing call's wait moves by more than
+# this (µs; Kineto's timestamps are µs with a ns fraction: a thousandth is below their resolution)...
+REPLAY_SETTLED_US = 0.001
+# ...or for this many rounds: each round settles at least one more host/GPU alternation of the
+# longest chain of waits; the shared traces settle in at most a few rounds per synchronizing call
+# that waited (the resnet step: 9). A replay that does not settle says so in its result.
+REPLAY_MAX_ITERATIONS = 200
+# A finding whose replayed saving alone is below this share of its kernel-level estimate is tried
+# after each finding ranked above it: the timeline, not the kernels, holds its saving back (on a
+# launch-bound step a faster kernel only makes the GPU wait longer for the next launch). Half: the
+# saving is mostly gated, not mostly realised.
+REPLAY_GATED_SHARE = 0.5
+# ...and it is "realisable after" the earlier finding that releases the most of it, when that
+# finding releases at least this share of its kernel-level estimate beyond its solo saving.
+REPLAY_RELEASED_SHARE = 0.25
+# At most this many earlier findings are tried as the one that releases a gated saving (the ones
+# with the largest replayed savings): each try is one replay of the trace.
+REPLAY_MAX_ENABLER_TRIES = 5
+# Findings of these agents fuse kernels: the time a claimed GPU event loses takes the same share of
+# its launch call and of the host work before it (a fused chain launches once, not once per op).
+REPLAY_FUSING_AGENTS = ("kernel_fusion",)
+# Findings whose fix runs the step as a GPU graph (or compiled): every GPU event launched in the
+# finding's window loses its launch call and the host work before it on the replayed timeline, so the
+# kernel findings a launch-bound step holds back are released after it.
+REPLAY_LAUNCH_FREE_FINDINGS = ("cpu_idle:launch-bound", "cpu_idle:host-overhead")
+# The card says the rest of a kernel-level estimate is held back by the timeline when the replayed
+# saving is below this share of it (below, the difference is the replay's own rounding of lags).
+REPLAY_HELD_BACK_SHARE = 0.9

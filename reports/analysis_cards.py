@@ -7,6 +7,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
+from tracelake.analyzers import settings
 from tracelake.analyzers.contracts import AgentResult, HostActivity, RankedFinding, TracePhases
 from tracelake.core.markdown_text import Markdown, TraceStrings, code, one_line
 from tracelake.core.text_format import finite
@@ -113,7 +114,8 @@ def _host_activity(finding: RankedFinding) -> list[tuple[str, list[HostActivity]
 
 
 def finding_card(finding: RankedFinding, e2e_ms: float, trace_strings: dict[str, TraceStrings],
-          phases: TracePhases | None = None, trace_id: str = "", ts_base_us: int = 0) -> dict[str, Any]:
+          phases: TracePhases | None = None, trace_id: str = "", ts_base_us: int = 0,
+          ranks: dict[str, int] | None = None) -> dict[str, Any]:
     kind = finding_kind(finding)
     names = trace_strings.get(finding.agent) or TraceStrings.of(finding.evidence, finding.operations)
     details, structured = _details(names.escape_in(finding.details))
@@ -139,12 +141,23 @@ def finding_card(finding: RankedFinding, e2e_ms: float, trace_strings: dict[str,
         "sql": finding.evidence_sql.strip(),
         "analysis_sql": finding.analysis_sql.strip(),
         "claim": _claim(finding),
+        "replay": _replay(finding, ranks or {}),
         "phase": _phase_text(finding.phase, phases or TracePhases()),
         "window": _window(finding, trace_id, ts_base_us),
         "host_activity": _host_activity(finding),
         "anchor": f"detail-p{finding.global_rank}",
         "sql_anchor": f"sql-p{finding.global_rank}",
     }
+
+
+def _replay(finding: RankedFinding, ranks: dict[str, int]) -> dict[str, Any] | None:
+    """What the what-if replay says of the finding (agents/sequencing.py): its saving on the
+    replayed timeline, its kernel-level estimate, the finding it is realisable after."""
+    if finding.kernel_level_ms is None:
+        return None
+    return {"saving_ms": finding.recoverable_ms or 0.0, "kernel_ms": finding.kernel_level_ms,
+            "after_rank": ranks.get(finding.realisable_after or ""),
+            "gated": (finding.recoverable_ms or 0.0) < settings.REPLAY_HELD_BACK_SHARE * finding.kernel_level_ms}
 
 
 def _claim(finding: RankedFinding) -> dict[str, Any] | None:

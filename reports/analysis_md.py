@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tracelake.analyzers import settings
+from tracelake.analyzers.contracts import ReplaySummary
 from tracelake.core.markdown_text import Markdown, one_line, safe_markdown
 from tracelake.core.templates import markdown_environment
 from tracelake.core.text_format import finite
@@ -63,6 +64,15 @@ _environment.filters.update(ms=fmt_ms, pct=fmt_pct, signed_ms=fmt_signed_ms, sig
                             cell=cell, one_line=one_line)
 
 
+def _replay_view(summary: ReplaySummary | None, e2e_ms: float) -> dict[str, Any] | None:
+    """The replay of all findings together, for the line under the ranked table."""
+    if summary is None or summary.kernel_level_sum_ms <= 0:
+        return None
+    return {"combined_ms": summary.combined_ms, "combined_pct": 100.0 * summary.combined_ms / e2e_ms if e2e_ms else 0.0,
+            "replayed_sum_ms": summary.replayed_sum_ms, "kernel_sum_ms": summary.kernel_level_sum_ms,
+            "error_us": abs(summary.unchanged_error_us), "converged": summary.converged}
+
+
 def _context(inputs: ReportInputs) -> dict[str, Any]:
     # impacts are % of the analysis window (the timeline less the window-edge idle), as the agents scored them
     e2e_ms = finite(inputs.priority.e2e_time_ms) or finite(inputs.gpu_utilization.get("total_time_ms")) or 0.0
@@ -74,7 +84,9 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
     ranked = sorted(inputs.priority.findings, key=lambda f: f.global_rank)
     trace_strings = trace_strings_by_agent(inputs.agent_results)
     # rank order, whatever the tier
-    cards = [finding_card(f, e2e_ms, trace_strings, inputs.phases, inputs.trace_id, inputs.ts_base_us) for f in ranked]
+    ranks = {f.finding_id: f.global_rank for f in ranked}
+    cards = [finding_card(f, e2e_ms, trace_strings, inputs.phases, inputs.trace_id, inputs.ts_base_us, ranks)
+             for f in ranked]
     by_kind = {kind: [c for c in cards if c["kind"] == kind] for kind in ("compute", "fusion", "system")}
     ranked_ids = {f.finding_id for f in ranked}
     unranked = [f for r in inputs.agent_results for f in r.findings if f.finding_id not in ranked_ids]
@@ -93,6 +105,7 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "warnings": warning_lines(inputs),
         "summary": summary_text(inputs, gpu1, gpu2, cards),
         "ranked_rows": ranked_rows(cards),
+        "replay": _replay_view(inputs.priority.replay, e2e_ms),
         "phase_rows": phase_rows(inputs.phases) if inputs.phases.is_serving else [],
         "steady_state_rule": (inputs.phases.steps[0].steady_state_rule if inputs.phases.is_serving else ""),
         "near_roofline": [one_line(line) for line in inputs.priority.near_roofline],

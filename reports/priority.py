@@ -13,6 +13,7 @@ from tracelake.analyzers.contracts import (
     Finding,
     PriorityData,
     RankedFinding,
+    ReplaySummary,
     UnaddressedOp,
 )
 
@@ -51,7 +52,18 @@ def rank_order(findings: Sequence[Finding]) -> list[Finding]:
     scored = _heuristics_below_larger_measured(
         sorted((f for f in findings if f.impact_score is not None), key=lambda f: (-(f.impact_score or 0.0), f.finding_id)))
     unscored = sorted((f for f in findings if f.impact_score is None), key=lambda f: f.finding_id)
-    return [*scored, *unscored]
+    return [*_after_their_enablers(scored), *unscored]
+
+
+def _after_their_enablers(ordered: list[Finding]) -> list[Finding]:
+    """A finding realisable only after another (the replay's sequencing) ranks below that one."""
+    order = list(ordered)
+    for finding in list(order):
+        ids = [f.finding_id for f in order]
+        if finding.realisable_after in ids and ids.index(finding.realisable_after) > ids.index(finding.finding_id):
+            order.remove(finding)
+            order.insert(ids.index(finding.realisable_after), finding)
+    return order
 
 
 def category_priorities(
@@ -95,6 +107,7 @@ def category_priorities(
 def build_priority_data(
     results: list[AgentResult], category_time_ms: dict[str, float], ctx: AnalysisContext,
     unaddressed: list[UnaddressedOp] | None = None, near_roofline: list[str] | None = None,
+    replay: ReplaySummary | None = None,
 ) -> PriorityData:
     ranked = rank_findings(results)
     return PriorityData(
@@ -105,6 +118,7 @@ def build_priority_data(
         priorities=category_priorities(results, ranked, category_time_ms, ctx),
         unaddressed_ops=unaddressed or [],
         near_roofline=near_roofline or [],
+        replay=replay,
     )
 
 

@@ -14,11 +14,12 @@ from tracelake.agents.claims import assign_claims, with_ledger_sql
 from tracelake.agents.llm import LlmCommand
 from tracelake.agents.registry import COMPUTE_AGENTS, SYSTEM_AGENTS, by_name
 from tracelake.agents.runner import RunnerSettings, render, run_tier
+from tracelake.agents.sequencing import replay_summary, sequence_findings
 from tracelake.agents.trace_scope import limit_findings
 from tracelake.analysis_facts import AnalysisFacts
 from tracelake.analysis_runner import AnalysisRunner
 from tracelake.analyze_options import AnalyzeOptions
-from tracelake.analyzers import settings, trace_overview
+from tracelake.analyzers import replay, settings, trace_overview
 from tracelake.analyzers.contracts import AgentResult, AnalysisContext, PriorityData
 from tracelake.analyzers.coverage import near_roofline_lines, unaddressed_ops
 from tracelake.analyzers.finding_windows import with_finding_windows
@@ -93,6 +94,9 @@ def claim_findings(db: duckdb.DuckDBPyConnection, agents: AgentRun, options: Ana
     results = with_finding_windows(db, ctx.trace_id, results)
     # a trace that is not the workload (harness, capture): low confidence, no wins claimed
     results = limit_findings(results, ctx.quality_verdicts)
+    # each finding's saving as the replayed timeline has it, and the finding it waits for
+    if ctx.trace2_id is None:  # a comparison's findings are differences between traces, not changes to one
+        results = sequence_findings(replay.load_graph(db, ctx.trace_id), results, ctx.e2e_time_ms)
     agent_settings = _agent_settings(options)
     results = [r if r.status == "ERROR" else render(by_name(r.agent), r, ctx, agent_settings, runner.warnings)
                for r in results]
@@ -112,7 +116,9 @@ def rank_findings(db: duckdb.DuckDBPyConnection, agents: AgentRun, findings: lis
     """priority_data.json: the findings by impact; the plot of it starts drawing."""
     priority = build_priority_data(findings, agents.category_time, agents.ctx,
                                    unaddressed_ops(db, agents.ctx, findings),
-                                   near_roofline_lines(db, agents.ctx, findings))
+                                   near_roofline_lines(db, agents.ctx, findings),
+                                   None if agents.ctx.trace2_id else
+                                   replay_summary(replay.load_graph(db, agents.ctx.trace_id), findings))
     runner.write("priority_data.json", priority)
     runner.draw_plot(priority, facts.trace.gpu.model_dump())
     return priority
