@@ -198,6 +198,9 @@ def _waits(gpu_solved: pl.DataFrame, host: pl.DataFrame) -> pl.DataFrame:  # hos
 def replay(graph: TimelineGraph, change: Change = NO_CHANGE) -> Replay:
     """The timeline with `change` applied: host and GPU chains solved in turn until no
     synchronizing call moves (at most settings.REPLAY_MAX_ITERATIONS rounds)."""
+    if graph.gpu.is_empty():
+        return Replay(starts=graph.gpu.select("event_idx", "ts_us", "end_us", "step_number").rename({"ts_us": "start_us"}),
+                      span_us=0.0, iterations=0, converged=True)
     gpu, host = _changed_nodes(graph, change)
     waits = pl.DataFrame(schema={"event_idx": pl.Int64, "gpu_end_us": pl.Float64})
     solved_gpu = gpu.with_columns(start_us=pl.col("ts_us"), end_us=pl.col("end_us"))
