@@ -21,7 +21,7 @@ import polars as pl
 from tracelake.analyzers import settings
 
 _GPU_QUERY = """
-select event_idx, device, stream, chain_ordinal, ts_us, dur_us, end_us, launch_call_idx, host_pid,
+select event_idx, name, device, stream, chain_ordinal, ts_us, dur_us, end_us, launch_call_idx, host_pid,
     coalesce(launch_lag_us, 0.0) as launch_lag_us, coalesce(stream_lag_us, 0.0) as stream_lag_us,
     binding_edge = 'anchored' as anchored, wait_event_idx, coalesce(wait_lag_us, 0.0) as wait_lag_us, step_number
 from replay_gpu_nodes where trace_id = ? order by device, stream, chain_ordinal
