@@ -15,6 +15,7 @@ from tracelake.analyzers.common import expected_attention_band
 from tracelake.analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
 from tracelake.analyzers.contracts import AdviceText, AgentResult, AnalysisContext, TracePhases
 from tracelake.analyzers.finding_text import render_advice
+from tracelake.analyzers.fusion_estimates import fused_attention_us
 
 AGENT_NAME = "sdpa"
 TIER = "compute"
@@ -187,6 +188,35 @@ def _mask_tensor(group: OpGroup) -> bool:
     return False
 
 
+def _scores_shape(op: OpRecord) -> tuple[int, int]:
+    """(max(Sq, Skv), head dim D) of the scores' batched matmul [.., Sq, D] x [.., D, Skv]."""
+    shapes = [d for d in op.dims() if isinstance(d, list) and len(d) >= 3]
+    if "baddbmm" in op.name:
+        shapes = shapes[1:]
+    if len(shapes) < 2:
+        return 0, 0
+    return max(int(shapes[0][-2]), int(shapes[1][-1])), int(shapes[0][-1])
+
+
+def _fused_attention_impact(gemms: list[OpRecord], roles: dict[str, str], total_ms: float,
+                            e2e_ms: float) -> compute.Impact | None:
+    """The kernel-fusion agent's method for unfused attention (one method on every vendor): one fused
+    kernel takes the batched matmuls' FLOPs at the band fused attention reaches at this sequence
+    length and head dim; the saving is the eager chain's time minus that. None without FLOPs."""
+    scores = [op for op in gemms if roles.get(op.signature_key, "").startswith("scores")]
+    if not scores or total_ms <= 0 or any(not op.gflops or not op.peak_tflops for op in gemms):
+        return None
+    seq_len, dim = _scores_shape(scores[0])
+    if not seq_len:
+        return None
+    _, low, high = expected_attention_band(seq_len, dim)
+    flops = sum((op.gflops or 0.0) * 1e9 * op.count for op in gemms)
+    peak = max(op.peak_tflops or 0.0 for op in gemms)
+    fused_ms = [fused_attention_us(flops, peak, e) / 1000.0 for e in (low, (low + high) / 2.0, high)]
+    saved = [100.0 * max(0.0, total_ms - f) / e2e_ms for f in fused_ms]
+    return compute.Impact(method="quantified", low=saved[0], mid=saved[1], high=saved[2])
+
+
 def eager_groups(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, data: AgentData) -> list[OpGroup]:
     """One P-item for the eager attention ops of the trace. Its efficiency is the GEMMs' roofline
     time over the whole chain's time: a fused kernel at roofline needs only the GEMM FLOPs."""
@@ -201,12 +231,8 @@ def eager_groups(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, data: Agen
         op.kind = "eager"
     gemms = [op for op in members if op.op_category == "GEMM"]
     total_ms = sum(op.time_ms for op in members)
-    if gemms and all(op.roofline_time_us is not None for op in gemms) and total_ms > 0:
-        roofline_ms = sum((op.roofline_time_us or 0.0) * op.count for op in gemms) / 1000.0
-        efficiency = min(100.0, 100.0 * roofline_ms / total_ms)
-        impact = compute.quantified_impact(total_ms, ctx.e2e_time_ms, efficiency)
-    else:
-        impact = compute.heuristic_impact(total_ms / ctx.e2e_time_ms * 100.0)
+    impact = _fused_attention_impact(gemms, roles, total_ms, ctx.e2e_time_ms) or compute.heuristic_impact(
+        total_ms / ctx.e2e_time_ms * 100.0)
     members.sort(key=lambda op: -op.time_ms)
     for op in members:
         op.impact = None

@@ -143,6 +143,10 @@ FUSION_MODELED_SHARE_HIGH = 0.75
 # hold at least this share of that op name's kernel time (otherwise other instances still deserve
 # kernel tuning findings).
 FUSION_FLAG_OP_TIME_SHARE_MIN = 0.5
+# Patterns whose candidates take their ops from the compute tier at any confidence: unfused
+# attention has one method on every vendor (the fused kernel's FLOP model, issue 26), so a
+# confidence lowered by a trace-quality warning must not hand it to the per-op roofline gap.
+FUSION_ANY_CONFIDENCE_PATTERNS = frozenset({"eager_attention"})
 # At most this many fusion findings per trace (the rest stay in the candidate list).
 MAX_FUSION_FINDINGS = 8
 # A chain whose intermediates are under 5 % of its bytes (e.g. a scalar counter update next to a
