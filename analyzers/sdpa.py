@@ -169,7 +169,9 @@ def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
     if phase == "prefill" and (unmodelled or dominant.kind == "paged"):
         tokens = [s.prefill_tokens for s in phases.steps if s.phase == "prefill" and s.prefill_tokens]
         return _advice("prefill", prompt_tokens=max(tokens) if tokens else None)
-    if unmodelled or (dominant.kind == "paged" and (decode or n_q is None)):
+    # a paged op with a perf model but no query length (its roofline comes from the step annotations)
+    # gets the fused-attention advice: "no perf model covers it" would contradict its printed roofline
+    if unmodelled or (dominant.kind == "paged" and decode):
         return _unmodelled_advice(group, data, n_q, decode)
     return _fused_advice(group, n_q, n_kv, decode)
 
@@ -180,8 +182,10 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
 
 def _mask_tensor(group: OpGroup) -> bool:
     """Some member passes an explicit mask / bias tensor (Input Dims slot 3 of the SDPA signatures
-    is attn_mask / attn_bias; the flash signature has a scalar there)."""
+    is attn_mask / attn_bias; the flash signature has a scalar there; paged ops take their output there)."""
     for op in group.members:
+        if op.kind == "paged":
+            continue
         dims = op.dims()
         if len(dims) > 3 and isinstance(dims[3], list) and len(dims[3]) > 0:
             return True

@@ -18,7 +18,7 @@ from tracelake.warehouse import Warehouse
 
 TRACES = DATA / "perf_models"
 NAMES = ("owl_attention_h100", "owl_attention_mi300x", "sage_attention_mi300x", "mha_batch_prefill_mi300x",
-         "norms_mi300x", "microbench_norm_mi300x")
+         "vllm_mixed_attention_mi300x", "norms_mi300x", "microbench_norm_mi300x")
 BF16 = 2
 # H100 SXM5 / MI300X dense BF16 matrix peaks (seeds/platform_peaks.csv): the only thing the OWLv2 twins
 # differ in for the fused-attention FLOP model
@@ -204,3 +204,15 @@ def test_a_workload_keeps_the_time_of_its_norm_findings(analyzed) -> None:
 def test_generator_is_beside_its_traces() -> None:
     assert all((TRACES / f"{name}.json.gz").exists() for name in NAMES)
     assert Path(TRACES / "make_traces.py").exists()
+
+
+def test_modelled_paged_attention_is_not_called_unmodelled(analyzed) -> None:
+    """vLLM attention in mixed steps: the op with a perf model (its roofline printed) gets fused-attention
+    advice, not "no perf model covers it ... get the shapes first"; the op without one still does."""
+    done, _ = analyzed
+    findings = {f["title"].split(" ")[0]: f for f in done["vllm_mixed_attention_mi300x"].findings if f["agent"] == "sdpa"}
+    modelled, unmodelled = findings["vllm::unified_attention_with_output"], findings["vllm::unified_attention"]
+    assert "% of the compute-bound roofline" in modelled["insight"]
+    assert "no perf model covers it" not in modelled["insight"] and "Get the shapes first" not in modelled["action"]
+    assert "mask" not in modelled["action"]  # a paged op's fourth input is its output, not a mask
+    assert "no perf model covers it" in unmodelled["insight"] and "Get the shapes first" in unmodelled["action"]

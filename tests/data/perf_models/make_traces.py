@@ -11,6 +11,8 @@ linked by `correlation` and `External id`, nn.Module python functions):
   whose kernels are aiter's Triton `sage_quant_kernel` and `sage_fwd`;
 - mha_batch_prefill_mi300x: `aiter::mha_batch_prefill` inside a vLLM step annotation (2 prompts of
   1,024 tokens);
+- vllm_mixed_attention_mi300x: vLLM attention ops in mixed prefill + decode steps, one with a perf
+  model (from the step annotation) and one without;
 - norms_mi300x: group norm and instance norm forward, layer-norm / group-norm / RMSNorm backward,
   `aten::_fused_rms_norm`, `aiter::_groupnorm_run`;
 - microbench_norm_mi300x: a normalization micro-benchmark: a 1,053 ms harness window holding a
@@ -197,6 +199,25 @@ def mha_batch_prefill() -> Builder:
     return b
 
 
+MIXED_STEP = "execute_1027_context_1(sq1024sk1024sqsq1048576sqsk1048576)_generation_3(sq3sk3072sqsq3sqsk3072)"
+
+
+def vllm_mixed_attention() -> Builder:
+    """vLLM attention in mixed steps (1 prefill + 3 decode requests): the phase is neither prefill nor
+    decode; `unified_attention_with_output` has a perf model (from the step annotation), the older
+    `unified_attention` none."""
+    b = Builder(ROCM)
+    for _ in range(3):
+        start = b.host
+        for name in ("vllm::unified_attention_with_output", "vllm::unified_attention"):
+            b.op(name, [[1027, 32, 128], [1027, 8, 128], [1027, 8, 128], [1027, 32, 128], []],
+                 [BF16, BF16, BF16, BF16, "String"],
+                 kernels=(("kernel_unified_attention_2d", 400.0 if name.endswith("output") else 300.0),))
+        b.span("user_annotation", MIXED_STEP, start - 1.0, b.host - start + 2.0, **{"External id": 0})
+        b.host += 50.0
+    return b
+
+
 # ---- normalization ---------------------------------------------------------------------------------
 
 
@@ -257,6 +278,7 @@ def main() -> None:
     owl_attention(ROCM).write(HERE / "owl_attention_mi300x.json.gz")
     sage_attention().write(HERE / "sage_attention_mi300x.json.gz")
     mha_batch_prefill().write(HERE / "mha_batch_prefill_mi300x.json.gz")
+    vllm_mixed_attention().write(HERE / "vllm_mixed_attention_mi300x.json.gz")
     norms().write(HERE / "norms_mi300x.json.gz")
     bench, start, end = microbench()
     bench.write(HERE / "microbench_norm_mi300x.json.gz", start, end)
