@@ -27,6 +27,7 @@ PAGED_MARKERS = ("unified_attention", "paged_attention", "vllm", "paged")  # Tra
 MATH_MARKERS = ("_math", "math_")  # aten::_scaled_dot_product_attention_math: the unfused fallback
 EFFICIENT_MARKERS = ("efficient_attention", "mem_efficient")
 CUDNN_MARKERS = ("cudnn_attention",)
+SAGE_MARKERS = ("sageattention", "sage_fwd")  # SageAttention: quantized (int8 QK) flash-style attention
 KV_CACHE_KERNEL_PATTERN = re.compile(r"reshape_and_cache|store_kvcache|kv_cache", re.IGNORECASE)
 
 
@@ -63,6 +64,8 @@ def classify(op: OpRecord) -> str:
         return "paged"
     if compute.name_matches(name, MATH_MARKERS) or op.kernel_category_shares.get("GEMM", 0.0) > 0.5:
         return "math"
+    if compute.name_matches(name, SAGE_MARKERS) or any(m in kernels for m in SAGE_MARKERS):
+        return "sage"
     if compute.name_matches(name, FLASH_MARKERS) or any(m in kernels for m in FLASH_MARKERS):
         return "flash"
     if compute.name_matches(name, EFFICIENT_MARKERS):
@@ -257,7 +260,7 @@ def facts(data: AgentData) -> SdpaFacts:
     keys = [k for _, k in lens if k]
     eager = data.extra.get("eager_attention_ops", [])
     return SdpaFacts(
-        flash_count=sum(1 for op in ops if op.kind == "flash"),
+        flash_count=sum(1 for op in ops if op.kind in ("flash", "sage")),
         paged_count=sum(1 for op in ops if op.kind == "paged"),
         efficient_count=sum(1 for op in ops if op.kind == "efficient"),
         math_count=sum(1 for op in ops if op.kind == "math"),
@@ -275,7 +278,7 @@ def facts(data: AgentData) -> SdpaFacts:
     )
 
 
-FUSED_KINDS = ("flash", "efficient", "cudnn")
+FUSED_KINDS = ("flash", "efficient", "cudnn", "sage")
 
 
 def attainable(op: OpRecord) -> float:

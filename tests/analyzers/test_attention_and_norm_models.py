@@ -13,6 +13,8 @@ import duckdb
 import pytest
 
 from tests.conftest import DATA
+from tracelake.analyzers import settings
+from tracelake.analyzers.common import expected_attention_band
 from tracelake.pipeline import AnalyzeOptions, run_analysis
 from tracelake.warehouse import Warehouse
 
@@ -28,6 +30,7 @@ PEAK_RATIO = 989.4 / 708.0
 @dataclass(frozen=True)
 class Analyzed:
     trace_id: str
+    out: Path
     findings: list[dict[str, Any]]
     markdown: str
     quality: dict[str, str]
@@ -42,7 +45,7 @@ def analyzed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Analyz
         out = out_root / name
         outcome = run_analysis(TRACES / f"{name}.json.gz", warehouse, AnalyzeOptions(out_dir=out, jobs=1))
         quality = json.loads((out / "metadata" / "trace_quality.json").read_text())
-        done[name] = Analyzed(outcome.trace_id, json.loads((out / "priority_data.json").read_text())["findings"],
+        done[name] = Analyzed(outcome.trace_id, out, json.loads((out / "priority_data.json").read_text())["findings"],
                               (out / "analysis.md").read_text(),
                               {c["check_name"]: c["verdict"] for c in quality["checks"]})
     return done, warehouse.connect_read_only()
@@ -137,6 +140,22 @@ def test_sage_kernels_are_attention(analyzed) -> None:
     assert rows == [("sage_fwd", "attention", "SDPA"), ("sage_quant_kernel", "attention", "SDPA")]
     top = done["sage_attention_mi300x"].findings[0]
     assert top["agent"] == "sdpa" and top["estimate_method"] == "quantified", top["title"]
+
+
+def test_fused_attention_credit_is_the_gap_to_its_band_times_its_time(analyzed) -> None:
+    """Sage attention is fused attention: its credit is (1 - efficiency / top of the band at its sequence
+    length and head dim) x its share of E2E x the mid target, nothing else (SD3.5's flash attention at 40 %
+    of roofline against a 50 % band is credited 0.875 x 20 % of its time)."""
+    done, _ = analyzed
+    top = done["sage_attention_mi300x"].findings[0]
+    assert "Fused (sage) attention" in top["insight"]
+    band_high = expected_attention_band(4096, 128)[2]
+    assert band_high == 66.0  # N = 4096 band 50-70 %, capped at head dim 128 by 37-66 %
+    per_call_us, calls = 120.0 + 900.0, 4  # sage_quant_kernel + sage_fwd, launched by the op
+    efficiency = 100.0 * 206_158_430_208 / (2600e12 * per_call_us * 1e-6)  # MI300X int8 matrix peak
+    e2e_ms = json.loads((done["sage_attention_mi300x"].out / "priority_data.json").read_text())["e2e_time_ms"]
+    share = 100.0 * calls * per_call_us / 1000.0 / e2e_ms
+    assert top["impact_score"] == pytest.approx(settings.TARGET_MID * (1 - efficiency / band_high) * share, rel=1e-3)
 
 
 def test_mha_batch_prefill(analyzed) -> None:
