@@ -19,7 +19,8 @@ from tracelake.pipeline import AnalyzeOptions, run_analysis
 from tracelake.warehouse import Warehouse
 
 TRACES = DATA / "perf_models"
-NAMES = ("owl_attention_h100", "owl_attention_mi300x", "sage_attention_mi300x", "mha_batch_prefill_mi300x",
+NAMES = ("owl_attention_h100", "owl_attention_mi300x", "owl_attention_long_chain_h100", "sage_attention_mi300x",
+         "mha_batch_prefill_mi300x",
          "vllm_mixed_attention_mi300x", "norms_mi300x", "microbench_norm_mi300x")
 BF16 = 2
 # H100 SXM5 / MI300X dense BF16 matrix peaks (seeds/platform_peaks.csv): the only thing the OWLv2 twins
@@ -194,6 +195,19 @@ def test_unfused_attention_has_one_method_on_every_vendor(analyzed) -> None:
     # the fused time is FLOPs / (peak x band): the twins differ only by their BF16 peaks (2 %)
     assert fused[1] / fused[0] == pytest.approx(PEAK_RATIO, rel=0.02)
     assert abs(cuda["impact_score"] - rocm["impact_score"]) <= 10.0  # % of E2E, the peaks' difference
+
+
+def test_the_attention_agents_eager_finding_uses_the_same_flop_model(analyzed) -> None:
+    """Six ops on the scores put the softmax beyond the kernel-fusion window, so the attention agent
+    finds the chain itself: its fused time is the same FLOP model's (bmm FLOPs / (peak x band)), not the
+    GEMMs' roofline over the chain with the softmax counted as a 100 % gap."""
+    fusion, eager = _attention_finding(analyzed, "owl_attention_h100"), _attention_finding(
+        analyzed, "owl_attention_long_chain_h100")
+    assert eager["agent"] == "sdpa" and eager["estimate_method"] == "quantified"
+    fused = [f["claimed_time_ms"] - f["recoverable_ms"] for f in (fusion, eager)]
+    assert fused[1] == pytest.approx(fused[0], rel=1e-3)
+    flops = 2 * 2 * 12 * 3601 * 3601 * 64 * 12  # QK^T and PV of 12 layers
+    assert fused[1] == pytest.approx(flops / (989.4e12 * 0.415) * 1e3, rel=1e-3)  # band 33-50 % at head dim 64
 
 
 # ---- micro-benchmark -------------------------------------------------------------------------------

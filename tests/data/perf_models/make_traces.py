@@ -7,6 +7,8 @@ linked by `correlation` and `External id`, nn.Module python functions):
   of 64) on a CUDA and a ROCm device, attention unfused (bmm -> mul -> softmax -> bmm), with the
   vendors' own GEMM kernel and runtime names; the ROCm twin's kernels overlap by 0.5 us on the stream
   as roctracer records them;
+- owl_attention_long_chain_h100: the H100 twin with six elementwise ops on the scores before the
+  softmax, beyond the kernel-fusion window: the attention agent finds the chain;
 - sage_attention_mi300x: SageAttention (`sageattention::qk_int8_sv_f8_accum_f32_attn`, int8 Q/K, fp8 V)
   whose kernels are aiter's Triton `sage_quant_kernel` and `sage_fwd`;
 - mha_batch_prefill_mi300x: `aiter::mha_batch_prefill` inside a vLLM step annotation (2 prompts of
@@ -136,7 +138,10 @@ class Builder:
 OWL_TOKENS, OWL_HEADS, OWL_HEAD_DIM, OWL_HIDDEN, OWL_LAYERS = 3601, 12, 64, 768, 12
 
 
-def owl_attention(vendor: Vendor) -> Builder:
+def owl_attention(vendor: Vendor, score_ops: int = 1) -> Builder:
+    """`score_ops` elementwise ops on the scores between the first bmm and the softmax (scale, masks,
+    position biases, casts): more than the kernel-fusion window's reach leaves the chain to the
+    attention agent's own eager-attention finder."""
     b = Builder(vendor)
     n, h, d, w = OWL_TOKENS, OWL_HEADS, OWL_HEAD_DIM, OWL_HIDDEN
 
@@ -148,7 +153,8 @@ def owl_attention(vendor: Vendor) -> Builder:
         for _ in range(3):
             linear(w, 40.0)
         b.op("aten::bmm", [[h, n, d], [h, d, n]], [BF16, BF16], kernels=((vendor.gemm_kernel, 60.0),))
-        b.op("aten::mul", [[h, n, n], []], [BF16, "Scalar"], kernels=((MUL_KERNEL, 150.0),))
+        for _ in range(score_ops):
+            b.op("aten::mul", [[h, n, n], []], [BF16, "Scalar"], kernels=((MUL_KERNEL, 150.0),))
         b.op("aten::_softmax", [[h, n, n], [], []], [BF16, "Scalar", "Scalar"], ["", "-1", "False"],
              kernels=((SOFTMAX_KERNEL, 250.0),))
         b.op("aten::bmm", [[h, n, n], [h, n, d]], [BF16, BF16], kernels=((vendor.gemm_kernel, 60.0),))
@@ -276,6 +282,7 @@ def microbench() -> tuple[Builder, float, float]:
 def main() -> None:
     owl_attention(CUDA).write(HERE / "owl_attention_h100.json.gz")
     owl_attention(ROCM).write(HERE / "owl_attention_mi300x.json.gz")
+    owl_attention(CUDA, score_ops=6).write(HERE / "owl_attention_long_chain_h100.json.gz")
     sage_attention().write(HERE / "sage_attention_mi300x.json.gz")
     mha_batch_prefill().write(HERE / "mha_batch_prefill_mi300x.json.gz")
     vllm_mixed_attention().write(HERE / "vllm_mixed_attention_mi300x.json.gz")
