@@ -206,7 +206,7 @@ def _scores_shape(op: OpRecord) -> tuple[int, int]:
 
 
 def _fused_attention_impact(gemms: list[OpRecord], roles: dict[str, str], total_ms: float,
-                            e2e_ms: float) -> compute.Impact | None:
+                            e2e_ms: float) -> tuple[compute.Impact, str] | None:
     """The kernel-fusion agent's method for unfused attention (one method on every vendor): one fused
     kernel takes the batched matmuls' FLOPs at the band fused attention reaches at this sequence
     length and head dim; the saving is the eager chain's time minus that. None without FLOPs."""
@@ -221,7 +221,11 @@ def _fused_attention_impact(gemms: list[OpRecord], roles: dict[str, str], total_
     peak = max(op.peak_tflops or 0.0 for op in gemms)
     fused_ms = [fused_attention_us(flops, peak, e) / 1000.0 for e in (low, (low + high) / 2.0, high)]
     saved = [100.0 * max(0.0, total_ms - f) / e2e_ms for f in fused_ms]
-    return compute.Impact(method="quantified", low=saved[0], mid=saved[1], high=saved[2])
+    model = (f"one fused attention kernel would take about {fused_ms[2]:.3f}-{fused_ms[0]:.3f} ms: "
+             f"{flops / 1e12:.2f} TFLOP of attention (the batched matmuls) at {low:.0f}-{high:.0f} % of the "
+             f"{peak:g} TFLOPS {gemms[0].compute_spec or ''} peak, the band fused attention reaches at N = {seq_len} "
+             f"and head dim {dim}")
+    return compute.Impact(method="quantified", low=saved[0], mid=saved[1], high=saved[2]), model
 
 
 def eager_groups(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, data: AgentData) -> list[OpGroup]:
@@ -238,8 +242,8 @@ def eager_groups(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, data: Agen
         op.kind = "eager"
     gemms = [op for op in members if op.op_category == "GEMM"]
     total_ms = sum(op.time_ms for op in members)
-    impact = _fused_attention_impact(gemms, roles, total_ms, ctx.e2e_time_ms) or compute.heuristic_impact(
-        total_ms / ctx.e2e_time_ms * 100.0)
+    modelled = _fused_attention_impact(gemms, roles, total_ms, ctx.e2e_time_ms)
+    impact = modelled[0] if modelled else compute.heuristic_impact(total_ms / ctx.e2e_time_ms * 100.0)
     members.sort(key=lambda op: -op.time_ms)
     for op in members:
         op.impact = None
@@ -248,6 +252,7 @@ def eager_groups(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, data: Agen
     return [OpGroup(
         bound=bound, library=dominant.library, bucket="unknown", family="eager",
         estimate_method=impact.method, members=members, impact=impact, chain=True,
+        chain_model=modelled[1] if modelled else None,
         title=f"Eager attention ({len(members)} ops, {dominant.label}): replace with fused attention",
     )]
 

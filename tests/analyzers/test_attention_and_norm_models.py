@@ -204,6 +204,8 @@ def test_the_attention_agents_eager_finding_uses_the_same_flop_model(analyzed) -
     fusion, eager = _attention_finding(analyzed, "owl_attention_h100"), _attention_finding(
         analyzed, "owl_attention_long_chain_h100")
     assert eager["agent"] == "sdpa" and eager["estimate_method"] == "quantified"
+    assert "one fused attention kernel would take about 0.966-1.464 ms" in eager["insight"]
+    assert "of the roofline" not in eager["insight"]  # no members' efficiency beside the FLOP model
     fused = [f["claimed_time_ms"] - f["recoverable_ms"] for f in (fusion, eager)]
     assert fused[1] == pytest.approx(fused[0], rel=1e-3)
     flops = 2 * 2 * 12 * 3601 * 3601 * 64 * 12  # QK^T and PV of 12 layers
