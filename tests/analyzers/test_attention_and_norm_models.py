@@ -52,14 +52,16 @@ def analyzed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Analyz
     return done, warehouse.connect_read_only()
 
 
-def _model(analyzed_traces, trace: str, op: str) -> tuple[float, float, str, dict[str, Any]]:
-    """(flops, bytes, compute_spec, perf_params) of the op's instances in the trace; all equal."""
+def _model(analyzed_traces, trace: str, op: str, concrete_like: str = "%") -> tuple[float, float, str, dict[str, Any]]:
+    """(flops, bytes, compute_spec, perf_params) of the op's instances in the trace (whose Concrete
+    Inputs match `concrete_like`); all equal."""
     done, db = analyzed_traces
     rows = db.execute(
         """select distinct p.flops, p.bytes, p.compute_spec, p.perf_params
            from intermediate.int_op_perf_models p
            join staging.stg_trace__host_ops h on h.trace_id = p.trace_id and h.event_idx = p.op_id
-           where h.trace_id = ? and h.name = ?""", [done[trace].trace_id, op]).fetchall()
+           where h.trace_id = ? and h.name = ? and h.concrete_inputs like ?""",
+        [done[trace].trace_id, op, concrete_like]).fetchall()
     assert len(rows) == 1, (op, rows)
     return rows[0][0], rows[0][1], rows[0][2], json.loads(rows[0][3])
 
@@ -84,10 +86,14 @@ def test_layer_norm_backward(analyzed) -> None:
     # native_layer_norm_backward(grad [16, 1024, 2048], x, [2048], mean, rstd, w, b, [True, True, True]):
     # flops 4N + 5N (input gradient); bytes grad N + x N + grad_x N + stats C + w C + dw C + db C
     n, c = 16 * 1024 * 2048, 2048
-    flops, bytes_, _, params = _model(analyzed, "norms_mi300x", "aten::native_layer_norm_backward")
+    flops, bytes_, _, params = _model(analyzed, "norms_mi300x", "aten::native_layer_norm_backward", "%[True, True, True]%")
     assert (params["is_affine"], params["has_bias"], params["input_grad"]) == (True, True, True)
     assert flops == 9 * n == 301_989_888
     assert bytes_ == (3 * n + 4 * c) * BF16 == 201_342_976
+    # no weight, bias or input gradient: flops 4N + 2N; bytes grad N + x N + stats C
+    flops, bytes_, _, params = _model(analyzed, "norms_mi300x", "aten::native_layer_norm_backward", "%[False, True, True]%")
+    assert (params["is_affine"], params["has_bias"], params["input_grad"]) == (False, False, False)
+    assert flops == 6 * n and bytes_ == (2 * n + c) * BF16
 
 
 def test_group_norm_backward(analyzed) -> None:

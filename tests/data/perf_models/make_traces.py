@@ -251,6 +251,11 @@ def norms() -> Builder:
          ["", "", "[2048]", "", "", "", "", "[True, True, True]"],
          kernels=(("void at::native::(anonymous namespace)::layer_norm_grad_input_kernel<c10::BFloat16, float>", 200.0),
                   ("void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel<c10::BFloat16, float>", 60.0)))
+    # the edge case: no weight or bias (elementwise_affine=False) and no input gradient asked for
+    b.op("aten::native_layer_norm_backward", [t, t, [], [16, 1024, 1], [16, 1024, 1], [], [], []],
+         [BF16, BF16, "Scalar", FP32, FP32, "", "", "Scalar"],
+         ["", "", "[2048]", "", "", "", "", "[False, True, True]"],
+         kernels=(("void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel<c10::BFloat16, float>", 60.0),))
     b.op("aten::native_group_norm_backward",
          [x, x, [8, 32], [8, 32], [512], [], [], [], [], []],
          [BF16, BF16, FP32, FP32, BF16, "Scalar", "Scalar", "Scalar", "Scalar", "Scalar"],
