@@ -16,9 +16,10 @@ from tracelake.analyzers import settings
 from tracelake.analyzers.contracts import AgentResult, Finding
 
 _EFFECT = {  # what the report says each limit does to the findings
-    "gpu_busy_share": ("findings are limited to the kernels it ran (their efficiency, at low confidence); its idle "
-                       "time, launches and copies are the harness's, so the system-level findings carry no "
-                       "recoverable-time estimate"),
+    "gpu_busy_share": ("findings are limited to the kernels it ran: their efficiency is stated at low confidence "
+                       "and with no time claim, as the harness's window is not a workload's E2E; its idle time, "
+                       "launches and copies are the harness's, so the system-level findings carry no "
+                       "recoverable-time estimate either"),
     "graph_capture": ("no finding below is a recoverable win for the workload: they describe capture-time work, at "
                       "low confidence and with no time estimate"),
 }

@@ -59,6 +59,7 @@ from tracelake.analyzers.compute_impact import (
     group_ops,
     heuristic_group_name,
     heuristic_impact,
+    pitem_floor,
     quantified_impact,
     sum_impacts,
 )
@@ -182,7 +183,8 @@ def run_agent(
     ops, handed_off = load_agent_ops(db, ctx, agent)
     data = AgentData(ctx=ctx, ops=ops, platform_peaks=peaks, peak_hbm_tb_per_s=peak_hbm, handed_off=handed_off)
     _estimate(db, ctx, agent, ops)
-    kept, dropped = group_ops(ops, agent.family or (lambda op: op.kind), ctx.comparison_scope == "comparative")
+    kept, dropped = group_ops(ops, agent.family or (lambda op: op.kind), ctx.comparison_scope == "comparative",
+                              pitem_floor(ctx))
     extra = agent.extra_groups(db, ctx, data) if agent.extra_groups is not None else []
     if not ops and not extra:
         metrics = metrics_model(**base_metrics(db, agent, ctx, peak_hbm), category_specific=facts(data))

@@ -167,6 +167,9 @@ def lead_insight(group: OpGroup, noun: str) -> str:
             f"{scope} ({calls}) {verb} {group.time_ms:.3f} ms on trace 1 ({group.percent_of_e2e:.2f} % of E2E) "
             f"and {t2:.3f} ms on trace 2{where}: trace 1 is {slower:.1f} % slower.{cap}"
         )
+    if group.chain_model:
+        return (f"{scope} ({calls}) {verb} {group.time_ms:.3f} ms ({group.percent_of_e2e:.2f} % of E2E){where}; "
+                f"{group.chain_model}.")
     if group.estimate_method == "quantified":
         return (
             f"{scope} ({calls}) {verb} {group.time_ms:.3f} ms ({group.percent_of_e2e:.2f} % of E2E) "
@@ -237,6 +240,8 @@ def impact_explanation(group: OpGroup, e2e_ms: float) -> str:
             "gap = 1 - efficiency / 100 and impact = {0.75, 0.875, 1.0} x gap x t1 / E2E(trace 1) x 100, "
             "summed over the members"
         )
+    elif group.chain_model:
+        formula = f"{group.chain_model}; impact = the chain's time minus that, at the band's low, mid and high"
     elif group.estimate_method == "quantified":
         attainable = sorted({m.attainable_percent for m in group.members})
         reach = (f"{attainable[0]:g} %" if len(attainable) == 1 else f"{attainable[0]:g}-{attainable[-1]:g} %")

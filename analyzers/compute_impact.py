@@ -71,7 +71,8 @@ def estimate_op_impact(op: OpRecord, ctx: AnalysisContext) -> Impact | None:
             return None
         impact = _above_kernel_floor(
             quantified_impact(op.time_ms, ctx.e2e_time_ms, op.efficiency_percent, op.attainable_percent), op, ctx)
-        return impact if impact.high >= settings.MIN_OP_IMPACT_HIGH else None
+        kept = impact.high > 0 if is_harness(ctx) else impact.high >= settings.MIN_OP_IMPACT_HIGH
+        return impact if kept else None
     if op.percent_of_e2e > 0:
         return heuristic_impact(op.percent_of_e2e)
     return None
@@ -106,8 +107,21 @@ def heuristic_group_name(op: OpRecord) -> str:
     return op.name
 
 
+def is_harness(ctx: AnalysisContext) -> bool:
+    """A micro-benchmark or test harness (trace_quality's gpu_busy_share warns): its E2E is the
+    harness's window, so the %-of-E2E floors would hide every kernel it ran; its kernel findings are
+    kept and stated without a time claim (agents/trace_scope.py)."""
+    return ctx.quality_verdicts.get("gpu_busy_share") in ("warn", "fail")
+
+
+def pitem_floor(ctx: AnalysisContext) -> float:
+    """The smallest mid impact (% of E2E) a grouped finding needs; none in a harness."""
+    return 0.0 if is_harness(ctx) else settings.MIN_PITEM_IMPACT_SCORE
+
+
 def group_ops(ops: Sequence[OpRecord], family: Callable[[OpRecord], str],
-              comparative: bool = False) -> tuple[list[OpGroup], list[OpGroup]]:
+              comparative: bool = False, floor: float = settings.MIN_PITEM_IMPACT_SCORE,
+              ) -> tuple[list[OpGroup], list[OpGroup]]:
     """P-items from ops that carry an impact: (kept groups, dropped groups), highest mid first.
     Comparative groups do not split by efficiency bucket (TraceLens: bucket "all")."""
     keyed: dict[tuple[str, ...], list[OpRecord]] = defaultdict(list)
@@ -131,6 +145,8 @@ def group_ops(ops: Sequence[OpRecord], family: Callable[[OpRecord], str],
             comparative=comparative and method == "quantified",
         ))
     groups.sort(key=lambda g: (-g.impact.mid, -g.time_ms))
-    kept = [g for g in groups if g.impact.mid >= settings.MIN_PITEM_IMPACT_SCORE]
-    dropped = [g for g in groups if g.impact.mid < settings.MIN_PITEM_IMPACT_SCORE]
-    return kept, dropped
+    def reported(g: OpGroup) -> bool:  # the floor lifts only for what the roofline quantifies
+        least = floor if g.estimate_method == "quantified" else settings.MIN_PITEM_IMPACT_SCORE
+        return g.impact.mid > 0 and g.impact.mid >= least
+
+    return [g for g in groups if reported(g)], [g for g in groups if not reported(g)]

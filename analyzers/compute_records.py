@@ -146,6 +146,9 @@ class OpGroup(BaseModel):
     title: str | None = None  # set by agents that build a group themselves (e.g. eager attention)
     comparative: bool = False  # efficiency = 100 x t2 / t1 against trace 2, impact = measured gap
     chain: bool = False  # impact computed over the whole group (fused replacement), not per member
+    # how a chain's impact was computed, when not from its members' roofline gaps (the fused-attention
+    # FLOP model): replaces the members' efficiency in the insight and the formula in the details
+    chain_model: str | None = None
 
     @property
     def dominant(self) -> OpRecord:

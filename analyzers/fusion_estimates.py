@@ -137,7 +137,7 @@ def _attention_shape(bmm: Unit) -> tuple[int, int]:
         return 0, 0
 
 
-def _fused_attention_us(flops: float, peak_tflops: float, efficiency_percent: float) -> float:
+def fused_attention_us(flops: float, peak_tflops: float, efficiency_percent: float) -> float:
     return flops / (peak_tflops * 1e6 * efficiency_percent / 100.0)
 
 
@@ -155,11 +155,11 @@ def _attention_estimate(units: list[Unit], platform: Platform) -> Estimate:
         return attention_fallback(units)
     flops = sum(u.flops or 0.0 for u in matrix)
     _, eff_low, eff_high = expected_attention_band(seq_len, head_dim)
-    fast, slow = _fused_attention_us(flops, peak, eff_high), _fused_attention_us(flops, peak, eff_low)
+    fast, slow = fused_attention_us(flops, peak, eff_high), fused_attention_us(flops, peak, eff_low)
     return Estimate(
         "eager_attention",
         low_us=max(0.0, current - slow),
-        mid_us=max(0.0, current - _fused_attention_us(flops, peak, (eff_low + eff_high) / 2.0)),
+        mid_us=max(0.0, current - fused_attention_us(flops, peak, (eff_low + eff_high) / 2.0)),
         high_us=max(0.0, current - fast),
         removed=list(units), measured=False, flops=flops, compute_spec=spec, seq_len=seq_len, head_dim=head_dim,
         fused_fast_us=fast, fused_slow_us=slow)

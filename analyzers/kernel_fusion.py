@@ -84,7 +84,9 @@ def _ranked_candidates(instances: list[Instance], platform: Platform, ctx: Analy
 
 def _high_confidence_ops(groups: list[CandidateGroup], units: list[Unit]) -> dict[str, str]:
     """Ops whose kernel time high-confidence estimated candidates mostly remove, each with the
-    candidate that removes the most of it: the compute agents leave them to this agent."""
+    candidate that removes the most of it: the compute agents leave them to this agent. Unfused
+    attention is handed over at any confidence: its one method is the fused kernel's FLOP model,
+    and a trace-quality warning (roctracer's same-stream overlaps) must not switch the method."""
     op_time: dict[str, float] = defaultdict(float)
     for u in units:
         op_time[u.name] += u.time_us
@@ -92,7 +94,7 @@ def _high_confidence_ops(groups: list[CandidateGroup], units: list[Unit]) -> dic
     owner: dict[str, tuple[float, str]] = {}
     for group in groups:
         c = group.candidate
-        if c.confidence != "high" or c.status != "estimated":
+        if c.status != "estimated" or (c.confidence != "high" and c.pattern not in settings.FUSION_ANY_CONFIDENCE_PATTERNS):
             continue
         for name, t in group.removed_time_us.items():
             covered_time[name] += t

@@ -15,6 +15,7 @@ from tracelake.analyzers.common import expected_attention_band
 from tracelake.analyzers.compute import Advice, AgentData, ComputeMetrics, OpGroup, OpRecord
 from tracelake.analyzers.contracts import AdviceText, AgentResult, AnalysisContext, TracePhases
 from tracelake.analyzers.finding_text import render_advice
+from tracelake.analyzers.fusion_estimates import fused_attention_us
 
 AGENT_NAME = "sdpa"
 TIER = "compute"
@@ -26,6 +27,7 @@ PAGED_MARKERS = ("unified_attention", "paged_attention", "vllm", "paged")  # Tra
 MATH_MARKERS = ("_math", "math_")  # aten::_scaled_dot_product_attention_math: the unfused fallback
 EFFICIENT_MARKERS = ("efficient_attention", "mem_efficient")
 CUDNN_MARKERS = ("cudnn_attention",)
+SAGE_MARKERS = ("sageattention", "sage_fwd")  # SageAttention: quantized (int8 QK) flash-style attention
 KV_CACHE_KERNEL_PATTERN = re.compile(r"reshape_and_cache|store_kvcache|kv_cache", re.IGNORECASE)
 
 
@@ -62,6 +64,8 @@ def classify(op: OpRecord) -> str:
         return "paged"
     if compute.name_matches(name, MATH_MARKERS) or op.kernel_category_shares.get("GEMM", 0.0) > 0.5:
         return "math"
+    if compute.name_matches(name, SAGE_MARKERS) or any(m in kernels for m in SAGE_MARKERS):
+        return "sage"
     if compute.name_matches(name, FLASH_MARKERS) or any(m in kernels for m in FLASH_MARKERS):
         return "flash"
     if compute.name_matches(name, EFFICIENT_MARKERS):
@@ -168,7 +172,9 @@ def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
     if phase == "prefill" and (unmodelled or dominant.kind == "paged"):
         tokens = [s.prefill_tokens for s in phases.steps if s.phase == "prefill" and s.prefill_tokens]
         return _advice("prefill", prompt_tokens=max(tokens) if tokens else None)
-    if unmodelled or (dominant.kind == "paged" and (decode or n_q is None)):
+    # a paged op with a perf model but no query length (its roofline comes from the step annotations)
+    # gets the fused-attention advice: "no perf model covers it" would contradict its printed roofline
+    if unmodelled or (dominant.kind == "paged" and decode):
         return _unmodelled_advice(group, data, n_q, decode)
     return _fused_advice(group, n_q, n_kv, decode)
 
@@ -179,12 +185,47 @@ def advise(group: OpGroup, data: AgentData) -> Advice:
 
 def _mask_tensor(group: OpGroup) -> bool:
     """Some member passes an explicit mask / bias tensor (Input Dims slot 3 of the SDPA signatures
-    is attn_mask / attn_bias; the flash signature has a scalar there)."""
+    is attn_mask / attn_bias; the flash signature has a scalar there; paged ops take their output there)."""
     for op in group.members:
+        if op.kind == "paged":
+            continue
         dims = op.dims()
         if len(dims) > 3 and isinstance(dims[3], list) and len(dims[3]) > 0:
             return True
     return False
+
+
+def _scores_shape(op: OpRecord) -> tuple[int, int]:
+    """(max(Sq, Skv), head dim D) of the scores' batched matmul [.., Sq, D] x [.., D, Skv]."""
+    shapes = [d for d in op.dims() if isinstance(d, list) and len(d) >= 3]
+    if "baddbmm" in op.name:
+        shapes = shapes[1:]
+    if len(shapes) < 2:
+        return 0, 0
+    return max(int(shapes[0][-2]), int(shapes[1][-1])), int(shapes[0][-1])
+
+
+def _fused_attention_impact(gemms: list[OpRecord], roles: dict[str, str], total_ms: float,
+                            e2e_ms: float) -> tuple[compute.Impact, str] | None:
+    """The kernel-fusion agent's method for unfused attention (one method on every vendor): one fused
+    kernel takes the batched matmuls' FLOPs at the band fused attention reaches at this sequence
+    length and head dim; the saving is the eager chain's time minus that. None without FLOPs."""
+    scores = [op for op in gemms if roles.get(op.signature_key, "").startswith("scores")]
+    if not scores or total_ms <= 0 or any(not op.gflops or not op.peak_tflops for op in gemms):
+        return None
+    seq_len, dim = _scores_shape(scores[0])
+    if not seq_len:
+        return None
+    _, low, high = expected_attention_band(seq_len, dim)
+    flops = sum((op.gflops or 0.0) * 1e9 * op.count for op in gemms)
+    peak = max(op.peak_tflops or 0.0 for op in gemms)
+    fused_ms = [fused_attention_us(flops, peak, e) / 1000.0 for e in (low, (low + high) / 2.0, high)]
+    saved = [100.0 * max(0.0, total_ms - f) / e2e_ms for f in fused_ms]
+    model = (f"one fused attention kernel would take about {fused_ms[2]:.3f}-{fused_ms[0]:.3f} ms: "
+             f"{flops / 1e12:.2f} TFLOP of attention (the batched matmuls) at {low:.0f}-{high:.0f} % of the "
+             f"{peak:g} TFLOPS {gemms[0].compute_spec or ''} peak, the band fused attention reaches at N = {seq_len} "
+             f"and head dim {dim}")
+    return compute.Impact(method="quantified", low=saved[0], mid=saved[1], high=saved[2]), model
 
 
 def eager_groups(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, data: AgentData) -> list[OpGroup]:
@@ -201,12 +242,8 @@ def eager_groups(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, data: Agen
         op.kind = "eager"
     gemms = [op for op in members if op.op_category == "GEMM"]
     total_ms = sum(op.time_ms for op in members)
-    if gemms and all(op.roofline_time_us is not None for op in gemms) and total_ms > 0:
-        roofline_ms = sum((op.roofline_time_us or 0.0) * op.count for op in gemms) / 1000.0
-        efficiency = min(100.0, 100.0 * roofline_ms / total_ms)
-        impact = compute.quantified_impact(total_ms, ctx.e2e_time_ms, efficiency)
-    else:
-        impact = compute.heuristic_impact(total_ms / ctx.e2e_time_ms * 100.0)
+    modelled = _fused_attention_impact(gemms, roles, total_ms, ctx.e2e_time_ms)
+    impact = modelled[0] if modelled else compute.heuristic_impact(total_ms / ctx.e2e_time_ms * 100.0)
     members.sort(key=lambda op: -op.time_ms)
     for op in members:
         op.impact = None
@@ -215,6 +252,7 @@ def eager_groups(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, data: Agen
     return [OpGroup(
         bound=bound, library=dominant.library, bucket="unknown", family="eager",
         estimate_method=impact.method, members=members, impact=impact, chain=True,
+        chain_model=modelled[1] if modelled else None,
         title=f"Eager attention ({len(members)} ops, {dominant.label}): replace with fused attention",
     )]
 
@@ -227,7 +265,7 @@ def facts(data: AgentData) -> SdpaFacts:
     keys = [k for _, k in lens if k]
     eager = data.extra.get("eager_attention_ops", [])
     return SdpaFacts(
-        flash_count=sum(1 for op in ops if op.kind == "flash"),
+        flash_count=sum(1 for op in ops if op.kind in ("flash", "sage")),
         paged_count=sum(1 for op in ops if op.kind == "paged"),
         efficient_count=sum(1 for op in ops if op.kind == "efficient"),
         math_count=sum(1 for op in ops if op.kind == "math"),
@@ -245,7 +283,7 @@ def facts(data: AgentData) -> SdpaFacts:
     )
 
 
-FUSED_KINDS = ("flash", "efficient", "cudnn")
+FUSED_KINDS = ("flash", "efficient", "cudnn", "sage")
 
 
 def attainable(op: OpRecord) -> float:

@@ -143,6 +143,10 @@ FUSION_MODELED_SHARE_HIGH = 0.75
 # hold at least this share of that op name's kernel time (otherwise other instances still deserve
 # kernel tuning findings).
 FUSION_FLAG_OP_TIME_SHARE_MIN = 0.5
+# Patterns whose candidates take their ops from the compute tier at any confidence: unfused
+# attention has one method on every vendor (the fused kernel's FLOP model, issue 26), so a
+# confidence lowered by a trace-quality warning must not hand it to the per-op roofline gap.
+FUSION_ANY_CONFIDENCE_PATTERNS = frozenset({"eager_attention"})
 # At most this many fusion findings per trace (the rest stay in the candidate list).
 MAX_FUSION_FINDINGS = 8
 # A chain whose intermediates are under 5 % of its bytes (e.g. a scalar counter update next to a
@@ -229,9 +233,10 @@ COMPARE_TOP_OPS = 20
 # share (micro-benchmark / harness) or a GPU-graph capture. On such a trace every finding is low
 # confidence; the findings of the tiers listed for the check carry no recoverable-time estimate
 # (agents/trace_scope.py): a harness's idle time, launches and copies are not the workload's, and
-# a capture's kernels are warm-up (expert_expectations.md: "Know when there is nothing to say").
+# a capture's kernels are warm-up (expert_expectations.md: "Know when there is nothing to say");
+# a harness's kernels are stated by their efficiency, but its window is no E2E to claim time of (issue 26).
 NOT_THE_WORKLOAD_CHECKS: dict[str, tuple[str, ...]] = {
-    "gpu_busy_share": ("system",),
+    "gpu_busy_share": ("system", "compute"),
     "graph_capture": ("system", "compute"),
 }
 

@@ -1,7 +1,8 @@
 {#- FLOPs and bytes per modelled cpu op instance (TraceLens perf models, reference §8):
     GEMM (mm, addmm, bmm, baddbmm, _scaled_mm), SDPA forward (flash / efficient / cuDNN,
     flash_attn), convolution forward, unary and binary elementwise, reduce, layer / batch
-    normalization forward, and the serving ops (issue 14): RMSNorm and fused add + RMSNorm,
+    normalization forward, group / instance norm forward, layer-norm / group-norm / RMSNorm backward and
+    aten::_fused_rms_norm (issue 26), SageAttention's quantized attention, and the serving ops (issue 14): RMSNorm and fused add + RMSNorm,
     rotary embedding, gated activations (silu_and_mul), KV-cache writes, inference (paged)
     attention from the enclosing step annotation, and fused MoE. Shapes come from `Input Dims`, dtypes from `Input type`. -#}
 {{ config(materialized='incremental') }}
@@ -396,7 +397,7 @@ norm_sizes as (
             else dims[1][2]
         end as channels
     from parsed
-    where perf_family = 'Normalization' and name not like '%_backward'
+    where perf_family = 'Normalization' and name not like '%_backward' and name not like '%rms_norm%'
 ),
 
 normalization as (
@@ -453,6 +454,89 @@ batch_norm_backward as (
         {{ json_object_of([('op_shape', 'dims[1]'), ('num_channels', 'channels'), ('dtype_in_out', '[types[1], types[2]]'), ('is_training', 'is_training')]) }} as perf_params
     from batch_norm_backward_args
     left join dtypes as in_dtype on lower(batch_norm_backward_args.types[1]) = in_dtype.dtype_name
+),
+
+norm_backward_args as (
+    -- layer norm: native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight,
+    -- bias, output_mask); group norm: native_group_norm_backward(grad_out, input, mean, rstd, weight,
+    -- N, C, HxW, group, output_mask); RMSNorm: _fused_rms_norm_backward(grad_out, input,
+    -- normalized_shape, rstd, weight, output_mask) (ATen native_functions.yaml). Instance norm has no
+    -- backward op of its own: ATen runs it as batch norm over [1, N·C, ...], whose backward is modelled.
+    select
+        *,
+        {{ list_prod('dims[1]') }} as elements,
+        case
+            when name like '%group_norm_backward' then dims[2][2]
+            else {{ list_prod(json_ints("nullif(concrete[3], '')")) }}
+        end as channels,
+        case
+            when name like '%layer_norm_backward' then len(dims) >= 6 and len(dims[6]) > 0
+            else len(dims) >= 5 and len(dims[5]) > 0
+        end as is_affine,
+        case
+            when name like '%layer_norm_backward' then len(dims) >= 7 and len(dims[7]) > 0
+            -- group norm's backward takes no bias; nn.GroupNorm's affine form has one (its gradient is
+            -- output_mask[3]); RMSNorm has none
+            when name like '%group_norm_backward' then coalesce(concrete[10], '') like '%True]'
+            else false
+        end as has_bias,
+        coalesce(case
+            when name like '%layer_norm_backward' then concrete[8]
+            when name like '%group_norm_backward' then concrete[10]
+            else concrete[6]
+        end, '[True') like '[True%' as wants_input_grad
+    from parsed
+    where perf_family = 'Normalization'
+        and (name like '%layer_norm_backward' or name like '%group_norm_backward' or name like '%rms_norm_backward')
+),
+
+norm_backward as (
+    -- TraceLens' generic Normalization backward (reference tracelens_core.md §8.7), training (these
+    -- norms always use the batch statistics): flops 4N + 5N with the input gradient (2N without);
+    -- bytes grad_out N + input N (and grad_input N), the saved statistics C, the weight C, and the
+    -- weight (and bias) gradients C each
+    select
+        norm_backward_args.trace_id,
+        norm_backward_args.op_id,
+        4.0 * elements + case when wants_input_grad then 5.0 else 2.0 end * elements as flops,
+        (
+            elements
+            + elements * case when wants_input_grad then 2 else 1 end
+            + channels
+            + case when is_affine then channels * case when has_bias then 3 else 2 end else 0 end
+        ) * in_dtype.bytes_per_element * 1.0 as bytes,
+        'vector' as maf_type,
+        in_dtype.precision,
+        {{ json_object_of([('op_shape', 'dims[1]'), ('num_channels', 'channels'), ('dtype_in_out', '[types[1], types[2]]'),
+                           ('is_affine', 'is_affine'), ('has_bias', 'has_bias'), ('input_grad', 'wants_input_grad'),
+                           ('is_training', 'true')]) }} as perf_params
+    from norm_backward_args
+    left join dtypes as in_dtype on lower(norm_backward_args.types[1]) = in_dtype.dtype_name
+),
+
+fused_rms_norm as (
+    -- aten::_fused_rms_norm(input, normalized_shape, weight, eps): TraceLens' RMSNorm model (reference
+    -- tracelens_core.md §8.7): (N/C)·(2C + 2) + N·(2 with a weight, else 1) FLOPs; read x, write y, read
+    -- the C weights
+    select
+        trace_id,
+        op_id,
+        elements / channels * (2.0 * channels + 2) + elements * case when is_affine then 2.0 else 1.0 end as flops,
+        (2.0 * elements + case when is_affine then channels else 0 end) * x_dtype.bytes_per_element as bytes,
+        'vector' as maf_type,
+        x_dtype.precision,
+        {{ json_object_of([('op_shape', 'dims[1]'), ('num_channels', 'channels'), ('is_affine', 'is_affine'),
+                           ('dtype_in_out', '[types[1], types[1]]')]) }} as perf_params
+    from (
+        select
+            *,
+            {{ list_prod('dims[1]') }} as elements,
+            {{ list_prod(json_ints("nullif(concrete[2], '')")) }} as channels,
+            len(dims) >= 3 and len(dims[3]) > 0 as is_affine
+        from parsed
+        where perf_family = 'Normalization' and name like '%fused_rms_norm'
+    ) as rms_sizes
+    left join dtypes as x_dtype on lower(rms_sizes.types[1]) = x_dtype.dtype_name
 ),
 
 rms_norm_sizes as (
@@ -555,8 +639,18 @@ inference_attention_heads as (
         *,
         dims[1][2] as h_q,
         dims[1][3] as d_qk,
-        case when name like 'sglang_profiler::%' then dims[4][3] else dims[2][2] end as h_kv,
-        case when name like 'sglang_profiler::%' then dims[5][4] else dims[3][3] end as d_v
+        -- aiter::mha_batch_prefill(q [T, Hq, d], k_cache [.., Hkv, d], v_cache [.., Hkv, dv], ...): the
+        -- caches' last two dims are heads and head dim, as TraceLens' aiter_mha_batch_prefill reads them
+        case
+            when name like 'sglang_profiler::%' then dims[4][3]
+            when name = 'aiter::mha_batch_prefill' then dims[2][len(dims[2]) - 1]
+            else dims[2][2]
+        end as h_kv,
+        case
+            when name like 'sglang_profiler::%' then dims[5][4]
+            when name = 'aiter::mha_batch_prefill' then dims[3][len(dims[3])]
+            else dims[3][3]
+        end as d_v
     from parsed
     where perf_family = 'InferenceAttention' and name not like '%reshape_and_cache%' and name not like '%store_cache'
 ),
@@ -603,6 +697,52 @@ inference_attention as (
     from inference_attention_steps
     left join dtypes as q_dtype on lower(inference_attention_steps.types[1]) = q_dtype.dtype_name
     where tightness_rank = 1
+),
+
+sage_shapes as (
+    -- SageAttention's quantized attention ops, qk_int8_sv_{f8,f16}_accum_*_attn(q, k, v, o, q_scale,
+    -- k_scale, [v_scale,] tensor_layout, is_causal, ...) (thu-ml/SageAttention, csrc qattn bindings):
+    -- int8 Q and K, fp8 / fp16 V, tensor_layout 0 = NHD [B, N, H, D], 1 = HND [B, H, N, D]
+    select
+        *,
+        coalesce(concrete[case when name like '%sv_f8%' then 8 else 7 end], '0') = '1' as is_hnd,
+        lower(coalesce(concrete[case when name like '%sv_f8%' then 9 else 8 end], '0')) in ('1', 'true') as is_causal
+    from parsed
+    where perf_family = 'SageAttention'
+),
+
+sage_attention as (
+    -- the attention FLOPs of TraceLens' SDPA model (QK^T and PV, halved when causal); bytes read the
+    -- quantized Q, K, V at their own widths and write O; the matrix work runs in Q's int8
+    select
+        sage_shapes.trace_id,
+        sage_shapes.op_id,
+        b * h_q * (2.0 * n_q * n_kv * d_qk + 2.0 * n_q * n_kv * d_v) / case when is_causal then 2 else 1 end as flops,
+        (
+            b * n_q * h_q * d_qk * q_dtype.bytes_per_element + b * n_kv * h_kv * d_qk * q_dtype.bytes_per_element
+            + b * n_kv * h_kv * d_v * v_dtype.bytes_per_element + b * n_q * h_q * d_v * o_dtype.bytes_per_element
+        ) * 1.0 as bytes,
+        'matrix' as maf_type,
+        q_dtype.precision,
+        {{ json_object_of([
+            ('B', 'b'), ('N_Q', 'n_q'), ('H_Q', 'h_q'), ('N_KV', 'n_kv'), ('H_KV', 'h_kv'),
+            ('d_h_qk', 'd_qk'), ('d_h_v', 'd_v'), ('causal', 'is_causal'), ('dtype_Q_K_V_O', '[types[1], types[2], types[3], types[4]]')
+        ]) }} as perf_params
+    from (
+        select
+            *,
+            dims[1][1] as b,
+            case when is_hnd then dims[1][2] else dims[1][3] end as h_q,
+            case when is_hnd then dims[1][3] else dims[1][2] end as n_q,
+            dims[1][4] as d_qk,
+            case when is_hnd then dims[2][2] else dims[2][3] end as h_kv,
+            case when is_hnd then dims[2][3] else dims[2][2] end as n_kv,
+            dims[3][4] as d_v
+        from sage_shapes
+    ) as sage_shapes
+    left join dtypes as q_dtype on lower(sage_shapes.types[1]) = q_dtype.dtype_name
+    left join dtypes as v_dtype on lower(sage_shapes.types[3]) = v_dtype.dtype_name
+    left join dtypes as o_dtype on lower(sage_shapes.types[4]) = o_dtype.dtype_name
 ),
 
 moe_shapes as (
@@ -690,6 +830,9 @@ all_models as (
     union all select * from reduction
     union all select * from normalization
     union all select * from batch_norm_backward
+    union all select * from norm_backward
+    union all select * from fused_rms_norm
+    union all select * from sage_attention
     union all select * from rms_norm
     union all select * from rotary
     union all select * from gated_activation

@@ -47,6 +47,7 @@ first_match as (
         when regexp_matches(name, 'flashinfer::\w*(Attention|Prefill|Decode|MergeState|VariableLengthMerge)') then 370
         when regexp_matches(name, '^_?attn_(fwd|bwd)|^_?bwd_(preprocess|kernel_dk_dv|kernel_dq)') then 380
         when regexp_matches(name, '^kernel_unified_attention_|^reduce_segments$|^_fwd_(grouped_)?kernel_stage\d|^_fwd_kernel$') then 390
+        when regexp_matches(name, '^sage_(fwd|quant)') then 395
         when regexp_matches(name, '(?i)^triton_tem_\w*(flex_attention|flex_decoding|sdpa|attention)') then 400
         when regexp_matches(name, 'reshape_and_cache|concat_and_cache_mla') then 410
         when regexp_matches(name, 'store_kvcache|StoreKVCacheParams') then 420
