@@ -106,9 +106,10 @@ def sequence_findings(graph: replay.TimelineGraph, results: list[AgentResult], e
             for r in results]
 
 
-def replay_summary(graph: replay.TimelineGraph, results: list[AgentResult]) -> ReplaySummary | None:
+def replay_summary(graph: replay.TimelineGraph, results: list[AgentResult],
+                   path: replay.CriticalPath | None = None) -> ReplaySummary | None:
     """The replay of every sequenced finding's change together, beside their kernel-level and
-    replayed sums and the replay's error on the unchanged timeline."""
+    replayed sums, the replay's error on the unchanged timeline and the longest step's critical path."""
     if graph.gpu.is_empty():
         return None
     findings = [f for f in _replayable(results) if f.kernel_level_ms is not None]
@@ -125,4 +126,7 @@ def replay_summary(graph: replay.TimelineGraph, results: list[AgentResult]) -> R
         # capped as each finding is: no more than the findings' own estimates
         combined_ms=min(max(0.0, (base_us - together.span_us) / US_PER_MS), sum(f.recoverable_ms or 0.0 for f in findings)),
         iterations=together.iterations,
-        converged=together.converged)
+        converged=together.converged,
+        critical_path_step=path.step_number if path else None,
+        critical_path_ms=path.span_us / US_PER_MS if path else None,
+        critical_path_gpu_ms=path.gpu_us / US_PER_MS if path else None)

@@ -229,3 +229,37 @@ def reproduction_error(graph: TimelineGraph) -> tuple[float, float]:
     joined = unchanged.starts.join(measured, on="event_idx")
     worst = float((joined["start_us"] - joined["measured_us"]).abs().max() or 0.0) if not joined.is_empty() else 0.0  # type: ignore[arg-type]
     return unchanged.span_us - graph.measured_span_us, worst
+
+
+_CRITICAL_PATH_QUERY = """
+with first_gpu as (
+    select step_number, min(ts_us) as gpu_start_us from critical_path
+    where trace_id = ? and node_kind = 'gpu' group by step_number
+),
+steps as (
+    select path.step_number, min(greatest(path.ts_us, first_gpu.gpu_start_us)) as start_us, max(path.end_us) as end_us,
+        sum(path.self_us) filter (where path.node_kind = 'gpu') as gpu_us
+    from critical_path as path
+    inner join first_gpu on path.step_number is not distinct from first_gpu.step_number
+    where path.trace_id = ? and path.end_us > first_gpu.gpu_start_us
+    group by path.step_number
+)
+select step_number, end_us - start_us, coalesce(gpu_us, 0.0)
+from steps order by end_us - start_us desc, step_number limit 1
+"""
+
+
+@dataclass(frozen=True)
+class CriticalPath:
+    """The longest step's critical path (the critical_path mart) from the step's first GPU event: its
+    span and the GPU work on it (µs); the rest is the GPU waiting for the host (launch calls and the
+    host work before them) or for another stream."""
+
+    step_number: int | None
+    span_us: float
+    gpu_us: float
+
+
+def longest_critical_path(db: duckdb.DuckDBPyConnection, trace_id: str) -> CriticalPath | None:
+    row = db.execute(_CRITICAL_PATH_QUERY, [trace_id, trace_id]).fetchone()
+    return None if row is None else CriticalPath(row[0], float(row[1]), float(row[2]))

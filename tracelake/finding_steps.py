@@ -118,7 +118,8 @@ def rank_findings(db: duckdb.DuckDBPyConnection, agents: AgentRun, findings: lis
                                    unaddressed_ops(db, agents.ctx, findings),
                                    near_roofline_lines(db, agents.ctx, findings),
                                    None if agents.ctx.trace2_id else
-                                   replay_summary(replay.load_graph(db, agents.ctx.trace_id), findings))
+                                   replay_summary(replay.load_graph(db, agents.ctx.trace_id), findings,
+                                                  replay.longest_critical_path(db, agents.ctx.trace_id)))
     runner.write("priority_data.json", priority)
     runner.draw_plot(priority, facts.trace.gpu.model_dump())
     return priority
