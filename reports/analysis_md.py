@@ -73,7 +73,8 @@ def _replay_view(summary: ReplaySummary | None, e2e_ms: float) -> dict[str, Any]
         gpu = min(summary.critical_path_gpu_ms or 0.0, summary.critical_path_ms)
         path = {"step": summary.critical_path_step, "ms": summary.critical_path_ms, "gpu_ms": gpu,
                 "gpu_pct": 100.0 * gpu / summary.critical_path_ms, "wait_ms": summary.critical_path_ms - gpu}
-    return {"findings": summary.kernel_level_sum_ms > 0, "path": path,"combined_ms": summary.combined_ms, "combined_pct": 100.0 * summary.combined_ms / e2e_ms if e2e_ms else 0.0,
+    return {"findings": summary.kernel_level_sum_ms > 0, "path": path, "combined_ms": summary.combined_ms,
+            "combined_pct": 100.0 * summary.combined_ms / e2e_ms if e2e_ms else 0.0,
             "replayed_sum_ms": summary.replayed_sum_ms, "kernel_sum_ms": summary.kernel_level_sum_ms,
             "error_us": abs(summary.unchanged_error_us), "converged": summary.converged}
 
