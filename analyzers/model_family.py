@@ -8,6 +8,7 @@ import re
 
 import duckdb
 
+from tracelake.analyzers import settings
 from tracelake.analyzers.model_facts import ModuleFacts, RootModule, layer_class
 from tracelake.analyzers.model_info import ModelComponent, ModelInfo
 from tracelake.core.markdown_text import code
@@ -60,11 +61,13 @@ def class_stem(module_class: str) -> str:
 
 
 def model_components(db: duckdb.DuckDBPyConnection, facts: ModuleFacts, roots: list[RootModule]) -> list[RootModule]:
-    """The outermost module classes that are models: they hold a repeated layer of their own, or
-    their classes match a family rule (most GPU kernel time first)."""
+    """The outermost module classes that are models: they hold a repeated layer of their own, their
+    classes match a family rule, or they hold most of the GPU time (most GPU kernel time first)."""
+    total_us = sum(r.kernel_time_us for r in roots)
     for root in roots:
         root.family = family_of(db, facts, root.scope_classes, [])
-    return [r for r in roots if r.holds_layers or r.family is not None]
+    return [r for r in roots if r.holds_layers or r.family is not None
+            or (total_us > 0 and r.kernel_time_us / total_us >= settings.MODEL_ROOT_GPU_TIME_SHARE_MIN)]
 
 
 def info_components(components: list[RootModule]) -> list[ModelComponent]:

@@ -304,3 +304,12 @@ COLLECTIVE_SIGNATURE_MIN_INSTANCES = 3
 # the time or less on the median instance, and one instance already measures every rank's wait (the
 # shared DLRM job: 10 us all-to-all transfers behind 125-7,624 us start skews, shares 0.94-0.99).
 COLLECTIVE_DECISIVE_WAIT_SHARE = 0.9
+
+# ---- model identification (analyzers/model_*.py) ----------------------------------------------
+# Ours: an outermost module call that holds this share of all outermost calls' GPU kernel time is one of the
+# trace's models even with no layer frames of its own (a torch.compile'd transformer runs its blocks inlined in
+# one graph, so only its own frame is left); "most of the time" is a strict majority.
+MODEL_ROOT_GPU_TIME_SHARE_MIN = 0.5
+# Ours: a convolution with a single weight shape beside attention is a patch embedding (ViT, DiT, SigLIP), not
+# a CNN stem: at most this many distinct convolution weight shapes leave a transformer a transformer.
+PATCH_EMBEDDING_CONV_SHAPES_MAX = 1

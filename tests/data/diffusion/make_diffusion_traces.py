@@ -10,6 +10,8 @@ and deviceProperties of an H100. Kernel times are chosen so the answers are know
   `SD3Transformer2DModel` behind an `xFuserSD3Transformer2DWrapper` called 4 times (24 heads x 64,
   most of the GPU time), and the VAE `Decoder` (convolutions, group norms through
   `aiter::_groupnorm_run`);
+- `sd3_xdit_launch_bound.json.gz`: the same with every kernel 100 x shorter, so the host's launches
+  leave the GPU idle (the GPU-graph advice, which must name no vLLM / SGLang switch);
 - `flux_compiled.json.gz`: a diffusers FLUX-like request whose transformer `FluxTransformer2DModel`
   runs behind torch.compile's `OptimizedModule` (a `Torch-Compiled Region`, no block frames), 4 calls;
 - `t5_encoder.json.gz` / `t5_encoder_decoder.json.gz`: a T5 encoder alone (no diffusion, no engine)
@@ -48,7 +50,8 @@ TRITON_KERNEL = "triton_poi_fused_add_mul_native_layer_norm_0"
 class TraceBuilder:
     """Host frames, ops and launches on one thread; kernels queued on one stream after their launch."""
 
-    def __init__(self) -> None:
+    def __init__(self, kernel_scale: float = 1.0) -> None:
+        self.kernel_scale = kernel_scale  # every kernel's GPU time is multiplied by it
         self.events: list[dict[str, Any]] = []
         self.host_us = 1_000_000.0
         self.gpu_us = self.host_us
@@ -81,6 +84,12 @@ class TraceBuilder:
         with self.frame(f"nn.Module: {module_class}_{index}"):
             yield
 
+    @contextmanager
+    def same_objects(self, start: dict[str, int]) -> Iterator[None]:
+        """A repeated call of the same module objects: their instance numbers restart at `start`."""
+        self.instances = dict(start)
+        yield
+
     def op(self, name: str, dims: list[list[int]], kernels: list[tuple[str, float]],
            concrete: list[str] | None = None) -> None:
         """A cpu_op launching `kernels` (name, GPU µs) one after the other."""
@@ -94,6 +103,7 @@ class TraceBuilder:
                                 "args": {"External id": external_id, "cbid": 211, "correlation": correlation}})
             self.host_us += 5.0
             kernel_ts = max(self.gpu_us, launch_ts + 4.0) + 1.0
+            dur_us = round(dur_us * self.kernel_scale, 3)
             self.events.append({"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": STREAM, "ts": kernel_ts,
                                 "dur": dur_us, "args": {"External id": external_id, "queued": 0, "device": 0,
                                                         "context": 1, "stream": STREAM, "correlation": correlation,
@@ -185,16 +195,17 @@ def vae_decoder(b: TraceBuilder) -> None:
                 b.conv(512, 512, 128, 3, 900)
 
 
-def sd3_xdit(path: Path) -> None:
-    b = TraceBuilder()
+def sd3_xdit(path: Path, kernel_scale: float = 1.0) -> None:
+    b = TraceBuilder(kernel_scale)
     with (b.frame("execute_diffusion_1_1024x1024", "user_annotation"),
           b.frame("xfuser/model_executor/pipelines/pipeline_stable_diffusion_3.py(245): __call__"),
           b.frame("diffusers/pipelines/stable_diffusion_3/pipeline_stable_diffusion_3.py(780): __call__")):
         t5_encoder(b)
         clip_text(b)
         clip_text(b)
-        for _ in range(4):  # denoising steps: one transformer call each
-            with b.module("xFuserSD3Transformer2DWrapper"), b.module("SD3Transformer2DModel"):
+        start = dict(b.instances)
+        for _ in range(4):  # denoising steps: one transformer call each, of the same module objects
+            with b.same_objects(start), b.module("xFuserSD3Transformer2DWrapper"), b.module("SD3Transformer2DModel"):
                 with b.module("PatchEmbed"):
                     b.conv(16, 1536, 128, 2, 80, stride=2)
                 for _ in range(3):
@@ -208,8 +219,9 @@ def flux_compiled(path: Path) -> None:
     with b.frame("diffusers/pipelines/flux/pipeline_flux.py(650): __call__"):
         t5_encoder(b)
         clip_text(b)
+        start = dict(b.instances)
         for _ in range(4):
-            with b.module("OptimizedModule"), b.module("FluxTransformer2DModel"), \
+            with b.same_objects(start), b.module("OptimizedModule"), b.module("FluxTransformer2DModel"), \
                     b.frame("Torch-Compiled Region: 0/0", "cpu_op"):
                 for _ in range(3):
                     b.op("aten::mm", [[4096, 3072], [3072, 9216]], [(GEMM_KERNEL, 600)])
@@ -267,6 +279,7 @@ def vit_traces(vit_path: Path, hybrid_path: Path) -> None:
 
 def main() -> None:
     sd3_xdit(HERE / "sd3_xdit.json.gz")
+    sd3_xdit(HERE / "sd3_xdit_launch_bound.json.gz", kernel_scale=0.01)
     flux_compiled(HERE / "flux_compiled.json.gz")
     t5_traces(HERE / "t5_encoder.json.gz", HERE / "t5_encoder_decoder.json.gz")
     vit_traces(HERE / "vit_patch_conv.json.gz", HERE / "hybrid_conv_stem.json.gz")
