@@ -60,14 +60,15 @@ def class_stem(module_class: str) -> str:
     return _TASK_SUFFIX.sub("", module_class) or module_class
 
 
-def model_components(db: duckdb.DuckDBPyConnection, facts: ModuleFacts, roots: list[RootModule]) -> list[RootModule]:
+def model_components(db: duckdb.DuckDBPyConnection, facts: ModuleFacts, roots: list[RootModule],
+                     total_us: float) -> list[RootModule]:
     """The outermost module classes that are models: they hold a repeated layer of their own, their
-    classes match a family rule, or they hold most of the GPU time (most GPU kernel time first)."""
-    total_us = sum(r.kernel_time_us for r in roots)
+    classes match a family rule, or they hold most of the trace's GPU kernel time (`total_us`; most
+    GPU kernel time first)."""
     for root in roots:
         root.family = family_of(db, facts, root.scope_classes, [])
     return [r for r in roots if r.holds_layers or r.family is not None
-            or (total_us > 0 and r.kernel_time_us / total_us >= settings.MODEL_ROOT_GPU_TIME_SHARE_MIN)]
+            or (total_us > 0 and r.kernel_time_us / total_us > settings.MODEL_ROOT_GPU_TIME_SHARE_MIN)]
 
 
 def info_components(components: list[RootModule]) -> list[ModelComponent]:

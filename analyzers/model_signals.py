@@ -107,12 +107,12 @@ def read_signals(db: duckdb.DuckDBPyConnection, trace_id: str, sql: list[str]) -
     """The signals of one trace; each query that shows something is added to `sql` (in this order)."""
     facts = ModuleFacts()
     read_module_facts(db, trace_id, facts, sql)
-    components = model_components(db, facts, read_roots(db, trace_id, sql))
+    kernels = read_kernel_mix(db, trace_id, sql)
+    components = model_components(db, facts, read_roots(db, trace_id, sql), sum(kernels.time_us_by_type.values()))
     # a pipeline's scale is its main model's: the weights of that component's calls only
     read_weights(db, trace_id, facts, sql, components[0] if len(components) >= 2 else None)
     attention = read_attention(db, trace_id, sql)
     op_counts = read_op_kinds(db, trace_id)
-    kernels = read_kernel_mix(db, trace_id, sql)
     world_size = read_world_size(db, trace_id)
     classes = sorted(set(facts.module_instances) | set(facts.module_calls))
     scope = components[0].scope_classes if components else classes

@@ -306,7 +306,7 @@ COLLECTIVE_SIGNATURE_MIN_INSTANCES = 3
 COLLECTIVE_DECISIVE_WAIT_SHARE = 0.9
 
 # ---- model identification (analyzers/model_*.py) ----------------------------------------------
-# Ours: an outermost module call that holds this share of all outermost calls' GPU kernel time is one of the
+# Ours: an outermost module call that holds this share of the trace's GPU kernel time is one of the
 # trace's models even with no layer frames of its own (a torch.compile'd transformer runs its blocks inlined in
 # one graph, so only its own frame is left); "most of the time" is a strict majority.
 MODEL_ROOT_GPU_TIME_SHARE_MIN = 0.5
