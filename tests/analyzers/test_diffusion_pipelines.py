@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.conftest import DATA, TRACES, run_cli
+from tests.conftest import DATA, TRACES, run_cli, trace_id_of
 from tracelake.analyzers.model_id import ModelInfo, identify_model
 from tracelake.analyzers.trace_overview import trace_phases, workload_facts
 from tracelake.ingestion import ingest_paths
@@ -44,14 +44,17 @@ def test_the_denoising_transformer_names_the_pipeline_behind_an_engine_wrapper(i
     # the transformer (92 % of the GPU time) behind xFuserSD3Transformer2DWrapper, not the text encoder
     # that starts first nor the wrapper
     assert info.model == "SD3Transformer2DModel pipeline" and info.is_pipeline
-    assert info.architecture.split(": ", 1)[1].startswith("Diffusion transformer (DiT)")
+    assert info.architecture.startswith("Diffusion pipeline of 4 models: the denoiser SD3Transformer2DModel (x4, one "
+                                        "call per denoising step, 92 % of their GPU time) is a Diffusion transformer (DiT)")
     parts = {c.module_class: c for c in info.components}
     assert list(parts) == ["SD3Transformer2DModel", "Decoder", "T5EncoderModel", "CLIPTextModelWithProjection"]
     assert parts["SD3Transformer2DModel"].calls == 4 and parts["SD3Transformer2DModel"].kernel_time_percent > 90
     assert parts["CLIPTextModelWithProjection"].calls == 2 and parts["T5EncoderModel"].kernel_time_percent < 2
-    assert "SD3Transformer2DModel x4 92 %" in info.architecture and "T5EncoderModel 1 %" in info.architecture
+    assert info.architecture.endswith("; its parts: Decoder 6 %, T5EncoderModel 1 %, CLIPTextModelWithProjection x2 1 %")
     # its own blocks: 3 JointTransformerBlock objects called 4 times, hidden 1536
     assert info.num_layers == 3 and info.hidden_size == 1536
+    # the attention heads quoted are the transformer's (24 x 64), not T5's (64 x 64) nor CLIP's (12 x 64)
+    assert (info.num_heads, info.head_dim) == (24, 64)
 
 
 def test_a_compiled_transformer_without_block_frames_names_the_pipeline(identified):
@@ -113,3 +116,16 @@ def test_the_vllm_step_gets_vllms_graph_switch(tmp_path):
     text = _analysis(tmp_path, TRACES / "b200" / "eager_trace.json.gz")
     assert "Run the step in vLLM's GPU-graph mode (vLLM without `enforce_eager`" in text
     assert "disable-cuda-graph" not in text
+
+
+def test_the_serving_engines_of_the_shared_traces_are_named(db):
+    engines = {path: workload_facts(db, trace_id_of(db, path)) for path in (
+        "b200/eager_trace.json.gz", "inference/vllm_decode_full/graph_execution.json.gz",
+        "inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz", "h100/gaunernst_bert-small-uncased__1016001.json.gz")}
+    assert engines["b200/eager_trace.json.gz"].serving_engine == "vLLM"
+    assert engines["inference/vllm_decode_full/graph_execution.json.gz"].serving_engine == "vLLM"
+    # the SGLang step is also wrapped in a vLLM-style `execute_...` annotation: its own frames name it
+    sglang = engines["inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz"]
+    assert sglang.serving_engine == "SGLang" and sglang.serving_engine_graph_mode == "SGLang without `--disable-cuda-graph`"
+    # a Hugging Face model run by a script: transformers is a model library, not an engine
+    assert engines["h100/gaunernst_bert-small-uncased__1016001.json.gz"].serving_engine is None

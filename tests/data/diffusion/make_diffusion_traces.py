@@ -64,7 +64,7 @@ class TraceBuilder:
         return self.next_id
 
     @contextmanager
-    def frame(self, name: str, category: str = "python_function") -> Iterator[None]:
+    def frame(self, name: str, category: str = "python_function", args: dict[str, Any] | None = None) -> Iterator[None]:
         start, python_id = self.host_us, self._id()
         parent = self.python_stack[-1]
         self.python_stack.append(python_id)
@@ -72,8 +72,8 @@ class TraceBuilder:
         yield
         self.host_us += 2.0
         self.python_stack.pop()
-        args: dict[str, Any] = ({"Python parent id": parent, "Python id": python_id, "Python module id": 0}
-                                if category == "python_function" else {"External id": python_id})
+        args = {**(args or {}), **({"Python parent id": parent, "Python id": python_id, "Python module id": 0}
+                                   if category == "python_function" else {"External id": python_id})}
         self.events.append({"ph": "X", "cat": category, "name": name, "pid": PID, "tid": TID, "ts": start,
                             "dur": self.host_us - start, "args": args})
 
@@ -126,8 +126,12 @@ class TraceBuilder:
 
     def sdpa(self, heads: int, tokens: int, head_dim: int, attn_us: float) -> None:
         q = [1, heads, tokens, head_dim]
-        self.op("aten::scaled_dot_product_attention", [q, q, q, [], [], [], [], []], [(FLASH_KERNEL, attn_us)],
-                ["", "", "", "", "0.", "False", "", "False"])
+        dims = [q, q, q, [], [], [], [], []]
+        with self.frame("aten::scaled_dot_product_attention", "cpu_op",
+                        {"Input Dims": dims, "Input type": [BF16, BF16, BF16, "", "Scalar", "Scalar", "", "Scalar"],
+                         "Concrete Inputs": ["", "", "", "", "0.", "False", "", "False"]}):
+            self.op("aten::_scaled_dot_product_flash_attention", [q, q, q, [], [], [], []], [(FLASH_KERNEL, attn_us)],
+                    ["", "", "", "0.", "False", "False", ""])
 
     def layer_norm(self, tokens: int, width: int, us: float, module_class: str = "LayerNorm") -> None:
         with self.module(module_class):
