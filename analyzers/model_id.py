@@ -228,6 +228,15 @@ def _confidence(signals: ModelSignals, info: ModelInfo, base: str | None) -> Non
         info.confidence = "low"
 
 
+def _engine(db: duckdb.DuckDBPyConnection, trace_id: str, info: ModelInfo, evidence: list[str]) -> None:
+    """The engine that runs the model, as the trace names it (workload_facts, from seeds/serving_engine_rules.csv)."""
+    found = db.execute("select serving_engine, serving_engine_evidence from workload_facts where trace_id = ?",
+                       [trace_id]).fetchone()
+    if found and found[0]:
+        info.serving_engine = found[0]
+        evidence.append(f"run by {found[0]}: the trace shows {code(found[1])}")
+
+
 def identify_model(db: duckdb.DuckDBPyConnection, trace_id: str) -> ModelInfo:
     """Model family, architecture, scale and precision of one trace, from the warehouse alone."""
     evidence: list[str] = []
@@ -245,6 +254,7 @@ def identify_model(db: duckdb.DuckDBPyConnection, trace_id: str) -> ModelInfo:
     info.scale = scale_text(info, signals.weights("conv"), signals.weights("linear"), signals.is_cnn)
     info.precision = precision_of(db, trace_id, sql, evidence)
     _confidence(signals, info, base)
+    _engine(db, trace_id, info, evidence)
     if not signals.op_counts["cpu_ops"]:
         evidence.append("no CPU ops in the trace (GPU-only): module names, shapes and parameters are not visible; "
                         "architecture and precision come from kernel names")

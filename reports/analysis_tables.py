@@ -148,6 +148,7 @@ def model_view(model: ModelInfo) -> dict[str, Any]:
         "architecture": cell(model.architecture),
         "scale": cell(model.scale),
         "precision": cell(model.precision),
+        "engine": cell(model.serving_engine) if model.serving_engine else None,
         "confidence": model.confidence,
         "evidence": [safe_markdown(one_line(e)) for e in model.evidence],
     }

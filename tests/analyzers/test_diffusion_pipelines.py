@@ -110,12 +110,13 @@ def test_a_diffusion_pipeline_gets_no_serving_engine_graph_switch(tmp_path):
     assert "Capture the steady-state step in a GPU graph (CUDA / HIP graphs" in text
     assert "enforce_eager" not in text and "disable-cuda-graph" not in text
     assert "| denoise | 4 (SD3Transformer2DModel calls in 1 request) |" in text
+    assert "- **Engine**: xDiT\n" in text
 
 
 def test_the_vllm_step_gets_vllms_graph_switch(tmp_path):
     text = _analysis(tmp_path, TRACES / "b200" / "eager_trace.json.gz")
     assert "Run the step in vLLM's GPU-graph mode (vLLM without `enforce_eager`" in text
-    assert "disable-cuda-graph" not in text
+    assert "disable-cuda-graph" not in text and "- **Engine**: vLLM\n" in text
 
 
 def test_the_serving_engines_of_the_shared_traces_are_named(db):
