@@ -237,11 +237,13 @@ def read_weights(db: duckdb.DuckDBPyConnection, trace_id: str, facts: ModuleFact
         sql.append(inline(_WEIGHT_OPS_SQL, trace_id))
     facts.weights_per_instance = bool(facts.weights) and with_instance == len(weight_ops)
     if not any(w.kind == "linear" for w in facts.weights):
-        _read_gemm_weights(db, trace_id, facts, sql)
+        _read_gemm_weights(db, trace_id, facts, sql, component.calls if component is not None else 1)
 
 
-def _read_gemm_weights(db: duckdb.DuckDBPyConnection, trace_id: str, facts: ModuleFacts, sql: list[str]) -> None:
-    """No aten::linear (compiled graphs, custom runtimes): the weight operand of each plain GEMM."""
+def _read_gemm_weights(db: duckdb.DuckDBPyConnection, trace_id: str, facts: ModuleFacts, sql: list[str],
+                       model_calls: int = 1) -> None:
+    """No aten::linear (compiled graphs, custom runtimes): the weight operand of each plain GEMM, once per
+    call of the model (a pipeline's denoiser runs its GEMMs once per denoising step)."""
     gemm_rows = rows(db, _GEMM_SHAPES_SQL, trace_id)
     for perf_params, count in gemm_rows:
         try:
@@ -251,7 +253,8 @@ def _read_gemm_weights(db: duckdb.DuckDBPyConnection, trace_id: str, facts: Modu
         if int(params.get("B") or 1) != 1 or not params.get("K") or not params.get("N"):
             continue
         weight = Weight("linear", (int(params["N"]), int(params["K"])), bias=bool(params.get("bias")))
-        facts.weights.extend(Weight(weight.kind, weight.shape, weight.bias) for _ in range(int(count or 1)))
+        repeats = max(1, int(count or 1) // model_calls) if int(count or 1) % model_calls == 0 else int(count or 1)
+        facts.weights.extend(Weight(weight.kind, weight.shape, weight.bias) for _ in range(repeats))
         facts.gemm_fallback = True
     if gemm_rows:
         sql.append(inline(_GEMM_SHAPES_SQL, trace_id))

@@ -92,7 +92,8 @@ def model_sentence(model: RootModule, components: list[RootModule]) -> str:
         return f"the outermost nn.Module class {code(model.module_class)}{layers} names the model"
     parts = ", ".join(f"{code(c.module_class)} ({component_text(c).split(' ', 1)[1] if ' ' in component_text(c) else ''})"
                       for c in info_components(components))
-    return (f"a pipeline of {len(components)} models, each an outermost nn.Module call with layers of its own: "
+    return (f"a pipeline of {len(components)} models, each an outermost nn.Module call with layers of its own, a "
+            f"family rule's class or most of the GPU time: "
             f"{parts} of their GPU kernel time; the time goes to {code(model.module_class)}{layers}, which names it")
 
 

@@ -65,6 +65,8 @@ def test_a_compiled_transformer_without_block_frames_names_the_pipeline(identifi
     assert info.components[0].calls == 4 and info.components[0].kernel_time_percent > 80
     # the attention heads quoted are the transformer's (24 x 128), not T5's (64 x 64)
     assert (info.num_heads, info.head_dim) == (24, 128)
+    # its 3 GEMMs per call are read once per call (4 calls), not as 12 layers
+    assert info.num_layers == 3 and 84e6 < info.parameter_estimate < 86e6
 
 
 def test_steps_are_counted_per_transformer_call(diffusion_db):
