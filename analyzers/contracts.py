@@ -28,6 +28,9 @@ class WorkloadFacts(BaseModel):
     is_compiled: bool = False
     serving_engine_op_count: int = 0
     serving_engine_op_example: str | None = None
+    serving_engine: str | None = None  # xDiT | SGLang | vLLM | diffusers, named from the trace's host events
+    serving_engine_evidence: str | None = None
+    serving_engine_graph_mode: str | None = None  # the engine's GPU-graph switch (vLLM without `enforce_eager`)
     window_edge_gap_count: int = 0
     window_edge_idle_us: float = 0.0
     analysis_window_ms: float | None = None
@@ -50,6 +53,8 @@ class ServingStep(BaseModel):
     gpu_busy_us: float
     gpu_idle_us: float
     gpu_busy_percent: float | None = None
+    model_class: str | None = None  # the trace's model where the GPU time goes (phases.model_class)
+    model_calls: int = 0  # its calls within the step: a diffusion request's denoising steps
     in_steady_state: bool
     steady_state_rule: str
 

@@ -209,11 +209,12 @@ def _host_work(inputs: FindingInputs) -> Finding | None:
         why_not = " The trace records no host frames for these gaps, so what the host did is not known."
     else:
         why_not = ""
-    if ctx.facts.serving_engine_op_count:
+    if ctx.facts.serving_engine_op_count or ctx.facts.serving_engine:
         # inside a serving step there is no input pipeline to move: the host stalls in the forward
-        action = ("Take the host out of the step: the named frames stall inside the forward pass, which the "
-                  "serving engine's GPU-graph mode (or CUDA / HIP graphs) removes; if they remain, look for CPU "
-                  "contention or a synchronizing call in those frames.")
+        graphs = (f"{ctx.facts.serving_engine}'s GPU-graph mode (or CUDA / HIP graphs)" if ctx.facts.serving_engine_graph_mode
+                  else "CUDA / HIP graphs")
+        action = (f"Take the host out of the step: the named frames stall inside the forward pass, which {graphs} "
+                  "removes; if they remain, look for CPU contention or a synchronizing call in those frames.")
     else:
         action = ("Move the host work named above off the critical path: prepare the next step's inputs on a "
                   "background worker (DataLoader workers, pinned-memory prefetch), or overlap it with the GPU work "
@@ -403,10 +404,11 @@ def _graph_action(ctx: AnalysisContext) -> str:
         return ("The step already replays a GPU graph; these gaps are between the kernels launched outside it (input "
                 "preparation before the replay, sampling after it, launched one by one): capture them in the graph too "
                 "(the engine's full-graph mode) or overlap their host work with the replay.")
-    if ctx.facts.serving_engine_op_count:
-        return (f"Run the step in the serving engine's GPU-graph mode (it issues `{ctx.facts.serving_engine_op_example}`; "
-                "e.g. vLLM without `enforce_eager`, SGLang without `--disable-cuda-graph`) so kernels are replayed "
-                "back to back without one host launch per kernel.")
+    if ctx.facts.serving_engine_graph_mode:
+        # only the engine the trace names: a kernel library's op (aiter, sgl_kernel) names none
+        return (f"Run the step in {ctx.facts.serving_engine}'s GPU-graph mode ({ctx.facts.serving_engine_graph_mode}; "
+                f"the trace shows {ctx.facts.serving_engine} in `{ctx.facts.serving_engine_evidence}`) so kernels are "
+                "replayed back to back without one host launch per kernel.")
     how = ("`torch.cuda.graphs` / `torch.cuda.make_graphed_callables`" if ctx.facts.is_compiled else
            "`torch.cuda.graphs`, or torch.compile mode=\"reduce-overhead\"")
     return (f"Capture the steady-state step in a GPU graph (CUDA / HIP graphs: {how}) so kernels are replayed back "

@@ -12,6 +12,7 @@ _ARCHITECTURE_OF_KIND = {
     "encoder": "Encoder-only Transformer",
     "encoder-decoder": "Encoder-decoder Transformer",
     "unet": "Diffusion UNet (convolution + attention)",
+    "dit": "Diffusion transformer (DiT)",
     "recommendation": "Recommendation model (embedding tables + MLP)",
     "ssm": "State-space model",
     "cnn": "Convolutional neural network",
@@ -22,7 +23,7 @@ def _base(signals: ModelSignals, info: ModelInfo, traits: list[str]) -> str | No
     """The kind of network; a transformer's attention direction goes to `traits`."""
     if signals.kind:
         return _ARCHITECTURE_OF_KIND[signals.kind]
-    if signals.has_conv and signals.has_attention:
+    if signals.has_conv and signals.has_attention and not signals.conv_is_patch_embedding:
         return "Hybrid (CNN + Transformer)"
     if signals.has_attention:
         causal = signals.attention.get("causal") if signals.attention else None

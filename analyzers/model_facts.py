@@ -14,13 +14,9 @@ import duckdb
 from tracelake.core.sql_text import sql_literal
 
 # A repeated layer: decoder/encoder layers and blocks, not their sub-modules or containers.
-_LAYER_CLASS = re.compile(r"(DecoderLayer|EncoderLayer|Layer|Block|Bottleneck|BasicBlock)$")
+# diffusers names its blocks by dimension: `UpDecoderBlock2D`, `ResnetBlock2D`.
+_LAYER_CLASS = re.compile(r"(DecoderLayer|EncoderLayer|Layer|Block|Bottleneck|BasicBlock)(\d+D)?$")
 _NOT_A_LAYER = re.compile(r"(?i)(mlp|attention|attn|feedforward|ffn|norm|embedding|^sequential$|^modulelist$|^linear$)")
-# Classes that wrap a model (data parallel, torch.compile) and containers: never a model's name; the
-# model is the outermost call under the wrappers, and a container at the top holds parts of one.
-_WRAPPER_CLASSES = ("DistributedDataParallel", "FullyShardedDataParallel", "DataParallel", "OptimizedModule")
-_CONTAINER_CLASSES = ("Sequential", "ModuleList", "ModuleDict")
-
 _MODULE_INSTANCES_SQL = """
 select module_class, count(distinct module_instance) as instances, count(*) as calls
 from module_calls
@@ -37,30 +33,21 @@ group by 1
 order by 1
 """
 
-# The outermost module calls (under wrappers only) by class, and their sub-module classes.
-_ROOT_CALLS_CTE = """
-with calls as (
-    select * from module_calls where trace_id = $trace_id
-),
-roots as (
-    select * from calls
-    where not list_contains($skipped::varchar[], module_class)
-      and len(list_filter(module_chain[1:depth], lambda c: not list_contains($wrappers::varchar[], c))) = 0
-)
-"""
-
-_ROOT_MODULES_SQL = _ROOT_CALLS_CTE + """
+# The outermost model calls (model_root_calls: under wrappers only) by class, and their sub-module classes.
+_ROOT_MODULES_SQL = """
 select module_class, min(depth) as depth, count(*) as calls, sum(kernel_time_us) as kernel_time_us
-from roots
+from model_root_calls
+where trace_id = $trace_id
 group by module_class
 order by kernel_time_us desc, min(ts_us)
 """
 
-_ROOT_DESCENDANTS_SQL = _ROOT_CALLS_CTE + """
+_ROOT_DESCENDANTS_SQL = """
 select root_classes.module_class as root_class, calls.module_class, count(distinct calls.module_instance) as instances
-from (select distinct module_class, depth from roots) as root_classes
-join calls
-  on calls.depth > root_classes.depth and calls.module_chain[root_classes.depth + 1] = root_classes.module_class
+from (select distinct trace_id, module_class, depth from model_root_calls where trace_id = $trace_id) as root_classes
+join module_calls as calls
+  on calls.trace_id = root_classes.trace_id and calls.depth > root_classes.depth
+ and calls.module_chain[root_classes.depth + 1] = root_classes.module_class
 group by all
 order by 1, 2
 """
@@ -206,22 +193,14 @@ def read_module_facts(db: duckdb.DuckDBPyConnection, trace_id: str, facts: Modul
 
 def read_roots(db: duckdb.DuckDBPyConnection, trace_id: str, sql: list[str]) -> list[RootModule]:
     """The outermost module classes, most GPU kernel time first, with their sub-module classes."""
-    skipped, wrappers = list(_WRAPPER_CLASSES + _CONTAINER_CLASSES), list(_WRAPPER_CLASSES)
-    params = {"trace_id": trace_id, "skipped": skipped, "wrappers": wrappers}
     roots = [RootModule(c, int(d), int(n), float(t or 0.0))
-             for c, d, n, t in db.execute(_ROOT_MODULES_SQL, params).fetchall()]
+             for c, d, n, t in rows(db, _ROOT_MODULES_SQL, trace_id)]
     if not roots:
         return []
     by_class = {r.module_class: r for r in roots}
-    for root_class, module_class, instances in db.execute(_ROOT_DESCENDANTS_SQL, params).fetchall():
+    for root_class, module_class, instances in rows(db, _ROOT_DESCENDANTS_SQL, trace_id):
         by_class[root_class].descendants[module_class] = int(instances)
-
-    def lists(names: list[str]) -> str:
-        return "[" + ", ".join(sql_literal(n) for n in names) + "]"
-
-    for query in (_ROOT_MODULES_SQL, _ROOT_DESCENDANTS_SQL):
-        sql.append(" ".join(inline(query, trace_id).replace("$skipped", lists(skipped))
-                            .replace("$wrappers", lists(wrappers)).split()))
+    sql.extend(inline(query, trace_id) for query in (_ROOT_MODULES_SQL, _ROOT_DESCENDANTS_SQL))
     return roots
 
 
@@ -258,11 +237,13 @@ def read_weights(db: duckdb.DuckDBPyConnection, trace_id: str, facts: ModuleFact
         sql.append(inline(_WEIGHT_OPS_SQL, trace_id))
     facts.weights_per_instance = bool(facts.weights) and with_instance == len(weight_ops)
     if not any(w.kind == "linear" for w in facts.weights):
-        _read_gemm_weights(db, trace_id, facts, sql)
+        _read_gemm_weights(db, trace_id, facts, sql, component.calls if component is not None else 1)
 
 
-def _read_gemm_weights(db: duckdb.DuckDBPyConnection, trace_id: str, facts: ModuleFacts, sql: list[str]) -> None:
-    """No aten::linear (compiled graphs, custom runtimes): the weight operand of each plain GEMM."""
+def _read_gemm_weights(db: duckdb.DuckDBPyConnection, trace_id: str, facts: ModuleFacts, sql: list[str],
+                       model_calls: int = 1) -> None:
+    """No aten::linear (compiled graphs, custom runtimes): the weight operand of each plain GEMM, once per
+    call of the model (a pipeline's denoiser runs its GEMMs once per denoising step)."""
     gemm_rows = rows(db, _GEMM_SHAPES_SQL, trace_id)
     for perf_params, count in gemm_rows:
         try:
@@ -272,7 +253,8 @@ def _read_gemm_weights(db: duckdb.DuckDBPyConnection, trace_id: str, facts: Modu
         if int(params.get("B") or 1) != 1 or not params.get("K") or not params.get("N"):
             continue
         weight = Weight("linear", (int(params["N"]), int(params["K"])), bias=bool(params.get("bias")))
-        facts.weights.extend(Weight(weight.kind, weight.shape, weight.bias) for _ in range(int(count or 1)))
+        repeats = max(1, int(count or 1) // model_calls) if int(count or 1) % model_calls == 0 else int(count or 1)
+        facts.weights.extend(Weight(weight.kind, weight.shape, weight.bias) for _ in range(repeats))
         facts.gemm_fallback = True
     if gemm_rows:
         sql.append(inline(_GEMM_SHAPES_SQL, trace_id))

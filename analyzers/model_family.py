@@ -8,6 +8,7 @@ import re
 
 import duckdb
 
+from tracelake.analyzers import settings
 from tracelake.analyzers.model_facts import ModuleFacts, RootModule, layer_class
 from tracelake.analyzers.model_info import ModelComponent, ModelInfo
 from tracelake.core.markdown_text import code
@@ -59,12 +60,15 @@ def class_stem(module_class: str) -> str:
     return _TASK_SUFFIX.sub("", module_class) or module_class
 
 
-def model_components(db: duckdb.DuckDBPyConnection, facts: ModuleFacts, roots: list[RootModule]) -> list[RootModule]:
-    """The outermost module classes that are models: they hold a repeated layer of their own, or
-    their classes match a family rule (most GPU kernel time first)."""
+def model_components(db: duckdb.DuckDBPyConnection, facts: ModuleFacts, roots: list[RootModule],
+                     total_us: float) -> list[RootModule]:
+    """The outermost module classes that are models: they hold a repeated layer of their own, their
+    classes match a family rule, or they hold most of the trace's GPU kernel time (`total_us`; most
+    GPU kernel time first)."""
     for root in roots:
         root.family = family_of(db, facts, root.scope_classes, [])
-    return [r for r in roots if r.holds_layers or r.family is not None]
+    return [r for r in roots if r.holds_layers or r.family is not None
+            or (total_us > 0 and r.kernel_time_us / total_us > settings.MODEL_ROOT_GPU_TIME_SHARE_MIN)]
 
 
 def info_components(components: list[RootModule]) -> list[ModelComponent]:
@@ -88,7 +92,8 @@ def model_sentence(model: RootModule, components: list[RootModule]) -> str:
         return f"the outermost nn.Module class {code(model.module_class)}{layers} names the model"
     parts = ", ".join(f"{code(c.module_class)} ({component_text(c).split(' ', 1)[1] if ' ' in component_text(c) else ''})"
                       for c in info_components(components))
-    return (f"a pipeline of {len(components)} models, each an outermost nn.Module call with layers of its own: "
+    return (f"a pipeline of {len(components)} models, each an outermost nn.Module call with layers of its own, a "
+            f"family rule's class or most of the GPU time: "
             f"{parts} of their GPU kernel time; the time goes to {code(model.module_class)}{layers}, which names it")
 
 

@@ -44,6 +44,9 @@ from tracelake.analyzers.model_precision import precision_of
 from tracelake.analyzers.model_signals import ModelSignals, read_signals
 from tracelake.core.markdown_text import code
 
+# Family kinds whose model is a diffusion denoiser (seeds/model_family_rules.csv).
+_DENOISER_KINDS = ("dit", "unet")
+
 __all__ = ["UNKNOWN", "ModelComponent", "ModelInfo", "identify_model", "info_components"]
 
 
@@ -198,13 +201,21 @@ def _checkpoint(db: duckdb.DuckDBPyConnection, signals: ModelSignals, info: Mode
 def _describe_pipeline(signals: ModelSignals, info: ModelInfo) -> None:
     model = signals.model
     components = info_components(signals.components)
+    info.components = components
     if signals.is_pipeline and model is not None:
         info.model_name = f"{info.model_name or model.module_class} pipeline"
         info.is_pipeline = True
+        if signals.kind in _DENOISER_KINDS:
+            # the denoiser runs once per denoising step; the text encoders and the VAE are its parts
+            main = components[0]
+            info.architecture = (f"Diffusion pipeline of {len(components)} models: the denoiser {main.module_class} "
+                                 f"(x{main.calls}, one call per denoising step, {main.kernel_time_percent:.0f} % of "
+                                 f"their GPU time) is a {info.architecture}; its parts: "
+                                 + ", ".join(component_text(c) for c in components[1:]))
+            return
         info.architecture = (f"Pipeline of {len(components)} models ("
                              + ", ".join(component_text(c) for c in components) + f"); the GPU time "
                              f"goes to {model.module_class}: " + info.architecture)
-    info.components = components
 
 
 def _confidence(signals: ModelSignals, info: ModelInfo, base: str | None) -> None:
@@ -215,6 +226,15 @@ def _confidence(signals: ModelSignals, info: ModelInfo, base: str | None) -> Non
         info.confidence = "medium"
     else:
         info.confidence = "low"
+
+
+def _engine(db: duckdb.DuckDBPyConnection, trace_id: str, info: ModelInfo, evidence: list[str]) -> None:
+    """The engine that runs the model, as the trace names it (workload_facts, from seeds/serving_engine_rules.csv)."""
+    found = db.execute("select serving_engine, serving_engine_evidence from workload_facts where trace_id = ?",
+                       [trace_id]).fetchone()
+    if found and found[0]:
+        info.serving_engine = found[0]
+        evidence.append(f"run by {found[0]}: the trace shows {code(found[1])}")
 
 
 def identify_model(db: duckdb.DuckDBPyConnection, trace_id: str) -> ModelInfo:
@@ -234,6 +254,7 @@ def identify_model(db: duckdb.DuckDBPyConnection, trace_id: str) -> ModelInfo:
     info.scale = scale_text(info, signals.weights("conv"), signals.weights("linear"), signals.is_cnn)
     info.precision = precision_of(db, trace_id, sql, evidence)
     _confidence(signals, info, base)
+    _engine(db, trace_id, info, evidence)
     if not signals.op_counts["cpu_ops"]:
         evidence.append("no CPU ops in the trace (GPU-only): module names, shapes and parameters are not visible; "
                         "architecture and precision come from kernel names")

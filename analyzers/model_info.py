@@ -45,6 +45,7 @@ class ModelInfo(BaseModel):
     # the trace's models, most GPU time first; more than one: a pipeline (the first is where the time goes)
     components: list[ModelComponent] = Field(default_factory=list)
     is_pipeline: bool = False
+    serving_engine: str | None = None  # the engine the trace shows running it (workload_facts.serving_engine)
 
     @property
     def display_name(self) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 
 import duckdb
 
+from tracelake.analyzers import settings
 from tracelake.analyzers.model_facts import (
     KernelMix,
     ModuleFacts,
@@ -28,6 +29,8 @@ from tracelake.analyzers.model_family import family_of, model_components
 _TENSOR_PARALLEL_CLASS = re.compile(
     r"(ColumnParallelLinear|RowParallelLinear|QKVParallelLinear|VocabParallelEmbedding|ParallelLMHead)")
 _MOE_CLASS = re.compile(r"(?i)(moe|experts?$|sparse.*block)")
+# A decoder's classes: an encoder-decoder family's model without any (T5EncoderModel) is its encoder alone.
+_DECODER_CLASS = re.compile(r"(?i)(decoder|crossattention)")
 
 
 @dataclass
@@ -86,6 +89,12 @@ class ModelSignals:
         return self.kind == "cnn" or (self.kind is None and self.has_conv and not self.has_attention)
 
     @property
+    def conv_is_patch_embedding(self) -> bool:
+        """The only convolution is a patch embedding: one weight shape (a ViT's or a DiT's patchify)."""
+        shapes = {w.shape for w in self.weights("conv")}
+        return 0 < len(shapes) <= settings.PATCH_EMBEDDING_CONV_SHAPES_MAX
+
+    @property
     def moe_classes(self) -> list[str]:
         return [c for c in self.classes if _MOE_CLASS.search(c)]
 
@@ -98,13 +107,16 @@ def read_signals(db: duckdb.DuckDBPyConnection, trace_id: str, sql: list[str]) -
     """The signals of one trace; each query that shows something is added to `sql` (in this order)."""
     facts = ModuleFacts()
     read_module_facts(db, trace_id, facts, sql)
-    components = model_components(db, facts, read_roots(db, trace_id, sql))
+    kernels = read_kernel_mix(db, trace_id, sql)
+    components = model_components(db, facts, read_roots(db, trace_id, sql), sum(kernels.time_us_by_type.values()))
     # a pipeline's scale is its main model's: the weights of that component's calls only
     read_weights(db, trace_id, facts, sql, components[0] if len(components) >= 2 else None)
     attention = read_attention(db, trace_id, sql)
     op_counts = read_op_kinds(db, trace_id)
-    kernels = read_kernel_mix(db, trace_id, sql)
     world_size = read_world_size(db, trace_id)
     classes = sorted(set(facts.module_instances) | set(facts.module_calls))
-    family = family_of(db, facts, components[0].scope_classes if components else classes, sql)
+    scope = components[0].scope_classes if components else classes
+    family = family_of(db, facts, scope, sql)
+    if family and family[1] == "encoder-decoder" and not any(_DECODER_CLASS.search(c) for c in scope):
+        family = (family[0], "encoder", family[2])
     return ModelSignals(facts, components, attention, op_counts, kernels, world_size, family)

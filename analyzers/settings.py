@@ -339,3 +339,12 @@ REPLAY_LAUNCH_FREE_FINDINGS = ("cpu_idle:launch-bound", "cpu_idle:host-overhead"
 # The card says the rest of a kernel-level estimate is held back by the timeline when the replayed
 # saving is below this share of it (below, the difference is the replay's own rounding of lags).
 REPLAY_HELD_BACK_SHARE = 0.9
+
+# ---- model identification (analyzers/model_*.py) ----------------------------------------------
+# Ours: an outermost module call that holds this share of the trace's GPU kernel time is one of the
+# trace's models even with no layer frames of its own (a torch.compile'd transformer runs its blocks inlined in
+# one graph, so only its own frame is left); "most of the time" is a strict majority.
+MODEL_ROOT_GPU_TIME_SHARE_MIN = 0.5
+# Ours: a convolution with a single weight shape beside attention is a patch embedding (ViT, DiT, SigLIP), not
+# a CNN stem: at most this many distinct convolution weight shapes leave a transformer a transformer.
+PATCH_EMBEDDING_CONV_SHAPES_MAX = 1

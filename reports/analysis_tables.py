@@ -37,13 +37,17 @@ def phase_rows(phases: TracePhases) -> list[dict[str, str]]:
         batches = sorted({s.batch_size for s in steady if s.batch_size is not None})
         tokens = [(s.prefill_tokens or 0) + (s.decode_tokens or 0) for s in steady
                   if s.prefill_tokens is not None or s.decode_tokens is not None]
+        # a diffusion request is one annotation around all its denoising steps: one transformer call each
+        denoise_calls = sum(s.model_calls for s in steady) if name == "denoise" else 0
+        per_step = denoise_calls or len(steady)
         rows.append({
             "phase": name,
-            "steps": f"{len(steps)}",
+            "steps": (f"{sum(s.model_calls for s in steps)} ({steps[0].model_class} calls in "
+                      f"{len(steps)} request{'s' if len(steps) > 1 else ''})" if denoise_calls else f"{len(steps)}"),
             "steady": f"{len([s for s in steps if s.in_steady_state])} of {len(steps)}",
             "batch": "/".join(str(b) for b in batches) if batches else DASH,
             "tokens": f"{round(sum(tokens) / len(tokens)):,}" if tokens else DASH,
-            "step_ms": fmt_ms(gpu_us / len(steady) / 1000.0),
+            "step_ms": fmt_ms(gpu_us / per_step / 1000.0),
             "gpu_ms": fmt_ms(gpu_us / 1000.0),
             "busy": fmt_pct(100.0 * busy_us / gpu_us) if gpu_us > 0 else DASH,
         })
@@ -144,6 +148,7 @@ def model_view(model: ModelInfo) -> dict[str, Any]:
         "architecture": cell(model.architecture),
         "scale": cell(model.scale),
         "precision": cell(model.precision),
+        "engine": cell(model.serving_engine) if model.serving_engine else None,
         "confidence": model.confidence,
         "evidence": [safe_markdown(one_line(e)) for e in model.evidence],
     }

@@ -25,6 +25,40 @@ window_edges as (
     where gap_class = 'window_edge' and {{ is_new_trace() }}
 ),
 
+root_calls as (
+    select * from {{ ref('model_root_calls') }}
+    where {{ is_new_trace() }}
+),
+
+busiest_models as (
+    -- the model where the trace's GPU time goes (model identification's rule): its calls are the
+    -- steps a diffusion request repeats (one denoising step per transformer call)
+    select trace_id, arg_max(module_class, kernel_time_us) as model_class
+    from (
+        select trace_id, module_class, sum(kernel_time_us) as kernel_time_us
+        from root_calls
+        group by trace_id, module_class
+    ) as model_times
+    group by trace_id
+),
+
+step_model_calls as (
+    select
+        steps.trace_id,
+        steps.step_index,
+        any_value(busiest_models.model_class) as model_class,
+        count(root_calls.module_call_id) as model_calls
+    from steps
+    inner join busiest_models
+        on steps.trace_id = busiest_models.trace_id
+    left join root_calls
+        on steps.trace_id = root_calls.trace_id
+        and root_calls.module_class = busiest_models.model_class
+        and root_calls.ts_us < steps.host_end_us
+        and root_calls.end_us > steps.host_start_us
+    group by steps.trace_id, steps.step_index
+),
+
 merged_intervals as (
     select trace_id, merged_start_us, merged_end_us
     from {{ ref('int_gpu_intervals_merged') }}
@@ -86,6 +120,8 @@ measured_steps as (
         step_gpu_spans.gpu_start_us,
         step_gpu_spans.gpu_end_us,
         coalesce(step_busy.gpu_busy_us, 0) as gpu_busy_us,
+        step_model_calls.model_class,
+        coalesce(step_model_calls.model_calls, 0) as model_calls,
         coalesce(step_gpu_spans.gpu_end_us - step_gpu_spans.gpu_start_us, 0) as gpu_time_us,
         row_number() over (
             partition by steps.trace_id, coalesce(steps.phase, steps.step_source) order by steps.step_index
@@ -96,6 +132,8 @@ measured_steps as (
         on steps.trace_id = step_gpu_spans.trace_id and steps.step_index = step_gpu_spans.step_index
     left join step_busy
         on steps.trace_id = step_busy.trace_id and steps.step_index = step_busy.step_index
+    left join step_model_calls
+        on steps.trace_id = step_model_calls.trace_id and steps.step_index = step_model_calls.step_index
 ),
 
 final as (
@@ -123,6 +161,8 @@ final as (
         gpu_busy_us,
         gpu_time_us - gpu_busy_us as gpu_idle_us,
         case when gpu_time_us > 0 then 100.0 * gpu_busy_us / gpu_time_us end as gpu_busy_percent,
+        model_class,
+        model_calls,
         index_in_phase,
         kernel_count > 0
             and (steps_in_phase < {{ var('steady_state_min_steps') }}

@@ -76,6 +76,10 @@ passes as (
     select trace_id, serving_engine_op_count, serving_engine_op_example from {{ ref('int_trace_passes') }}
 ),
 
+engines as (
+    select trace_id, serving_engine, engine_evidence, engine_graph_mode from {{ ref('int_trace_engines') }}
+),
+
 window_edges as (
     -- idle at the profile window's edges (gpu_idle_gaps.gap_class): before the first and after the
     -- last GPU work of the steps, outside the workload
@@ -101,6 +105,9 @@ final as (
         coalesce(compiled_time.compiled_gpu_time_share, 0) >= {{ var('min_compiled_gpu_time_share') }} as is_compiled,
         coalesce(passes.serving_engine_op_count, 0) as serving_engine_op_count,
         passes.serving_engine_op_example,
+        engines.serving_engine,
+        engines.engine_evidence as serving_engine_evidence,
+        engines.engine_graph_mode as serving_engine_graph_mode,
         coalesce(window_edges.gap_count, 0) as window_edge_gap_count,
         coalesce(window_edges.idle_us, 0) as window_edge_idle_us,
         timelines.total_time_ms - coalesce(window_edges.idle_us, 0) / 1000.0 as analysis_window_ms
@@ -110,6 +117,7 @@ final as (
     left join compiled_kernels on compiled_kernels.trace_id = traces.trace_id
     left join compiled_time on compiled_time.trace_id = traces.trace_id
     left join passes on passes.trace_id = traces.trace_id
+    left join engines on engines.trace_id = traces.trace_id
     left join window_edges on window_edges.trace_id = traces.trace_id
     left join timelines on timelines.trace_id = traces.trace_id
 )

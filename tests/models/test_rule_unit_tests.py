@@ -17,6 +17,8 @@ RULE_UNIT_TESTS = {
     "gap_classes_one_gap_per_class_and_the_threshold_edges": "gpu_idle_gaps",
     "serving_step_annotations_get_their_phase": "int_serving_step_annotations",
     "steady_state_skips_warm_up_steps_per_phase": "phases",
+    "denoising_steps_are_the_busiest_models_calls": "phases",
+    "the_first_matching_engine_rule_names_the_engine": "int_trace_engines",
     "kernels_without_a_taxonomy_rule_are_unknown_other": "kernels",
     "replay_gpu_nodes_bind_each_event_to_the_later_of_its_launch_and_its_stream": "replay_gpu_nodes",
 }

@@ -56,7 +56,7 @@ final as (
             when traces.tags['mode'] is not null then 'the mode tag'
             when detected.purpose = 'training' then passes.backward_op_count || ' backward-pass ops'
             when passes.serving_engine_op_count > 0
-                then passes.serving_engine_op_count || ' serving-engine ops (e.g. ' || passes.serving_engine_op_example || ')'
+                then passes.serving_engine_op_count || ' inference ops of serving engines or their kernel libraries (e.g. ' || passes.serving_engine_op_example || ')'
             when detected.is_graph_replay then passes.graph_launch_count || ' GPU graph launches and no backward pass'
             when detected.purpose = 'inference' then 'GPU work launched by cpu ops and no backward pass'
             else 'no cpu ops with GPU work'
