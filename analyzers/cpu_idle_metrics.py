@@ -121,7 +121,13 @@ classified_gaps as (
     from gaps
 )"""
 
-GAP_CLASSES_SQL = _GAPS_CTE + """
+GAP_CLASSES_SQL = _GAPS_CTE + """,
+e2e as (
+    -- the report's E2E: the timeline less the idle at the profile window's edges
+    select workload_facts.analysis_window_ms as e2e_time_ms
+    from workload_facts, params
+    where workload_facts.trace_id = params.trace_id
+)
 select
     gap_class,
     count(*) as gap_count,
@@ -132,8 +138,10 @@ select
     max(gap_us) as max_gap_us,
     median(launch_lead_us) as median_launch_lead_us,
     median(launch_delay_us) as median_launch_delay_us,
-    count(*) filter (where has_host_evidence) as host_evidence_gap_count
+    count(*) filter (where has_host_evidence) as host_evidence_gap_count,
+    100.0 * sum(gap_us) / 1000 / any_value(e2e.e2e_time_ms) as idle_percent_of_e2e
 from classified_gaps
+cross join e2e
 group by gap_class
 order by idle_time_ms desc"""
 
