@@ -14,6 +14,7 @@ from tracelake.analyzers.cpu_idle_metrics import (
     BlockingCall,
     CpuIdleMetrics,
     GapClassStats,
+    GapReasonStats,
     HostFrame,
 )
 from tracelake.core.sql_text import inline_trace_id
@@ -294,6 +295,21 @@ REASON_TEXT = {
     "waits_on_other_stream": "where the GPU switches streams (an event or stream dependency)",
     "queued_ahead": "on one stream with the kernel already queued (an event wait or the kernel's own start-up)",
 }
+# what to look at for each reason, said only for the reasons the trace's gaps have
+REASON_REMEDY = {
+    "inside_graph_replay": ("inside the graph replays the kernels are already queued back to back, so only fewer, "
+                            "larger kernels in the captured graph (fusion) shorten these gaps"),
+    "waits_on_collective": "overlap the collective with computation so the other ranks' arrival is hidden",
+    "waits_on_other_stream": "record the other stream's events earlier, or overlap that stream's work with computation",
+    "queued_ahead": ("check the event waits on the stream and the kernels' own start-up (large launch "
+                     "configurations, lazy module loading)"),
+}
+
+
+def queued_remedies(reasons: list[GapReasonStats]) -> str:
+    """The remedies of the reasons the queued gaps have, largest idle time first."""
+    ordered = sorted(reasons, key=lambda r: -r.idle_time_ms)
+    return "; ".join(dict.fromkeys(REASON_REMEDY[r.reason] for r in ordered if r.reason in REASON_REMEDY))
 
 
 def _queued_waiting(inputs: FindingInputs) -> Finding | None:
@@ -311,8 +327,8 @@ def _queued_waiting(inputs: FindingInputs) -> Finding | None:
         f"{_us_or_ms(queued.median_launch_lead_us)} before the gap ended: the work was queued and the GPU waited on "
         f"something else, not on the host ({reasons_text})."
     )
-    action = ("Look at what the queued work depends on: overlap the collective or the other stream's work with "
-              "computation, record events earlier, or reorder streams; host-side changes (graphs, fewer launches) "
+    remedies = queued_remedies(reasons)
+    action = (f"Look at what the queued work depends on: {remedies}. Host-side changes (graphs, fewer launches) "
               "do not recover this time.")
     details = (
         f"**Identification:** class `queued_waiting` of `gpu_idle_gaps`: the kernel that ends each gap waited longer "
@@ -321,8 +337,7 @@ def _queued_waiting(inputs: FindingInputs) -> Finding | None:
         f"**Data:**\n\n{data_table}\n\n"
         f"**Reasoning for Slowdown:** the host was ahead of the GPU; the GPU was held by a dependency "
         f"({reasons_text}).\n\n"
-        f"**Resolution:** shorten or overlap the dependency (communication/computation overlap, earlier event "
-        f"records, fewer cross-stream waits).\n\n"
+        f"**Resolution:** shorten or overlap the dependency: {remedies}.\n\n"
         f"**Impact estimate:** not quantified: the trace shows that the GPU waited, not how much of the wait "
         f"a reordering would remove. No idle gap is claimed."
     )
