@@ -193,9 +193,12 @@ def _host_work(inputs: FindingInputs) -> Finding | None:
         return None
     at_start = _frames_text(m.host_frames, "gap start")
     at_end = _frames_text(m.host_frames, "gap end")
+    loading = [f for f in m.host_frames if f.side == "gap start" and f.is_data_loading]
+    loading_ms = sum(f.gap_time_ms for f in loading)
     frames_text = (
-        (f" When the GPU went idle the host was in {at_start}" if at_start else " No python frame or cpu op of the "
-         "launching thread was recorded when the GPU went idle")
+        (f" When the GPU went idle the host was loading the next batch in {at_start}" if loading else
+         f" When the GPU went idle the host was in {at_start}" if at_start else
+         " No python frame or cpu op of the launching thread was recorded when the GPU went idle")
         + (f"; when it launched again, in {at_end}." if at_end else "."))
     confidence = confidence_from_quality("medium", ctx.quality_verdicts, ("linked_gpu_time_share", "same_stream_overlaps"))
     insight = (
@@ -215,6 +218,11 @@ def _host_work(inputs: FindingInputs) -> Finding | None:
         action = ("Take the host out of the step: the named frames stall inside the forward pass, which the "
                   "serving engine's GPU-graph mode (or CUDA / HIP graphs) removes; if they remain, look for CPU "
                   "contention or a synchronizing call in those frames.")
+    elif loading:
+        action = (f"The input pipeline holds the GPU ({loading_ms:.2f} ms of these gaps open in a DataLoader "
+                  "fetch): load batches in background DataLoader workers (num_workers > 0, persistent_workers, a "
+                  "larger prefetch_factor) with pin_memory, and move per-sample work (decoding, augmentation, "
+                  "collation) into those workers or onto the GPU.")
     else:
         action = ("Move the host work named above off the critical path: prepare the next step's inputs on a "
                   "background worker (DataLoader workers, pinned-memory prefetch), or overlap it with the GPU work "

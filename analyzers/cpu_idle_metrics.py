@@ -48,9 +48,10 @@ class BlockingCall(BaseModel):
 
 class HostFrame(BaseModel):
     side: str  # "gap start" (the GPU went idle) or "gap end" (the host launched again)
-    name: str  # innermost python frame, else innermost cpu op, of the launching thread
+    name: str  # the data-loading frame, else innermost python frame, else innermost cpu op, of the launching thread
     gap_count: int
     gap_time_ms: float
+    is_data_loading: bool = False  # the host was fetching a batch (a DataLoader frame)
 
 
 class CpuIdleMetrics(BaseModel):
@@ -224,8 +225,9 @@ def _gap_reasons(db: duckdb.DuckDBPyConnection, trace_id: str) -> list[GapReason
 
 
 def _host_frames(db: duckdb.DuckDBPyConnection, trace_id: str) -> list[HostFrame]:
-    return [HostFrame(side=r["side"], name=r["name"], gap_count=int(r["gap_count"]), gap_time_ms=_round_ms(r["gap_time_ms"]))
-            for r in query_rows(db, "select side, name, gap_count, gap_time_ms from gpu_idle_host_frames "
+    return [HostFrame(side=r["side"], name=r["name"], gap_count=int(r["gap_count"]), gap_time_ms=_round_ms(r["gap_time_ms"]),
+                      is_data_loading=bool(r["is_data_loading"]))
+            for r in query_rows(db, "select side, name, gap_count, gap_time_ms, is_data_loading from gpu_idle_host_frames "
                                     "where trace_id = ? order by gap_time_ms desc, side desc, name", [trace_id])]
 
 

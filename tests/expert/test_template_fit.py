@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import TRACES
+from tests.conftest import DATA, TRACES
 from tests.expert.conftest import (
     ALL_TRACES,
     B200,
@@ -166,3 +166,33 @@ def test_the_fusion_section_lists_the_candidates_it_left_out(expert_reports: dic
             assert "No kernel fusion opportunities detected" in section, relative
     b200 = expert_reports[B200]
     assert _fusion_candidates(b200) and "No kernel fusion finding" in b200.markdown
+
+
+DATA_LOADING = DATA / "data_loading"  # make_data_loading_trace.py: the DataLoader trace and its twin
+
+
+@pytest.fixture(scope="module")
+def data_loading_reports(warehouse: Warehouse, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    copy = copy_of(warehouse, tmp_path_factory, "expert_data_loading")
+    out = tmp_path_factory.mktemp("data_loading")
+    reports = {}
+    for name in ("data_loading.json.gz", "host_copy.json.gz"):
+        run_analysis(DATA_LOADING / name, copy, AnalyzeOptions(jobs=1, out_dir=out / name))
+        reports[name] = (out / name / "analysis.md").read_text()
+    yield reports
+
+
+def test_a_gap_in_a_dataloader_fetch_is_called_data_loading(data_loading_reports: dict[str, str]) -> None:
+    """The host sat in `aten::copy_` inside the DataLoader's `__next__`: the report names the fetch,
+    not the copy, and points at the input pipeline; the same copy outside a DataLoader stays a copy."""
+    card = re.search(r"^### P\d+: Host work between GPU phases.*?(?=^### |^## )", data_loading_reports["data_loading.json.gz"],
+                     re.M | re.S)
+    assert card, data_loading_reports["data_loading.json.gz"][:3000]
+    assert "the host was loading the next batch in `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`" \
+        in card.group(0)
+    assert "the host was in `aten::copy_`" not in card.group(0)
+    assert "num_workers" in card.group(0)
+    twin = re.search(r"^### P\d+: Host work between GPU phases.*?(?=^### |^## )", data_loading_reports["host_copy.json.gz"],
+                     re.M | re.S)
+    assert twin and "the host was in `aten::copy_`" in twin.group(0)
+    assert "DataLoader fetch" not in twin.group(0) and "loading the next batch" not in twin.group(0)
