@@ -105,14 +105,14 @@ def test_another_platforms_roofline_is_named_in_every_roofline_sentence(
     report = h100_on_mi300x
     assert report.platform == "MI300X"
     assert "on this GPU" not in report.markdown and "of this GPU" not in report.markdown
-    assert "large GEMMs attain on MI300X (the roofline's platform, not this trace's GPU)" in report.markdown
+    assert "what these ops reach on MI300X (the roofline's platform, not this trace's GPU)" in report.markdown
     # the note says why: the trace's own device, and the option that chose another
     warnings = report.markdown.split("## Warnings")[1].split("\n## ")[0]
     assert re.search(r"ran on .*H100.*, but its roofline is read against MI300X \(--platform MI300X\)", warnings), warnings
     # the same trace on its own device's roofline says "this GPU", with no such note
     own = expert_reports[QWEN_H100]
     assert own.platform == "H100"
-    assert "large GEMMs attain on this GPU" in own.markdown
+    assert "large GEMMs attain on this GPU" in own.markdown and "what these ops reach on this GPU" in own.markdown
     assert "but its roofline is read against" not in own.markdown
 
 
