@@ -158,9 +158,14 @@ def ledger_sql(finding: Finding, trace_id: str, trace2_id: str | None) -> str:
         "select count(*) filter (where kind = 'gpu_event') as gpu_events,\n"
         "    count(*) filter (where kind = 'idle_gap') as idle_gaps,\n"
         "    round(sum(claimed_us) / 1000.0, 3) as claimed_ms,\n"
-        "    round(any_value(f.recoverable_ms), 3) as recoverable_ms\n"
+        "    round(any_value(f.recoverable_ms), 3) as recoverable_ms,\n"
+        "    round(100.0 * sum(claimed_us) / 1000.0 / any_value(e.e2e_time_ms), 3) as claimed_percent_of_e2e,\n"
+        "    round(100.0 * any_value(f.recoverable_ms) / any_value(e.e2e_time_ms), 3) as recoverable_percent_of_e2e\n"
         "from claims\n"
-        f"cross join (select recoverable_ms from findings where {scope('')}) as f"
+        f"cross join (select recoverable_ms from findings where {scope('')}) as f\n"
+        # the report's E2E: the timeline less the idle at the profile window's edges
+        "cross join (select analysis_window_ms as e2e_time_ms from workload_facts "
+        f"where trace_id = {sql_literal(trace_id)}) as e"
     )
 
 

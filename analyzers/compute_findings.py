@@ -231,7 +231,7 @@ def members_table(group: OpGroup) -> str:
     return "\n".join(lines)
 
 
-def impact_explanation(group: OpGroup, e2e_ms: float) -> str:
+def impact_explanation(group: OpGroup, e2e_ms: float, roofline_gpu: str = "this GPU") -> str:
     i = group.impact
     recoverable = i.mid * e2e_ms / 100.0
     if group.comparative:
@@ -246,8 +246,8 @@ def impact_explanation(group: OpGroup, e2e_ms: float) -> str:
         attainable = sorted({m.attainable_percent for m in group.members})
         reach = (f"{attainable[0]:g} %" if len(attainable) == 1 else f"{attainable[0]:g}-{attainable[-1]:g} %")
         formula = (
-            f"per member, gap = 1 - efficiency / attainable ({reach} of the roofline: what these ops reach on this "
-            "GPU) and impact = {0.75, 0.875, 1.0} x gap x time / E2E x 100, summed over the members"
+            f"per member, gap = 1 - efficiency / attainable ({reach} of the roofline: what these ops reach on "
+            f"{roofline_gpu}) and impact = {0.75, 0.875, 1.0} x gap x time / E2E x 100, summed over the members"
         )
     else:
         formula = ("no perf model, a heuristic guess: impact = {0.15, 0.30, 0.45} x the ops' share of E2E "
@@ -282,7 +282,7 @@ def build_finding(rank: int, group: OpGroup, agent: ComputeAgent, data: AgentDat
         "**Data:**\n\n" + members_table(group),
         f"**Reasoning:** {advice.reasoning}",
         f"**Resolution:** {advice.resolution}",
-        "**Impact estimate:**\n\n" + impact_explanation(group, ctx.e2e_time_ms)
+        "**Impact estimate:**\n\n" + impact_explanation(group, ctx.e2e_time_ms, ctx.roofline_gpu)
         + f"\n- Confidence: {confidence} ({'; '.join(reasons)}).",
     ])
     slug = re.sub(r"[^a-z0-9]+", "-", f"{group.bound}-{group.library}-{group.bucket}-{group.family}".lower()).strip("-")

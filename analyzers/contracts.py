@@ -89,6 +89,9 @@ class AnalysisContext(BaseModel):
     trace2_id: str | None = None  # comparative scope: the target trace (trace 1 is the baseline)
     platform2: str | None = None  # comparative scope: trace 2's platform
     e2e_time_ms: float  # gpu_timeline.total_time_ms: the denominator of every "% of E2E"
+    # the GPU whose roofline the % of roofline figures are read against, in words: "this GPU", or the
+    # platform named when it is not the trace's device (--platform, or a device no platform row matches)
+    roofline_gpu: str = "this GPU"
     computation_time_ms: float
     quality_verdicts: dict[str, str] = Field(default_factory=dict)  # trace_quality check -> verdict
     fusion_flagged_ops: dict[str, str] = Field(default_factory=dict)  # op name -> fusion candidate

@@ -14,6 +14,7 @@ from tracelake.analyzers.cpu_idle_metrics import (
     BlockingCall,
     CpuIdleMetrics,
     GapClassStats,
+    GapReasonStats,
     HostFrame,
 )
 from tracelake.core.sql_text import inline_trace_id
@@ -192,9 +193,12 @@ def _host_work(inputs: FindingInputs) -> Finding | None:
         return None
     at_start = _frames_text(m.host_frames, "gap start")
     at_end = _frames_text(m.host_frames, "gap end")
+    loading = [f for f in m.host_frames if f.side == "gap start" and f.is_data_loading]
+    loading_ms = sum(f.gap_time_ms for f in loading)
     frames_text = (
-        (f" When the GPU went idle the host was in {at_start}" if at_start else " No python frame or cpu op of the "
-         "launching thread was recorded when the GPU went idle")
+        (f" When the GPU went idle the host was loading the next batch in {at_start}" if loading else
+         f" When the GPU went idle the host was in {at_start}" if at_start else
+         " No python frame or cpu op of the launching thread was recorded when the GPU went idle")
         + (f"; when it launched again, in {at_end}." if at_end else "."))
     confidence = confidence_from_quality("medium", ctx.quality_verdicts, ("linked_gpu_time_share", "same_stream_overlaps"))
     insight = (
@@ -215,6 +219,11 @@ def _host_work(inputs: FindingInputs) -> Finding | None:
                   else "CUDA / HIP graphs")
         action = (f"Take the host out of the step: the named frames stall inside the forward pass, which {graphs} "
                   "removes; if they remain, look for CPU contention or a synchronizing call in those frames.")
+    elif loading:
+        action = (f"The input pipeline holds the GPU ({loading_ms:.2f} ms of these gaps open in a DataLoader "
+                  "fetch): load batches in background DataLoader workers (num_workers > 0, persistent_workers, a "
+                  "larger prefetch_factor) with pin_memory, and move per-sample work (decoding, augmentation, "
+                  "collation) into those workers or onto the GPU.")
     else:
         action = ("Move the host work named above off the critical path: prepare the next step's inputs on a "
                   "background worker (DataLoader workers, pinned-memory prefetch), or overlap it with the GPU work "
@@ -295,6 +304,21 @@ REASON_TEXT = {
     "waits_on_other_stream": "where the GPU switches streams (an event or stream dependency)",
     "queued_ahead": "on one stream with the kernel already queued (an event wait or the kernel's own start-up)",
 }
+# what to look at for each reason, said only for the reasons the trace's gaps have
+REASON_REMEDY = {
+    "inside_graph_replay": ("inside the graph replays the kernels are already queued back to back, so only fewer, "
+                            "larger kernels in the captured graph (fusion) shorten these gaps"),
+    "waits_on_collective": "overlap the collective with computation so the other ranks' arrival is hidden",
+    "waits_on_other_stream": "record the other stream's events earlier, or overlap that stream's work with computation",
+    "queued_ahead": ("check the event waits on the stream and the kernels' own start-up (large launch "
+                     "configurations, lazy module loading)"),
+}
+
+
+def queued_remedies(reasons: list[GapReasonStats]) -> str:
+    """The remedies of the reasons the queued gaps have, largest idle time first."""
+    ordered = sorted(reasons, key=lambda r: -r.idle_time_ms)
+    return "; ".join(dict.fromkeys(REASON_REMEDY[r.reason] for r in ordered if r.reason in REASON_REMEDY))
 
 
 def _queued_waiting(inputs: FindingInputs) -> Finding | None:
@@ -312,8 +336,8 @@ def _queued_waiting(inputs: FindingInputs) -> Finding | None:
         f"{_us_or_ms(queued.median_launch_lead_us)} before the gap ended: the work was queued and the GPU waited on "
         f"something else, not on the host ({reasons_text})."
     )
-    action = ("Look at what the queued work depends on: overlap the collective or the other stream's work with "
-              "computation, record events earlier, or reorder streams; host-side changes (graphs, fewer launches) "
+    remedies = queued_remedies(reasons)
+    action = (f"Look at what the queued work depends on: {remedies}. Host-side changes (graphs, fewer launches) "
               "do not recover this time.")
     details = (
         f"**Identification:** class `queued_waiting` of `gpu_idle_gaps`: the kernel that ends each gap waited longer "
@@ -322,8 +346,7 @@ def _queued_waiting(inputs: FindingInputs) -> Finding | None:
         f"**Data:**\n\n{data_table}\n\n"
         f"**Reasoning for Slowdown:** the host was ahead of the GPU; the GPU was held by a dependency "
         f"({reasons_text}).\n\n"
-        f"**Resolution:** shorten or overlap the dependency (communication/computation overlap, earlier event "
-        f"records, fewer cross-stream waits).\n\n"
+        f"**Resolution:** shorten or overlap the dependency: {remedies}.\n\n"
         f"**Impact estimate:** not quantified: the trace shows that the GPU waited, not how much of the wait "
         f"a reordering would remove. No idle gap is claimed."
     )

@@ -48,9 +48,10 @@ class BlockingCall(BaseModel):
 
 class HostFrame(BaseModel):
     side: str  # "gap start" (the GPU went idle) or "gap end" (the host launched again)
-    name: str  # innermost python frame, else innermost cpu op, of the launching thread
+    name: str  # the data-loading frame, else innermost python frame, else innermost cpu op, of the launching thread
     gap_count: int
     gap_time_ms: float
+    is_data_loading: bool = False  # the host was fetching a batch (a DataLoader frame)
 
 
 class CpuIdleMetrics(BaseModel):
@@ -121,7 +122,13 @@ classified_gaps as (
     from gaps
 )"""
 
-GAP_CLASSES_SQL = _GAPS_CTE + """
+GAP_CLASSES_SQL = _GAPS_CTE + """,
+e2e as (
+    -- the report's E2E: the timeline less the idle at the profile window's edges
+    select workload_facts.analysis_window_ms as e2e_time_ms
+    from workload_facts, params
+    where workload_facts.trace_id = params.trace_id
+)
 select
     gap_class,
     count(*) as gap_count,
@@ -132,8 +139,10 @@ select
     max(gap_us) as max_gap_us,
     median(launch_lead_us) as median_launch_lead_us,
     median(launch_delay_us) as median_launch_delay_us,
-    count(*) filter (where has_host_evidence) as host_evidence_gap_count
+    count(*) filter (where has_host_evidence) as host_evidence_gap_count,
+    100.0 * sum(gap_us) / 1000 / any_value(e2e.e2e_time_ms) as idle_percent_of_e2e
 from classified_gaps
+cross join e2e
 group by gap_class
 order by idle_time_ms desc"""
 
@@ -216,8 +225,9 @@ def _gap_reasons(db: duckdb.DuckDBPyConnection, trace_id: str) -> list[GapReason
 
 
 def _host_frames(db: duckdb.DuckDBPyConnection, trace_id: str) -> list[HostFrame]:
-    return [HostFrame(side=r["side"], name=r["name"], gap_count=int(r["gap_count"]), gap_time_ms=_round_ms(r["gap_time_ms"]))
-            for r in query_rows(db, "select side, name, gap_count, gap_time_ms from gpu_idle_host_frames "
+    return [HostFrame(side=r["side"], name=r["name"], gap_count=int(r["gap_count"]), gap_time_ms=_round_ms(r["gap_time_ms"]),
+                      is_data_loading=bool(r["is_data_loading"]))
+            for r in query_rows(db, "select side, name, gap_count, gap_time_ms, is_data_loading from gpu_idle_host_frames "
                                     "where trace_id = ? order by gap_time_ms desc, side desc, name", [trace_id])]
 
 

@@ -13,7 +13,7 @@ from tracelake.analyzers.common import expected_attention_band
 from tracelake.analyzers.confidence import lowered
 from tracelake.analyzers.contracts import AnalysisContext, Confidence
 from tracelake.analyzers.fusion_estimates import Estimate, Platform, attention_fallback, estimate
-from tracelake.analyzers.fusion_units import Instance
+from tracelake.analyzers.fusion_units import MATRIX_KERNEL_TYPES, Instance
 
 FUSION_MAX_EXAMPLE_OPS = 20  # op ids of the first instance kept in a candidate (for lookups)
 # Kernel durations are what the estimate rests on: overlapping same-stream kernels mean they are off.
@@ -179,7 +179,9 @@ def _label(merged: Estimate, kernel_types: tuple[str, ...]) -> str:
     if merged.reject_reason:
         return f"Kernel group ({len(kernel_types)} kernels)"
     if merged.pattern == "elementwise_chain":
-        return f"Elementwise chain ({len(kernel_types)} kernels)"
+        # a GEMM before the chain stays a GEMM: it is no member of the elementwise chain
+        members = sum(t not in MATRIX_KERNEL_TYPES for t in kernel_types)
+        return f"Elementwise chain ({members} kernels)"
     return PATTERN_TITLES[merged.pattern]
 
 

@@ -15,12 +15,15 @@ AGENT_NAME = "kernel_fusion"
 # Evidence: the candidate's chain instances (instance number, kernel event ids inlined) joined to
 # `kernels`: the instance count, the kernels per instance and the chain time the finding prints.
 EVIDENCE_SQL = """
-with claimed(instance, event_idx) as (select unnest({instances}), unnest({event_ids}))
+with claimed(instance, event_idx) as (select unnest({instances}), unnest({event_ids})),
+e2e as (select analysis_window_ms as e2e_time_ms from workload_facts where trace_id = {trace})
 select count(distinct claimed.instance) as instance_count,
     count(*) / count(distinct claimed.instance) as kernels_per_instance,
-    sum(kernels.dur_us) / 1000 as chain_time_ms
+    sum(kernels.dur_us) / 1000 as chain_time_ms,
+    100.0 * sum(kernels.dur_us) / 1000 / any_value(e2e.e2e_time_ms) as percent_of_e2e
 from claimed
-join kernels on kernels.trace_id = {trace} and kernels.event_idx = claimed.event_idx"""
+join kernels on kernels.trace_id = {trace} and kernels.event_idx = claimed.event_idx
+cross join e2e"""
 
 PATTERN_ACTIONS = {
     "eager_attention": ("Replace the explicit matmul-softmax-matmul with the framework's fused scaled-dot-product "

@@ -131,7 +131,8 @@ def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
             "flops_per_byte": dominant.flops_per_byte, "shape": _shape_phrase(dominant),
             "efficiency": compute.efficiency_phrase(group), "near_attainable": near,
             "attainable_percent": dominant.attainable_percent, "misaligned": misaligned,
-            "fp8_speedup": ratio if fp8_applies else None, "platform": data.ctx.platform})
+            "fp8_speedup": ratio if fp8_applies else None, "platform": data.ctx.platform,
+            "roofline_gpu": data.ctx.roofline_gpu})
     small = _tiny_m_ops(group)
     if small:
         return AdviceText(agent=AGENT_NAME, fact="tiny_m", values={
@@ -141,7 +142,7 @@ def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
         "flops_per_byte": dominant.flops_per_byte, "shape": _shape_phrase(dominant), "misaligned": misaligned,
         "small_calls": dominant.mean_us < settings.SMALL_GEMM_CALL_US, "mean_us": dominant.mean_us,
         "epilogue_fusion": (dominant.flops_per_byte or 0.0) < settings.EPILOGUE_FUSION_MAX_FLOPS_PER_BYTE,
-        "ridge": _ridge(dominant), "compute_spec": dominant.compute_spec})
+        "ridge": _ridge(dominant), "compute_spec": dominant.compute_spec, "roofline_gpu": data.ctx.roofline_gpu})
 
 
 def advise(group: OpGroup, data: AgentData) -> Advice:

@@ -32,7 +32,15 @@ from tracelake.analyzers.fusion_candidates import (
 from tracelake.analyzers.fusion_estimates import Platform
 from tracelake.analyzers.fusion_findings import AGENT_NAME, finding
 from tracelake.analyzers.fusion_instances import eager_attention, module_instances, op_subtree_instances
-from tracelake.analyzers.fusion_units import Instance, OpTable, Unit, kernel_count, load_modules, load_units
+from tracelake.analyzers.fusion_units import (
+    MATRIX_KERNEL_TYPES,
+    Instance,
+    OpTable,
+    Unit,
+    kernel_count,
+    load_modules,
+    load_units,
+)
 
 __all__ = ["AGENT_NAME", "TIER", "AttentionModel", "FusionCandidate", "KernelFusionMetrics", "analyze"]
 
@@ -82,6 +90,26 @@ def _ranked_candidates(instances: list[Instance], platform: Platform, ctx: Analy
     return built
 
 
+def _without_what_fused_attention_removes(groups: list[CandidateGroup]) -> list[CandidateGroup]:
+    """A candidate in the module of an eager-attention candidate whose non-GEMM kernels are only
+    the layout copies a fused attention kernel makes unnecessary is rejected: that finding removes them."""
+    attention = {tuple(g.candidate.module_chain): g.candidate.name for g in groups
+                 if g.candidate.pattern == "eager_attention" and g.candidate.status == "estimated"}
+    for group in groups:
+        c = group.candidate
+        owner = attention.get(tuple(c.module_chain))
+        chain_types = {t for t in c.kernel_types if t not in MATRIX_KERNEL_TYPES}
+        if (owner is None or c.pattern == "eager_attention" or c.status != "estimated" or not chain_types
+                or not chain_types <= set(settings.FUSED_ATTENTION_REMOVES_KERNEL_TYPES)):
+            continue
+        group.candidate = c.model_copy(update={
+            "status": "rejected",
+            "reject_reason": (f"only layout copies ({', '.join(sorted(chain_types))}) beside the eager attention of "
+                              f"{c.scope}: the fused attention kernel of '{owner}' reads its inputs strided, so that "
+                              "finding removes them")})
+    return groups
+
+
 def _high_confidence_ops(groups: list[CandidateGroup], units: list[Unit]) -> dict[str, str]:
     """Ops whose kernel time high-confidence estimated candidates mostly remove, each with the
     candidate that removes the most of it: the compute agents leave them to this agent. Unfused
@@ -124,7 +152,7 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
     units, ops = load_units(db, ctx.trace_id)
     platform = Platform.load(db, ctx.platform)
     instances = _instances(db, ctx.trace_id, units, ops)
-    groups = _ranked_candidates(instances, platform, ctx)
+    groups = _without_what_fused_attention_removes(_ranked_candidates(instances, platform, ctx))
     candidates = [g.candidate for g in groups]
     findings = _findings(groups, ctx)
     metrics = KernelFusionMetrics(

@@ -69,7 +69,7 @@ def _round(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(float(value), digits)
 
 
-def _transfer_stats(row: dict[str, Any], e2e_ms: float) -> TransferStats:
+def _transfer_stats(row: dict[str, Any]) -> TransferStats:
     """One direction's copies (a memcpy_by_direction row), flagged by the TraceLens rules."""
     stats = TransferStats(
         count=int(row["copy_count"]), total_time_ms=_round(row["total_time_ms"]),
@@ -77,7 +77,7 @@ def _transfer_stats(row: dict[str, Any], e2e_ms: float) -> TransferStats:
         max_time_us=_round(row["max_time_us"], 3),
         total_bytes=None if row["total_bytes"] is None else int(row["total_bytes"]),
         avg_bytes=_round(row["avg_bytes"], 1),
-        percent_of_total=_round(100.0 * row["total_time_ms"] / e2e_ms, 3),
+        percent_of_total=_round(row["percent_of_e2e"], 3),
         achieved_gb_per_s=_round(row["achieved_gb_per_s"], 2),
         pageable_count=int(row["pageable_count"] or 0), pinned_count=int(row["pinned_count"] or 0),
         pageable_time_ms=_round(row["pageable_time_ms"]) or 0.0,
@@ -89,20 +89,20 @@ def _transfer_stats(row: dict[str, Any], e2e_ms: float) -> TransferStats:
             stats.flag_reasons.append(f"time > {settings.MEMCPY_DIRECTION_PERCENT_MAX:g} % of E2E")
         if stats.count > settings.MEMCPY_DIRECTION_COUNT_MAX:
             stats.flag_reasons.append(f"count > {settings.MEMCPY_DIRECTION_COUNT_MAX}")
-        if 100.0 * stats.exposed_time_ms / e2e_ms >= settings.TRANSFER_EXPOSED_PERCENT_MIN:
+        if row["exposed_percent_of_e2e"] >= settings.TRANSFER_EXPOSED_PERCENT_MIN:
             stats.flag_reasons.append(f"exposed time >= {settings.TRANSFER_EXPOSED_PERCENT_MIN:g} % of E2E")
         stats.flagged = bool(stats.flag_reasons)
     return stats
 
 
-def _memcpy_directions(db: duckdb.DuckDBPyConnection, trace_id: str, e2e_ms: float) -> tuple[dict[str, TransferStats], int]:
+def _memcpy_directions(db: duckdb.DuckDBPyConnection, trace_id: str) -> tuple[dict[str, TransferStats], int]:
     """(the linked copies' stats by direction, the number of copies with no host launch)."""
     directions: dict[str, TransferStats] = {d: TransferStats() for d in MEMCPY_DIRECTIONS}
     unlinked_memcpy = 0
     for row in query_rows(db, MEMCPY_SQL, [trace_id]):
         unlinked_memcpy += int(row["unlinked_count"])
         if row["copy_count"]:
-            directions[row["direction"]] = _transfer_stats(row, e2e_ms)
+            directions[row["direction"]] = _transfer_stats(row)
     return directions, unlinked_memcpy
 
 
@@ -222,7 +222,7 @@ def analyze(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> AgentResult:
     tl = gpu_timeline_row(db, TIMELINE_SQL, ctx.trace_id)
     if tl is None:
         return no_data_result(AGENT_NAME, "system", NO_GPU_TIMELINE)
-    directions, unlinked_memcpy = _memcpy_directions(db, ctx.trace_id, float(tl["total_time_ms"]))
+    directions, unlinked_memcpy = _memcpy_directions(db, ctx.trace_id)
     metrics = _metrics(tl, directions, unlinked_memcpy, query_rows(db, COLLECTIVES_SQL, [ctx.trace_id]))
     hideable_us = 1000.0 * _hideable_comm_ms(tl) if metrics.overlap_flagged else 0.0
     claims = Claims(copies=_claimed_copies(db, ctx.trace_id), **_claimed_comm(db, ctx.trace_id, hideable_us))

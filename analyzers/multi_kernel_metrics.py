@@ -119,5 +119,13 @@ from gpu_timeline, params
 where gpu_timeline.trace_id = params.trace_id"""
 
 # The memcpy_by_direction mart: per direction, the copies and the part of each that no computation
-# or communication kernel hides. The agent reads it, and its findings print this read as evidence.
-MEMCPY_SQL = "select * exclude (trace_id) from memcpy_by_direction where trace_id = ? order by direction"
+# or communication kernel hides, and its shares of the report's E2E (workload_facts.analysis_window_ms:
+# the timeline less the window-edge idle). The agent reads it, and its findings print this read as evidence.
+MEMCPY_SQL = """
+select m.* exclude (trace_id),
+    100.0 * m.total_time_ms / f.analysis_window_ms as percent_of_e2e,
+    100.0 * m.exposed_time_ms / f.analysis_window_ms as exposed_percent_of_e2e
+from memcpy_by_direction as m
+inner join workload_facts as f on f.trace_id = m.trace_id
+where m.trace_id = ?
+order by m.direction"""

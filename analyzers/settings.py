@@ -149,6 +149,10 @@ FUSION_FLAG_OP_TIME_SHARE_MIN = 0.5
 FUSION_ANY_CONFIDENCE_PATTERNS = frozenset({"eager_attention"})
 # At most this many fusion findings per trace (the rest stay in the candidate list).
 MAX_FUSION_FINDINGS = 8
+# Kernel types a fused attention kernel makes unnecessary beside it in the same module: FlashAttention
+# and PyTorch SDPA read Q, K and V strided, so the layout copies that make them contiguous go with the
+# eager attention they feed (a chain of only these is no separate fusion candidate there)
+FUSED_ATTENTION_REMOVES_KERNEL_TYPES = ("copy",)
 # A chain whose intermediates are under 5 % of its bytes (e.g. a scalar counter update next to a
 # norm) gains nothing from fusion that kernel tuning would not give: rejected.
 FUSION_MIN_BYTES_SAVED_SHARE = 0.05

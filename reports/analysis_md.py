@@ -44,6 +44,7 @@ from tracelake.reports.analysis_summary import (
     warning_lines,
 )
 from tracelake.reports.analysis_tables import (
+    fusion_left_out,
     kernel_category_rows,
     kernel_name_rows,
     model_view,
@@ -105,6 +106,7 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "platform": inputs.platform,
         "platform2": inputs.platform2 or inputs.platform,
         "skipped_steps": [one_line(s) for s in inputs.skipped_steps if s and s.strip()],
+        "graph_replay_steps": [one_line(s) for s in inputs.graph_replay_steps if s and s.strip()],
         "workload_limits": [one_line(s) for s in inputs.workload_limits if s and s.strip()],
         "quality_problems": quality_problems(failed),
         "timeline_missing": timeline_missing,
@@ -128,6 +130,7 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "cards": cards,
         "compute_cards": by_kind["compute"],
         "fusion_cards": by_kind["fusion"],
+        "fusion_left_out": fusion_left_out(inputs),
         "system_cards": by_kind["system"],
         "detail_cards": cards,
         "unranked": [{"title": one_line(f.title), "agent": f.agent,

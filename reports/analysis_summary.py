@@ -170,8 +170,8 @@ def summary_text(inputs: ReportInputs, gpu1: dict, gpu2: dict | None, cards: lis
     elif failed:
         parts.append("No finding was made from what the trace supports; the failing trace-quality checks above say "
                      "what it lacks, so this is no sign that the workload has no bottleneck.")
-    elif inputs.skipped_steps:
-        parts.append("No finding was made from what the trace supports; the fallback note above says which analyses "
+    elif inputs.skipped_steps or inputs.graph_replay_steps:
+        parts.append("No finding was made from what the trace supports; the note above says which analyses "
                      "it does not allow, so this is no sign that the workload has no bottleneck.")
     else:
         parts.append("No optimization opportunity was found.")

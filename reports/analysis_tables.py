@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tracelake.analyzers import settings
 from tracelake.analyzers.contracts import PriorityData, TracePhases
 from tracelake.analyzers.model_id import UNKNOWN, ModelInfo
 from tracelake.core.kernel_names import short_kernel_name, shortens
@@ -152,3 +153,23 @@ def model_view(model: ModelInfo) -> dict[str, Any]:
         "confidence": model.confidence,
         "evidence": [safe_markdown(one_line(e)) for e in model.evidence],
     }
+
+
+def fusion_left_out(inputs: ReportInputs) -> list[Markdown]:
+    """The fusion candidates found that are no card, each with why: what the fusion section says
+    instead of "none detected" when the agent did find candidates."""
+    result = next((r for r in inputs.agent_results if r.agent == "kernel_fusion"), None)
+    carded = {f.title for f in result.findings} if result is not None else set()
+    rows: list[Markdown] = []
+    for candidate in (result.metrics.get("candidates") or []) if result is not None else []:
+        if candidate["name"] in carded:
+            continue
+        if candidate["status"] != "estimated":
+            why = candidate.get("reject_reason") or "no saving estimated"
+        elif candidate["impact_mid"] < settings.MIN_PITEM_IMPACT_SCORE:
+            why = (f"estimated at {candidate['impact_mid']:.2f} % of E2E, below the {settings.MIN_PITEM_IMPACT_SCORE:g} % "
+                   "a finding needs")
+        else:
+            why = f"beyond the {settings.MAX_FUSION_FINDINGS} fusion findings a report lists"
+        rows.append(Markdown(f"{safe_markdown(one_line(candidate['name']))}: {safe_markdown(one_line(why))}"))
+    return rows

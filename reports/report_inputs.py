@@ -66,6 +66,7 @@ class ReportInputs(BaseModel):
     quality_checks: list[dict[str, Any]] = Field(default_factory=list)  # check_name, value, threshold, verdict, detail
     warnings: list[str] = Field(default_factory=list)
     skipped_steps: list[str] = Field(default_factory=list)  # what the quality-gate fallback skipped, and why
+    graph_replay_steps: list[str] = Field(default_factory=list)  # what a graph replay keeps from being attributed
     # the trace is not the workload (micro-benchmark / harness, GPU-graph capture): the report opens
     # with these sentences (agents/trace_scope.py)
     workload_limits: list[str] = Field(default_factory=list)

@@ -21,6 +21,7 @@ class PlatformChoice:
     source: str  # given | detected | unknown (a device no row matches) | default (no device name)
     warning: str | None  # for unknown and default, when the trace has GPU events
     title: str  # as the report title names it: "MI300X roofline (device 'Foo GPU' unknown)"
+    roofline_gpu: str = "this GPU"  # AnalysisContext.roofline_gpu
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class AnalysisFacts:
             trace2_id=self.trace2.trace_id if self.trace2 else None,
             platform2=self.trace2.platform.name if self.trace2 else None,
             e2e_time_ms=_analysis_window_ms(gpu, self.workload), computation_time_ms=gpu.computation_time_ms,
+            roofline_gpu=trace.platform.roofline_gpu,
             quality_verdicts={c.check_name: c.verdict for c in trace.gate.checks},
             facts=self.workload, phases=self.phases)
 
@@ -78,8 +80,17 @@ def trace_platform(db: duckdb.DuckDBPyConnection, trace_id: str, chosen: str | N
     named = f"the device name {device_name!r} matches no known platform" if device_name else "the trace names no device"
     warning = (f"{label}: {named}; the roofline uses {platform} (pass {option} to choose)"
                if source in ("default", "unknown") and gpu_events else None)
+    # a platform given that is not the device the trace names: every roofline figure is that platform's
+    other_device = bool(chosen and is_detected and chosen != detected and gpu_events)
+    if other_device:
+        warning = (f"{label} ran on {device_name} ({detected}), but its roofline is read against {platform} "
+                   f"({option} {platform}): every % of roofline, ridge point and attainable share is {platform}'s, "
+                   f"not this GPU's")
     unknown = f"device {device_name!r} unknown" if device_name else "no device name in the trace"
-    return PlatformChoice(platform, source, warning, f"{platform} roofline ({unknown})" if warning else platform)
+    title = f"{platform} roofline ({unknown})" if warning and not other_device else platform
+    roofline_gpu = ("this GPU" if is_detected and platform == detected
+                    else f"{platform} (the roofline's platform, not this trace's GPU)")
+    return PlatformChoice(platform, source, warning, title, roofline_gpu)
 
 
 def quality_gate(db: duckdb.DuckDBPyConnection, trace_id: str, captures_given: bool) -> QualityGate:
@@ -104,15 +115,17 @@ def quality_gate(db: duckdb.DuckDBPyConnection, trace_id: str, captures_given: b
         skipped.append("op-level compute analysis (roofline, per-op findings): the trace has no CPU ops, so only "
                        "kernel-level analysis is possible: kernels cannot be attributed to PyTorch ops or their shapes, "
                        "and categories come from kernel names")
+    # a graph replay is how the workload ran, not a fault of the trace: said apart from the fallback
+    replay_steps = []
     if graph_without_capture and not captures_given:
-        skipped.append("per-op attribution inside GPU graph replays: no capture traces were given (--capture-folder), "
-                       "so replayed kernels are attributed to the graph launch")
+        replay_steps.append("per-op attribution inside the replays: no capture traces were given (--capture-folder), "
+                            "so replayed kernels are attributed to the graph launch")
     elif graph_without_capture and replay is not None:
-        skipped.append(f"per-op attribution of the GPU graph replays the capture traces do not match: {replay.detail}")
+        replay_steps.append(f"per-op attribution of the replays the capture traces do not match: {replay.detail}")
     return QualityGate(
         checks=checks, gpu_events_present=gpu_present, cpu_ops_present=cpu_present,
         graph_replay_without_capture=graph_without_capture, run_system_tier=gpu_present,
-        run_compute_tier=gpu_present and cpu_present, skipped_steps=skipped,
+        run_compute_tier=gpu_present and cpu_present, skipped_steps=skipped, graph_replay_steps=replay_steps,
         workload_limits=opening_sentences(c.model_dump() for c in checks),
     )
 

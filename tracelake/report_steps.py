@@ -48,7 +48,8 @@ def _report_inputs(db: duckdb.DuckDBPyConnection, trace: Path, facts: AnalysisFa
         "top_bottleneck_category": top_category, "priority": priority, "agent_results": results,
         "top_operations": top_operations, "model_info": model_info, "platform_spec": facts.platform_spec,
         "quality_checks": [c.model_dump() for c in gate.checks], "warnings": _report_warnings(warnings, results),
-        "skipped_steps": gate.skipped_steps, "workload_limits": gate.workload_limits,
+        "skipped_steps": gate.skipped_steps, "graph_replay_steps": gate.graph_replay_steps,
+        "workload_limits": gate.workload_limits,
         # without CPU ops the kernels' categories (from their names) are what the trace still tells
         "kernel_categories": (trace_overview.kernel_categories(db, trace_id)
                               if gate.gpu_events_present and not gate.cpu_ops_present else []),

@@ -76,6 +76,8 @@ class QualityGate(BaseModel):
     run_system_tier: bool
     run_compute_tier: bool
     skipped_steps: list[str]
+    # what a GPU graph replay without (matching) capture traces keeps the analysis from attributing
+    graph_replay_steps: list[str] = Field(default_factory=list)
     # the trace is not the workload (a micro-benchmark / harness, a GPU-graph capture): what the
     # report opens with (agents/trace_scope.py); empty for a workload trace
     workload_limits: list[str] = Field(default_factory=list)

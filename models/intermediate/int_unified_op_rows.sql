@@ -62,6 +62,10 @@ leaf_candidates as (
         -- TraceLens' leaf test walks runtime-API calls only: an op whose kernels all go
         -- through the driver API (cuLaunchKernel) is not a leaf (reference §14.22)
         and launchers.launched_through_runtime_api
+        -- a compiled region launching kernels itself is no op row: its kernels become synthetic
+        -- ops under their own categories (int_unified_ops), as in the category summaries
+        and not (launchers.name not in (select op_name from op_categories)
+                 and regexp_matches(launchers.name, '{{ var("compiled_region_pattern") }}'))
         and not exists (
             select 1 from modelled_ancestors
             where modelled_ancestors.trace_id = launchers.trace_id

@@ -7,8 +7,9 @@ with kernels as (
     where category = 'kernel'
 ),
 
-launchers as (
-    select trace_id, launcher_event_idx, op_category from {{ ref('int_kernel_launchers') }}
+kernel_op_categories as (
+    -- the launcher's op category; a compiled region's own kernels under their own categories
+    select trace_id, kernel_event_idx, op_category from {{ ref('int_kernel_op_categories') }}
 ),
 
 timeline as (
@@ -23,7 +24,7 @@ labelled as (
         kernels.dur_us,
         coalesce(kernels.cpu_op_name, kernels.launch_name) as parent_cpu_op,
         coalesce(
-            launchers.op_category,
+            kernel_op_categories.op_category,
             case
                 when kernels.launch_name is null then null
                 when lower(kernels.launch_name) like '%cudagraph%' or lower(kernels.launch_name) like '%graphlaunch%' then 'graph'
@@ -31,9 +32,9 @@ labelled as (
             end
         ) as parent_op_category
     from kernels
-    left join launchers
-        on kernels.trace_id = launchers.trace_id
-        and kernels.launcher_event_idx = launchers.launcher_event_idx
+    left join kernel_op_categories
+        on kernels.trace_id = kernel_op_categories.trace_id
+        and kernels.event_idx = kernel_op_categories.kernel_event_idx
 ),
 
 grouped as (

@@ -1,9 +1,11 @@
-{#- TraceLens ops_summary_by_category: kernel time of launcher ops per op category.
+{#- TraceLens ops_summary_by_category: kernel time of launcher ops per op category; a compiled
+    region that launches kernels itself counts each kernel under its own category
+    (int_launcher_category_time), and once in the op count of each.
     Percentages are of the trace's summed launcher kernel time (not of the GPU timeline). -#}
 {{ config(materialized='incremental') }}
 
-with launchers as (
-    select * from {{ ref('int_kernel_launchers') }}
+with launcher_categories as (
+    select * from {{ ref('int_launcher_category_time') }}
     where {{ is_new_trace() }}
 ),
 
@@ -13,7 +15,7 @@ per_category as (
         op_category,
         count(*) as op_count,
         sum(direct_kernel_time_us) as total_direct_kernel_time_us
-    from launchers
+    from launcher_categories
     group by trace_id, op_category
 ),
 

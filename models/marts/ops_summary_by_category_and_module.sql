@@ -1,11 +1,34 @@
 {#- TraceLens' inference ops_summary_by_category (`--group_by_parent_module`): kernel time of
-    launcher ops per op category and parent module, with the call stack of the group's first
+    launcher ops per op category and parent module (a compiled region's kernels under their own
+    categories, int_launcher_category_time), with the call stack of the group's first
     instance. Percentages are of the trace's summed launcher kernel time. -#}
 {{ config(materialized='incremental') }}
 
 with launchers_in_modules as (
     select * from {{ ref('int_launcher_call_stacks') }}
     where {{ is_new_trace() }}
+),
+
+launcher_categories as (
+    select * from {{ ref('int_launcher_category_time') }}
+    where {{ is_new_trace() }}
+),
+
+launcher_category_rows as (
+    -- one row per launcher and the op category its kernels count under (several for a compiled
+    -- region launching kernels itself)
+    select
+        launchers_in_modules.trace_id,
+        launchers_in_modules.launcher_event_idx,
+        launchers_in_modules.ts_us,
+        launchers_in_modules.parent_module,
+        launchers_in_modules.call_stack,
+        launcher_categories.op_category,
+        launcher_categories.direct_kernel_time_us
+    from launchers_in_modules
+    inner join launcher_categories
+        on launchers_in_modules.trace_id = launcher_categories.trace_id
+        and launchers_in_modules.launcher_event_idx = launcher_categories.launcher_event_idx
 ),
 
 per_category_and_module as (
@@ -17,7 +40,7 @@ per_category_and_module as (
         sum(direct_kernel_time_us) as total_direct_kernel_time_us,
         -- TraceLens sorts the launchers by start time and keeps the first call stack
         arg_min(call_stack, (ts_us, launcher_event_idx)) as call_stack_first
-    from launchers_in_modules
+    from launcher_category_rows
     group by trace_id, op_category, parent_module
 ),
 

@@ -420,7 +420,7 @@ def test_fusion_claims_are_the_chain_kernels_the_finding_prints(db, fusion_findi
 
 def test_fusion_evidence_sql_returns_the_printed_chain(db, fusion_findings):
     for _ctx, f in fusion_findings:
-        instances, per_instance, time_ms = db.execute(f.evidence_sql).fetchone()
+        instances, per_instance, time_ms, _percent_of_e2e = db.execute(f.evidence_sql).fetchone()
         assert (instances, per_instance) == (f.evidence["instance_count"], f.evidence["kernel_count"]), f.finding_id
         assert time_ms == pytest.approx(f.evidence["current_time_ms"], abs=1e-6), f.finding_id
         assert f"{instances} instances of {int(per_instance)} kernels" in f.insight
@@ -462,6 +462,9 @@ def synthetic() -> duckdb.DuckDBPyConnection:
     con.execute("create table platform_peaks (platform varchar, compute_spec varchar, peak_tflops double)")
     con.execute("insert into platforms values ('MI300X', 5300)")
     con.execute("insert into platform_peaks values ('MI300X', 'matrix_bf16', 708), ('MI300X', 'vector_bf16', 163)")
+    # the E2E the findings' evidence divides by (the contexts below: 1 ms)
+    con.execute("create table workload_facts (trace_id varchar, analysis_window_ms double)")
+    con.execute("insert into workload_facts values (?, 1.0)", [SYNTHETIC_TRACE])
     ops = [  # name, module, kernel name, kernel type, kernel us, spec
         ("aten::bmm", "SelfAttention", "Cijk_bmm_scores", "gemm", 20.0, "matrix_bf16"),
         ("aten::div", "SelfAttention", "elementwise_kernel_div", "elementwise", 8.0, "vector_bf16"),

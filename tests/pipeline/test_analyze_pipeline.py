@@ -314,11 +314,14 @@ def test_evidence_sql_returns_the_printed_numbers(analyses, analysis_warehouse: 
         for finding in priority.findings:
             if finding.claimed_time_ms is None:
                 continue
-            events, gaps, claimed_ms, recoverable_ms = con.execute(finding.evidence_sql).fetchone()
+            events, gaps, claimed_ms, recoverable_ms, _, recoverable_percent = con.execute(finding.evidence_sql).fetchone()
             assert (events, gaps) == (finding.claimed_kernel_count, finding.claimed_gap_count)
             assert claimed_ms == pytest.approx(round(finding.claimed_time_ms, 3), abs=1e-9)
             if finding.recoverable_ms is not None:
                 assert recoverable_ms == pytest.approx(round(finding.recoverable_ms, 3), abs=1e-9)
+                # its share of the report's E2E is the ranked mid impact
+                assert recoverable_percent == pytest.approx(100.0 * finding.recoverable_ms / priority.e2e_time_ms,
+                                                            abs=2e-3)
             if finding.analysis_sql:
                 con.execute(finding.analysis_sql).fetchall()  # the agent's own query still runs
 

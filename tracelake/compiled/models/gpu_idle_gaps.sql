@@ -162,6 +162,15 @@ innermost_calls as (
     group by trace_id, gap_id, instant, call_kind
 ),
 
+data_loading_frames as (
+    -- the outermost data-loading frame (var data_loading_frame_pattern) spanning each instant: the
+    -- host was fetching a batch, whatever op (a copy, a collate) ran innermost
+    select trace_id, gap_id, instant, arg_min(name, depth) as name
+    from spanning_calls
+    where regexp_matches(name, '(enumerate\(DataLoader\)|DataLoaderIter|torch/utils/data/)')
+    group by trace_id, gap_id, instant
+),
+
 host_activity as (
     select
         max(name) filter (where instant = 'start' and call_kind = 'cpu_op') as start_cpu_op_name,
@@ -218,6 +227,8 @@ described_gaps as (
         host_activity.end_python_function_event_idx,
         host_activity.end_runtime_name,
         host_activity.end_runtime_event_idx,
+        start_data_loading.name as start_data_loading_frame,
+        end_data_loading.name as end_data_loading_frame,
         next_launches.pid as host_pid,
         next_launches.tid as host_tid,
         count(*) over (partition by gaps.trace_id) as gap_count,
@@ -228,6 +239,12 @@ described_gaps as (
     left join kernels_after on gaps.trace_id = kernels_after.trace_id and gaps.gap_id = kernels_after.gap_id
     left join next_launches on gaps.trace_id = next_launches.trace_id and gaps.gap_id = next_launches.gap_id
     left join host_activity on gaps.trace_id = host_activity.trace_id and gaps.gap_id = host_activity.gap_id
+    left join data_loading_frames as start_data_loading
+        on gaps.trace_id = start_data_loading.trace_id and gaps.gap_id = start_data_loading.gap_id
+        and start_data_loading.instant = 'start'
+    left join data_loading_frames as end_data_loading
+        on gaps.trace_id = end_data_loading.trace_id and gaps.gap_id = end_data_loading.gap_id
+        and end_data_loading.instant = 'end'
 ),
 
 gap_evidence as (
@@ -297,6 +314,8 @@ final as (
         end_python_function_event_idx,
         end_runtime_name,
         end_runtime_event_idx,
+        start_data_loading_frame,
+        end_data_loading_frame,
         host_pid,
         host_tid,
         gap_class,

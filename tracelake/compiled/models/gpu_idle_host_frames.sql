@@ -6,9 +6,9 @@ with gaps as (
 ),
 
 frames as (
-    select trace_id, 'gap start' as side, start_frame as name, gap_us from gaps
+    select trace_id, 'gap start' as side, start_frame as name, start_is_data_loading as is_data_loading, gap_us from gaps
     union all
-    select trace_id, 'gap end' as side, end_frame as name, gap_us from gaps
+    select trace_id, 'gap end' as side, end_frame as name, end_is_data_loading as is_data_loading, gap_us from gaps
 ),
 
 final as (
@@ -16,6 +16,7 @@ final as (
         trace_id,
         side,
         name,
+        bool_or(is_data_loading) as is_data_loading,
         count(*) as gap_count,
         sum(gap_us) / 1000 as gap_time_ms
     from frames

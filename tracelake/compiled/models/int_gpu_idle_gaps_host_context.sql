@@ -15,8 +15,10 @@ final as (
             is not null as has_host_evidence,
         start_runtime_name,
         start_runtime_end_us - start_us as runtime_return_after_gap_start_us,
-        coalesce(start_python_function_name, start_cpu_op_name) as start_frame,
-        coalesce(end_python_function_name, end_cpu_op_name) as end_frame
+        coalesce(start_data_loading_frame, start_python_function_name, start_cpu_op_name) as start_frame,
+        coalesce(end_data_loading_frame, end_python_function_name, end_cpu_op_name) as end_frame,
+        start_data_loading_frame is not null as start_is_data_loading,
+        end_data_loading_frame is not null as end_is_data_loading
     from gaps
 )
 

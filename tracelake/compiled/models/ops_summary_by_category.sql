@@ -1,7 +1,7 @@
 
 
-with launchers as (
-    select * from "warehouse"."intermediate"."int_kernel_launchers"
+with launcher_categories as (
+    select * from "warehouse"."intermediate"."int_launcher_category_time"
     where trace_id in ('@@NEW_TRACE_IDS@@')
 ),
 
@@ -11,7 +11,7 @@ per_category as (
         op_category,
         count(*) as op_count,
         sum(direct_kernel_time_us) as total_direct_kernel_time_us
-    from launchers
+    from launcher_categories
     group by trace_id, op_category
 ),
 
