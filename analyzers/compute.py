@@ -34,7 +34,9 @@ from tracelake.analyzers.compute_advice import (
     eager_attention_ops,
     find_eager_attention,
     generic_advice,
+    latency_values,
     module_hint,
+    takes_q_and_k,
     tensor_layout,
     unless_compiled,
 )
@@ -112,10 +114,10 @@ __all__ = [
     "dtype_name", "eager_attention_ops", "efficiency_bucket", "efficiency_phrase", "estimate_op_impact",
     "evidence_sql", "find_eager_attention", "finding_confidence", "fmt", "format_args", "generic_advice",
     "group_ops", "group_phrase", "group_title", "heuristic_group_name", "heuristic_impact", "impact_explanation",
-    "kind_totals", "lead_insight", "load_agent_ops", "load_op_rows", "load_platform_peaks", "members_table",
+    "kind_totals", "latency_values", "lead_insight", "load_agent_ops", "load_op_rows", "load_platform_peaks", "members_table",
     "module_hint", "name_matches", "near_roofline_summary", "no_data_result", "parse_json_list",
     "parse_json_object", "quantified_impact", "reaches_attainable", "relabel_sentence", "relabel_target",
-    "run_agent", "sum_impacts", "summary_notes", "tensor_layout", "trace2_time_ms", "unless_compiled",
+    "run_agent", "sum_impacts", "summary_notes", "takes_q_and_k", "tensor_layout", "trace2_time_ms", "unless_compiled",
 ]
 
 RELABEL_KERNEL_NOUNS = {"gemm": "GEMM", "sdpa": "attention", "moe": "MoE", "triton": "Triton"}  # how the notes call them

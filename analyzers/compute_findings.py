@@ -93,19 +93,21 @@ def evidence_sql(group: OpGroup, ctx: AnalysisContext) -> str:
         template = "compute_chain_evidence.sql.j2"
     else:
         template = "compute_evidence.sql.j2"
-        values["attainable"] = [(sql_literal(op.signature_key), op.attainable_percent) for op in group.members]
+        values["attainable"] = [(sql_literal(op.signature_key), op.attainable_percent,
+                                 "true" if op.is_latency_bound else "false") for op in group.members]
         values["kernel_floor_us"] = settings.KERNEL_TIME_FLOOR_US
     return _evidence_templates().get_template(template).render(values).rstrip("\n")
 
 
 KNOWN_BOUNDS = ("compute", "memory")
+TITLE_BOUNDS = (*KNOWN_BOUNDS, "latency")  # a latency-bound group's title says so; its roofline is still memory or compute
 KNOWN_BUCKETS = ("0-30", "30-60", "60-100")  # efficiency_bucket's; "unknown" and "all" (comparative) say nothing
 
 
 def group_phrase(group: OpGroup) -> str:
     """What a quantified group shares, in words: only the facts it has (no 'unknown-bound', no
     'all' bucket of a comparative run)."""
-    parts = [f"{group.bound}-bound"] if group.bound in KNOWN_BOUNDS else []
+    parts = [f"{group.bound}-bound"] if group.bound in TITLE_BOUNDS else []
     if group.bucket in KNOWN_BUCKETS:
         parts.append(f"efficiency bucket {group.bucket} %")
     return ", ".join(parts) or "one op family"
@@ -140,7 +142,7 @@ def group_title(group: OpGroup) -> str:
     eff = ("an unknown share" if span is None else
            f"{_percent_text(span[0])}-{_percent_text(span[1])} %" if _percent_text(span[0]) != _percent_text(span[1])
            else f"{_percent_text(span[0])} %")
-    bound = f"{group.bound}-bound at " if group.bound in KNOWN_BOUNDS else "at "
+    bound = f"{group.bound}-bound at " if group.bound in TITLE_BOUNDS else "at "
     return f"{dominant.label}{more}: {bound}{eff} of roofline{library}"
 
 
@@ -236,6 +238,14 @@ def impact_explanation(group: OpGroup, e2e_ms: float) -> str:
             "per member, efficiency = 100 x t2 / t1 (raised to trace 1's roofline value when lower), "
             "gap = 1 - efficiency / 100 and impact = {0.75, 0.875, 1.0} x gap x t1 / E2E(trace 1) x 100, "
             "summed over the members"
+        )
+    elif group.estimate_method == "quantified" and group.bound == "latency":
+        formula = (
+            f"latency-bound: every member's kernels average at most {settings.LATENCY_BOUND_KERNEL_US:g} µs and their "
+            f"work would take under the {settings.KERNEL_TIME_FLOOR_US:g} µs kernel floor at the attainable roofline "
+            "share, so tuning removes nothing; fusing them into a neighbouring kernel removes one kernel floor each: "
+            f"impact = {{0.75, 0.875, 1.0}} x kernels x {settings.KERNEL_TIME_FLOOR_US:g} µs / E2E x 100 (at most "
+            "their time), summed over the members"
         )
     elif group.estimate_method == "quantified":
         attainable = sorted({m.attainable_percent for m in group.members})

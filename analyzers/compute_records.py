@@ -105,6 +105,7 @@ class OpRecord(BaseModel):
     # % of roofline this kind of op reaches on this GPU in practice: recoverable time is measured
     # against it, and an op at or above it is fine (no finding, no claim)
     attainable_percent: float = settings.ATTAINABLE_ROOFLINE_PERCENT
+    fused_steps: list[str] = Field(default_factory=list)  # op_fused_steps: steps the op already runs in one kernel
     impact: Impact | None = None
 
     @property
@@ -119,6 +120,18 @@ class OpRecord(BaseModel):
         """A modelled op running at or above what this kind of op attains on this GPU."""
         return self.comparison is None and reaches_attainable(
             self.has_perf_model, self.efficiency_percent, self.attainable_percent)
+
+    @property
+    def is_latency_bound(self) -> bool:
+        """A modelled op whose kernels sit at the launch / latency floor: short on average
+        (settings.LATENCY_BOUND_KERNEL_US) with work that would take under the kernel floor even at
+        the attainable share of the roofline. Tuning cannot remove its time; fusing it can."""
+        if self.comparison is not None or not self.has_perf_model or self.roofline_time_us is None or self.count <= 0:
+            return False
+        kernels_per_call = max(1.0, self.kernel_count / self.count)
+        ideal_us = self.roofline_time_us / kernels_per_call * 100.0 / self.attainable_percent
+        return (self.mean_us / kernels_per_call <= settings.LATENCY_BOUND_KERNEL_US
+                and ideal_us < settings.KERNEL_TIME_FLOOR_US)
 
     @property
     def label(self) -> str:

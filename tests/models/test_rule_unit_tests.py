@@ -18,6 +18,7 @@ RULE_UNIT_TESTS = {
     "serving_step_annotations_get_their_phase": "int_serving_step_annotations",
     "steady_state_skips_warm_up_steps_per_phase": "phases",
     "kernels_without_a_taxonomy_rule_are_unknown_other": "kernels",
+    "op_fused_steps_match_op_and_kernel_names": "op_fused_steps",
 }
 
 
