@@ -222,6 +222,9 @@ def _estimate(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, agent: Comput
         op.excluded = exclusions.get(op.signature_key)
         if agent.attainable is not None:
             op.attainable_percent = agent.attainable(op)
+        if op.best_observed_percent is not None and ctx.comparison_scope == "standalone":
+            # evidence beats the constant: the same op on this platform reached this in another trace
+            op.attainable_percent = op.best_observed_percent
         op.impact = estimate_op_impact(op, ctx)
 
 

@@ -122,6 +122,16 @@ def efficiency_phrase(group: OpGroup) -> str:
     return f"{value} of the {group.bound}-bound roofline" if group.bound in KNOWN_BOUNDS else f"{value} of the roofline"
 
 
+def best_observed_sentence(group: OpGroup) -> str:
+    """The evidence behind the dominant member's attainable share, when another trace of the
+    warehouse ran the same op faster on this GPU (op_best_observed)."""
+    op = group.dominant
+    if op.best_observed_trace is None or op.best_observed_percent is None or group.comparative:
+        return ""
+    return (f"Best observed: the same op and shapes ran at {op.best_observed_percent:.1f} % of roofline on this GPU "
+            f"in `{op.best_observed_trace}`, taken as its attainable share.")
+
+
 def trace2_time_ms(group: OpGroup) -> float:
     return sum(op.comparison.time_trace2_ms for op in group.members if op.comparison is not None)
 
@@ -248,11 +258,15 @@ def impact_explanation(group: OpGroup, e2e_ms: float) -> str:
             "their time), summed over the members"
         )
     elif group.estimate_method == "quantified":
-        attainable = sorted({m.attainable_percent for m in group.members})
+        attainable = sorted({round(m.attainable_percent, 1) for m in group.members})
         reach = (f"{attainable[0]:g} %" if len(attainable) == 1 else f"{attainable[0]:g}-{attainable[-1]:g} %")
+        observed = [m for m in group.members if m.best_observed_trace]
+        source = ("the best observed for the same op on this GPU in the warehouse where a member has one, "
+                  "else the constant ATTAINABLE_ROOFLINE_PERCENT / the agent's band" if observed else
+                  "what these ops reach on this GPU: the constant ATTAINABLE_ROOFLINE_PERCENT / the agent's band")
         formula = (
-            f"per member, gap = 1 - efficiency / attainable ({reach} of the roofline: what these ops reach on this "
-            "GPU) and impact = {0.75, 0.875, 1.0} x gap x time / E2E x 100, summed over the members"
+            f"per member, gap = 1 - efficiency / attainable ({reach} of the roofline: {source}) "
+            "and impact = {0.75, 0.875, 1.0} x gap x time / E2E x 100, summed over the members"
         )
     else:
         formula = ("no perf model, a heuristic guess: impact = {0.15, 0.30, 0.45} x the ops' share of E2E "
@@ -271,7 +285,7 @@ def build_finding(rank: int, group: OpGroup, agent: ComputeAgent, data: AgentDat
     category = group.dominant.op_category
     noun = category if agent.owns_the_rest and category not in ("", "other") else agent.noun
     relabelled = relabel_sentence(group.relabelled, agent.noun, len(group.members))
-    insight = " ".join(s for s in (lead_insight(group, noun), relabelled, advice.insight) if s)
+    insight = " ".join(s for s in (lead_insight(group, noun), relabelled, advice.insight, best_observed_sentence(group)) if s)
     confidence, reasons = finding_confidence(group, ctx)
     modules = next((chain for op in group.members if (chain := [m for m in op.module_chain if m != "root"])), [])
     layer = " > ".join(modules[-3:]) if modules else "outside every nn.Module (or no module information in the trace)"

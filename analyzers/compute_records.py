@@ -106,6 +106,9 @@ class OpRecord(BaseModel):
     # against it, and an op at or above it is fine (no finding, no claim)
     attainable_percent: float = settings.ATTAINABLE_ROOFLINE_PERCENT
     fused_steps: list[str] = Field(default_factory=list)  # op_fused_steps: steps the op already runs in one kernel
+    # op_best_observed: the same op on this platform ran this close to the roofline in another trace
+    best_observed_percent: float | None = None
+    best_observed_trace: str | None = None
     impact: Impact | None = None
 
     @property

@@ -19,6 +19,7 @@ RULE_UNIT_TESTS = {
     "steady_state_skips_warm_up_steps_per_phase": "phases",
     "kernels_without_a_taxonomy_rule_are_unknown_other": "kernels",
     "op_fused_steps_match_op_and_kernel_names": "op_fused_steps",
+    "op_best_observed_takes_the_fastest_other_trace_on_the_same_platform": "op_best_observed",
 }
 
 

@@ -6,7 +6,9 @@
   and M=32 projection GEMMs (`aten::mm`, BF16 weights);
 - unfused_ops.json.gz, its twin without those facts: a separate `aten::add` + `aiter::rmsnorm`,
   `aten::silu` + `aten::mul`, the rotary op once on Q and once on K, and no serving step (so the
-  GEMMs' M, 1 here like a diffusion modulation GEMM, is no token batch).
+  GEMMs' M, 1 here like a diffusion modulation GEMM, is no token batch);
+- fused_ops_tuned.json.gz: fused_ops with GEMMs 0.6x as long (a tuned GEMM library): the same op
+  signatures ran faster on the same GPU in another trace, the "best observed" evidence.
 
 Every small kernel runs 5-9 us (the launch / latency floor), the GEMMs 20-60 us, back to back.
 Run: python tests/data/fused_ops/make_fused_ops_traces.py
@@ -44,6 +46,7 @@ class Timeline:
         self.host_us = 1_000.0
         self.gpu_us = 1_050.0
         self.ident = 1
+        self.gemm_speed = 1.0  # GEMM kernel time factor (fused_ops_tuned: 0.6)
 
     def op(self, name: str, dims: list[Any], types: list[str], kernel: str, kernel_us: float) -> None:
         ident, self.ident = self.ident, self.ident + 1
@@ -70,7 +73,7 @@ BF16 = "c10::BFloat16"
 
 
 def gemm(t: Timeline, m: int, k: int, n: int, us: float) -> None:
-    t.op("aten::mm", [[m, k], [k, n]], [BF16, BF16], GEMM_KERNEL, us)
+    t.op("aten::mm", [[m, k], [k, n]], [BF16, BF16], GEMM_KERNEL, us * t.gemm_speed)
 
 
 def fused_layer(t: Timeline, layer: int) -> None:
@@ -99,8 +102,9 @@ def unfused_layer(t: Timeline) -> None:
     t.op("aten::mul", [[TOKENS, INTER], [TOKENS, INTER]], [BF16, BF16], MUL_KERNEL, 6.0)
 
 
-def write(name: str, fused: bool) -> Path:
+def write(name: str, fused: bool, gemm_speed: float = 1.0) -> Path:
     t = Timeline()
+    t.gemm_speed = gemm_speed
     for layer in range(LAYERS):
         fused_layer(t, layer) if fused else unfused_layer(t)
     events = t.events
@@ -119,3 +123,4 @@ def write(name: str, fused: bool) -> Path:
 if __name__ == "__main__":
     print(write("fused_ops.json.gz", fused=True))
     print(write("unfused_ops.json.gz", fused=False))
+    print(write("fused_ops_tuned.json.gz", fused=True, gemm_speed=0.6))
