@@ -217,6 +217,7 @@ def _estimate(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, agent: Comput
     """Each op's kind, exclusion, attainable share of the roofline and impact estimate."""
     for op in ops:
         op.kind = agent.classify(op)
+        op.fusable_at_floor = agent.fuses_latency_bound is not None and agent.fuses_latency_bound(op)
     exclusions = agent.exclude(db, ctx, ops) if agent.exclude is not None and ops else {}
     for op in ops:
         op.excluded = exclusions.get(op.signature_key)

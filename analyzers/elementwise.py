@@ -133,6 +133,7 @@ def facts(data: AgentData) -> ElementwiseFacts:
 AGENT = compute.ComputeAgent(
     name=AGENT_NAME, display_name=DISPLAY_NAME, noun="elementwise",
     classify=classify, advise=advise, family=family,
+    fuses_latency_bound=lambda op: True,
 )
 
 

@@ -89,7 +89,8 @@ def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
         nchw = [op for op in group.members if compute.tensor_layout(op) == "channels_first"]
         heavy = bn_share >= settings.BATCHNORM_CHANNELS_LAST_MIN_PERCENT
         return AdviceText(agent=AGENT_NAME, fact="batchnorm", values={
-            **values, "batchnorm_share": bn_share, "nchw_count": len(nchw), "member_count": len(group.members),
+            **values, **compute.latency_values(group), "batchnorm_share": bn_share, "nchw_count": len(nchw),
+            "member_count": len(group.members),
             "channels_last": bool(heavy or nchw), "inference": data.ctx.is_inference})
     return AdviceText(agent=AGENT_NAME, fact="row_norm", values={
         **values, **compute.latency_values(group), "variant": variant, "library": group.library,
@@ -125,6 +126,7 @@ def facts(data: AgentData) -> NormFacts:
 AGENT = compute.ComputeAgent(
     name=AGENT_NAME, display_name=DISPLAY_NAME, noun="normalization", classify=classify, advise=advise,
     family=family,
+    fuses_latency_bound=lambda op: True,
 )
 
 
