@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import DATA
-from tests.expert.conftest import SGLANG, ExpertReport
+from tests.expert.conftest import SGLANG, VLLM, ExpertReport
 from tracelake.analyzers import settings
 from tracelake.pipeline import AnalyzeOptions, run_analysis
 from tracelake.warehouse import Warehouse
@@ -129,3 +129,14 @@ def test_the_best_observed_efficiency_of_the_same_op_is_its_attainable_target(tw
     assert tuned["impact_high"] < alone["impact_high"]
     # the unfused trace's GEMMs (other shapes) have no evidence: no citation
     assert "Best observed" not in _finding(twins["unfused_ops"], "aten::mm")["insight"]
+
+
+def test_vllm_decode_fused_residual_norm_gets_no_residual_advice(capture_reports) -> None:
+    """vLLM's `aiter::rmsnorm2d_fwd_with_add_ck` adds the residual itself: no advice to fuse it, and
+    its ~7 us calls (0.14 us of bytes) are credited as latency-bound; its decode GEMMs get weights."""
+    report: ExpertReport = capture_reports[VLLM]
+    norm = next(f for f in report.findings if f["title"].startswith("aiter::rmsnorm2d_fwd_with_add"))
+    assert "already adds the residual" in norm["insight"] and "residual add" not in norm["action"]
+    assert "latency-bound" in norm["title"]
+    gemms = [f for f in report.findings if f["agent"] == "gemm" and "memory-bound" in f["title"]]
+    assert gemms and all("Quantize the weights" in f["action"] for f in gemms)
