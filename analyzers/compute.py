@@ -34,7 +34,9 @@ from tracelake.analyzers.compute_advice import (
     eager_attention_ops,
     find_eager_attention,
     generic_advice,
+    latency_values,
     module_hint,
+    takes_q_and_k,
     tensor_layout,
     unless_compiled,
 )
@@ -113,10 +115,10 @@ __all__ = [
     "dtype_name", "eager_attention_ops", "efficiency_bucket", "efficiency_phrase", "estimate_op_impact",
     "evidence_sql", "find_eager_attention", "finding_confidence", "fmt", "format_args", "generic_advice",
     "group_ops", "group_phrase", "group_title", "heuristic_group_name", "heuristic_impact", "impact_explanation",
-    "kind_totals", "lead_insight", "load_agent_ops", "load_op_rows", "load_platform_peaks", "members_table",
+    "kind_totals", "latency_values", "lead_insight", "load_agent_ops", "load_op_rows", "load_platform_peaks", "members_table",
     "module_hint", "name_matches", "near_roofline_summary", "no_data_result", "parse_json_list",
     "parse_json_object", "quantified_impact", "reaches_attainable", "relabel_sentence", "relabel_target",
-    "run_agent", "sum_impacts", "summary_notes", "tensor_layout", "trace2_time_ms", "unless_compiled",
+    "run_agent", "sum_impacts", "summary_notes", "takes_q_and_k", "tensor_layout", "trace2_time_ms", "unless_compiled",
 ]
 
 RELABEL_KERNEL_NOUNS = {"gemm": "GEMM", "sdpa": "attention", "moe": "MoE", "triton": "Triton"}  # how the notes call them
@@ -217,11 +219,15 @@ def _estimate(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext, agent: Comput
     """Each op's kind, exclusion, attainable share of the roofline and impact estimate."""
     for op in ops:
         op.kind = agent.classify(op)
+        op.fusable_at_floor = agent.fuses_latency_bound is not None and agent.fuses_latency_bound(op)
     exclusions = agent.exclude(db, ctx, ops) if agent.exclude is not None and ops else {}
     for op in ops:
         op.excluded = exclusions.get(op.signature_key)
         if agent.attainable is not None:
             op.attainable_percent = agent.attainable(op)
+        if op.best_observed_percent is not None and ctx.comparison_scope == "standalone":
+            # evidence beats the constant: the same op on this platform reached this in another trace
+            op.attainable_percent = op.best_observed_percent
         op.impact = estimate_op_impact(op, ctx)
 
 

@@ -130,3 +130,20 @@ def tensor_layout(op: OpRecord) -> str | None:
     if not isinstance(first, list) or len(first) != 4:
         return None
     return "channels_last" if first[1] == 1 and dims[0][1] > 1 else "channels_first"
+
+
+def latency_values(group: OpGroup) -> dict[str, object]:
+    """The values of the latency-floor clause (analyzers/advice/latency.toml): whether the group is
+    latency-bound (compute_impact groups such ops apart), its dominant op's time per call and the
+    time its work would take at the roofline."""
+    dominant = group.dominant
+    return {"latency_bound": group.bound == "latency", "mean_us": dominant.mean_us,
+            "ideal_us": dominant.roofline_time_us or 0.0}
+
+
+def takes_q_and_k(op: OpRecord) -> bool:
+    """A rotary op whose inputs hold both Q and K: at least two tensors of two or more dimensions
+    with the same leading (token) dimension, as vLLM / SGLang `rotary_embedding(positions, query,
+    key, ...)` and FlashInfer's `apply_rope*(q, k, ...)` take them."""
+    leading = [shape[0] for shape in _tensor_shapes(op) if len(shape) >= 2]
+    return any(leading.count(first) >= 2 for first in set(leading))

@@ -93,19 +93,21 @@ def evidence_sql(group: OpGroup, ctx: AnalysisContext) -> str:
         template = "compute_chain_evidence.sql.j2"
     else:
         template = "compute_evidence.sql.j2"
-        values["attainable"] = [(sql_literal(op.signature_key), op.attainable_percent) for op in group.members]
+        values["attainable"] = [(sql_literal(op.signature_key), op.attainable_percent,
+                                 "true" if op.is_latency_bound else "false") for op in group.members]
         values["kernel_floor_us"] = settings.KERNEL_TIME_FLOOR_US
     return _evidence_templates().get_template(template).render(values).rstrip("\n")
 
 
 KNOWN_BOUNDS = ("compute", "memory")
+TITLE_BOUNDS = (*KNOWN_BOUNDS, "latency")  # a latency-bound group's title says so; its roofline is still memory or compute
 KNOWN_BUCKETS = ("0-30", "30-60", "60-100")  # efficiency_bucket's; "unknown" and "all" (comparative) say nothing
 
 
 def group_phrase(group: OpGroup) -> str:
     """What a quantified group shares, in words: only the facts it has (no 'unknown-bound', no
     'all' bucket of a comparative run)."""
-    parts = [f"{group.bound}-bound"] if group.bound in KNOWN_BOUNDS else []
+    parts = [f"{group.bound}-bound"] if group.bound in TITLE_BOUNDS else []
     if group.bucket in KNOWN_BUCKETS:
         parts.append(f"efficiency bucket {group.bucket} %")
     return ", ".join(parts) or "one op family"
@@ -118,6 +120,16 @@ def efficiency_phrase(group: OpGroup) -> str:
     low, high = span
     value = f"{low:.1f} %" if abs(high - low) < 0.05 else f"{low:.1f}-{high:.1f} %"
     return f"{value} of the {group.bound}-bound roofline" if group.bound in KNOWN_BOUNDS else f"{value} of the roofline"
+
+
+def best_observed_sentence(group: OpGroup) -> str:
+    """The evidence behind the dominant member's attainable share, when another trace of the
+    warehouse ran the same op faster on this GPU (op_best_observed)."""
+    op = group.dominant
+    if op.best_observed_trace is None or op.best_observed_percent is None or group.comparative:
+        return ""
+    return (f"Best observed: the same op and shapes ran at {op.best_observed_percent:.1f} % of roofline on this GPU "
+            f"in `{op.best_observed_trace}`, taken as its attainable share.")
 
 
 def trace2_time_ms(group: OpGroup) -> float:
@@ -140,7 +152,7 @@ def group_title(group: OpGroup) -> str:
     eff = ("an unknown share" if span is None else
            f"{_percent_text(span[0])}-{_percent_text(span[1])} %" if _percent_text(span[0]) != _percent_text(span[1])
            else f"{_percent_text(span[0])} %")
-    bound = f"{group.bound}-bound at " if group.bound in KNOWN_BOUNDS else "at "
+    bound = f"{group.bound}-bound at " if group.bound in TITLE_BOUNDS else "at "
     return f"{dominant.label}{more}: {bound}{eff} of roofline{library}"
 
 
@@ -242,12 +254,24 @@ def impact_explanation(group: OpGroup, e2e_ms: float, roofline_gpu: str = "this 
         )
     elif group.chain_model:
         formula = f"{group.chain_model}; impact = the chain's time minus that, at the band's low, mid and high"
-    elif group.estimate_method == "quantified":
-        attainable = sorted({m.attainable_percent for m in group.members})
-        reach = (f"{attainable[0]:g} %" if len(attainable) == 1 else f"{attainable[0]:g}-{attainable[-1]:g} %")
+    elif group.estimate_method == "quantified" and group.bound == "latency":
         formula = (
-            f"per member, gap = 1 - efficiency / attainable ({reach} of the roofline: what these ops reach on "
-            f"{roofline_gpu}) and impact = {0.75, 0.875, 1.0} x gap x time / E2E x 100, summed over the members"
+            f"latency-bound: every member's kernels average at most {settings.LATENCY_BOUND_KERNEL_US:g} µs and their "
+            f"work would take under the {settings.KERNEL_TIME_FLOOR_US:g} µs kernel floor at the attainable roofline "
+            "share, so tuning removes nothing; fusing them into a neighbouring kernel removes one kernel floor each: "
+            f"impact = {{0.75, 0.875, 1.0}} x kernels x {settings.KERNEL_TIME_FLOOR_US:g} µs / E2E x 100 (at most "
+            "their time), summed over the members"
+        )
+    elif group.estimate_method == "quantified":
+        attainable = sorted({round(m.attainable_percent, 1) for m in group.members})
+        reach = (f"{attainable[0]:g} %" if len(attainable) == 1 else f"{attainable[0]:g}-{attainable[-1]:g} %")
+        observed = [m for m in group.members if m.best_observed_trace]
+        source = (f"the best observed for the same op on {roofline_gpu} in the warehouse where a member has one, "
+                  "else the constant ATTAINABLE_ROOFLINE_PERCENT / the agent's band" if observed else
+                  f"what these ops reach on {roofline_gpu}: the constant ATTAINABLE_ROOFLINE_PERCENT / the agent's band")
+        formula = (
+            f"per member, gap = 1 - efficiency / attainable ({reach} of the roofline: {source}) "
+            "and impact = {0.75, 0.875, 1.0} x gap x time / E2E x 100, summed over the members"
         )
     else:
         formula = ("no perf model, a heuristic guess: impact = {0.15, 0.30, 0.45} x the ops' share of E2E "
@@ -266,7 +290,7 @@ def build_finding(rank: int, group: OpGroup, agent: ComputeAgent, data: AgentDat
     category = group.dominant.op_category
     noun = category if agent.owns_the_rest and category not in ("", "other") else agent.noun
     relabelled = relabel_sentence(group.relabelled, agent.noun, len(group.members))
-    insight = " ".join(s for s in (lead_insight(group, noun), relabelled, advice.insight) if s)
+    insight = " ".join(s for s in (lead_insight(group, noun), relabelled, advice.insight, best_observed_sentence(group)) if s)
     confidence, reasons = finding_confidence(group, ctx)
     modules = next((chain for op in group.members if (chain := [m for m in op.module_chain if m != "root"])), [])
     layer = " > ".join(modules[-3:]) if modules else "outside every nn.Module (or no module information in the trace)"

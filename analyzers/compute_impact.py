@@ -5,6 +5,8 @@ the estimates group into P-items.
   impact_{low,mid,high} = {0.75, 0.875, 1.0} x gap x op time / E2E x 100; an op whose high
   estimate is under MIN_OP_IMPACT_HIGH is dropped, and none recovers its time below the kernel floor.
 - heuristic (no perf model): impact_{low,mid,high} = {0.15, 0.30, 0.45} x op % of E2E.
+- latency-bound ops (OpRecord.is_latency_bound): only what fusing them into a neighbour saves, one
+  kernel floor (KERNEL_TIME_FLOOR_US) per kernel, at 75 / 87.5 / 100 %.
 - P-items: quantified estimates grouped by (bound, library, efficiency bucket, op family),
   heuristic ones by op name (synthetic ops by kernel type); a group whose summed mid estimate is
   under MIN_PITEM_IMPACT_SCORE is dropped.
@@ -69,6 +71,9 @@ def estimate_op_impact(op: OpRecord, ctx: AnalysisContext) -> Impact | None:
     if op.efficiency_percent is not None and op.has_perf_model:
         if op.is_anomaly or op.is_near_roofline:
             return None
+        if op.is_latency_bound:
+            impact = fusing_into_neighbour_impact(op, ctx)
+            return impact if impact.high >= settings.MIN_OP_IMPACT_HIGH else None
         impact = _above_kernel_floor(
             quantified_impact(op.time_ms, ctx.e2e_time_ms, op.efficiency_percent, op.attainable_percent), op, ctx)
         kept = impact.high > 0 if is_harness(ctx) else impact.high >= settings.MIN_OP_IMPACT_HIGH
@@ -76,6 +81,16 @@ def estimate_op_impact(op: OpRecord, ctx: AnalysisContext) -> Impact | None:
     if op.percent_of_e2e > 0:
         return heuristic_impact(op.percent_of_e2e)
     return None
+
+
+def fusing_into_neighbour_impact(op: OpRecord, ctx: AnalysisContext) -> Impact:
+    """A latency-bound op (OpRecord.is_latency_bound): its roofline gap is fixed cost no tuning
+    removes, so it is credited only with what fusing it into a neighbouring kernel saves, one
+    kernel's fixed cost (settings.KERNEL_TIME_FLOOR_US) per kernel, never more than its time."""
+    kernels = op.kernel_count or sum(k.count for k in op.kernels)
+    high = 100.0 * min(op.time_ms, kernels * settings.KERNEL_TIME_FLOOR_US / 1000.0) / ctx.e2e_time_ms
+    return Impact(method="quantified", low=settings.TARGET_LOW * high, mid=settings.TARGET_MID * high,
+                  high=settings.TARGET_HIGH * high)
 
 
 def _above_kernel_floor(impact: Impact, op: OpRecord, ctx: AnalysisContext) -> Impact:
@@ -131,7 +146,9 @@ def group_ops(ops: Sequence[OpRecord], family: Callable[[OpRecord], str],
         key: tuple[str, ...]
         if op.impact.method == "quantified":
             bucket = "all" if comparative else efficiency_bucket(op.efficiency_percent)
-            key = ("quantified", op.bound or "unknown", op.library, bucket, family(op))
+            # latency-bound ops group apart: their lever (fusing into a neighbour) is not tuning
+            bound = "latency" if op.is_latency_bound else (op.bound or "unknown")
+            key = ("quantified", bound, op.library, bucket, family(op))
         else:
             key = ("heuristic", "unmodeled", op.library, "unknown", heuristic_group_name(op))
         keyed[key].append(op)

@@ -50,6 +50,11 @@ def load_op_rows(
     rows = _read_op_rows(db, ctx, categories)
     kernel_mix = _read_kernel_mix(db, ctx) if rows else {}
     records = [_op_record(row, kernel_mix.get(row["signature_key"], []), ctx.e2e_time_ms) for row in rows]
+    fused = _read_fused_steps(db, ctx) if rows else {}
+    best = _read_best_observed(db, ctx) if rows else {}
+    for record in records:
+        record.fused_steps = fused.get(record.signature_key, [])
+        record.best_observed_percent, record.best_observed_trace = best.get(record.signature_key, (None, None))
     if ctx.comparison_scope == "comparative" and ctx.trace2_id:
         _apply_comparison(records, signature_matches(
             db, ctx.trace_id, ctx.platform, ctx.trace2_id, ctx.platform2 or ctx.platform))
@@ -66,6 +71,26 @@ def _read_op_rows(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext,
         return rows
     wanted = set(categories)
     return [row for row in rows if row["op_category"] in wanted]
+
+
+def _read_fused_steps(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> dict[str, list[str]]:
+    """signature_key -> the steps the op already runs in one kernel (op_fused_steps)."""
+    rows = db.execute(
+        "select signature_key, fused_step from op_fused_steps where trace_id = ? and platform = ? "
+        "order by signature_key, rule_order", [ctx.trace_id, ctx.platform]).fetchall()
+    steps: dict[str, list[str]] = defaultdict(list)
+    for key, step in rows:
+        steps[key].append(step)
+    return steps
+
+
+def _read_best_observed(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> dict[str, tuple[float, str]]:
+    """signature_key -> (best efficiency %, trace name) where the same op ran faster on this
+    platform in another trace of the warehouse (op_best_observed)."""
+    rows = db.execute(
+        "select signature_key, best_efficiency_percent, best_trace_name from op_best_observed "
+        "where trace_id = ? and platform = ?", [ctx.trace_id, ctx.platform]).fetchall()
+    return {key: (float(percent), str(name)) for key, percent, name in rows}
 
 
 def _read_kernel_mix(db: duckdb.DuckDBPyConnection, ctx: AnalysisContext) -> dict[str, list[tuple[KernelShare, bool]]]:

@@ -105,6 +105,11 @@ class OpRecord(BaseModel):
     # % of roofline this kind of op reaches on this GPU in practice: recoverable time is measured
     # against it, and an op at or above it is fine (no finding, no claim)
     attainable_percent: float = settings.ATTAINABLE_ROOFLINE_PERCENT
+    fused_steps: list[str] = Field(default_factory=list)  # op_fused_steps: steps the op already runs in one kernel
+    fusable_at_floor: bool = False  # its agent advises fusing latency-bound ops into a neighbour (ComputeAgent)
+    # op_best_observed: the same op on this platform ran this close to the roofline in another trace
+    best_observed_percent: float | None = None
+    best_observed_trace: str | None = None
     impact: Impact | None = None
 
     @property
@@ -119,6 +124,19 @@ class OpRecord(BaseModel):
         """A modelled op running at or above what this kind of op attains on this GPU."""
         return self.comparison is None and reaches_attainable(
             self.has_perf_model, self.efficiency_percent, self.attainable_percent)
+
+    @property
+    def is_latency_bound(self) -> bool:
+        """A modelled op whose kernels sit at the launch / latency floor: short on average
+        (settings.LATENCY_BOUND_KERNEL_US) with work that would take under the kernel floor even at
+        the attainable share of the roofline. Tuning cannot remove its time; fusing it can."""
+        if (not self.fusable_at_floor or self.comparison is not None or not self.has_perf_model
+                or self.roofline_time_us is None or self.count <= 0):
+            return False
+        kernels_per_call = max(1.0, self.kernel_count / self.count)
+        ideal_us = self.roofline_time_us / kernels_per_call * 100.0 / self.attainable_percent
+        return (self.mean_us / kernels_per_call <= settings.LATENCY_BOUND_KERNEL_US
+                and ideal_us < settings.KERNEL_TIME_FLOOR_US)
 
     @property
     def label(self) -> str:
@@ -299,6 +317,9 @@ class ComputeAgent:
     extra_groups: Callable[[duckdb.DuckDBPyConnection, AnalysisContext, AgentData], list[OpGroup]] | None = None
     # the attainable % of roofline of one op (default settings.ATTAINABLE_ROOFLINE_PERCENT)
     attainable: Callable[[OpRecord], float] | None = None
+    # which of its ops, at the launch / latency floor, are credited and advised as fusing into a
+    # neighbour (OpRecord.is_latency_bound): the ops whose advice rows say so; None: none
+    fuses_latency_bound: Callable[[OpRecord], bool] | None = None
 
 
 def kind_totals(ops: Sequence[OpRecord]) -> tuple[dict[str, int], dict[str, float]]:

@@ -57,7 +57,10 @@ def classify(op: OpRecord) -> str:
 
 
 def family(op: OpRecord) -> str:
-    """Baseline and arithmetic ops share a card; casts, activations, math and masks get their own."""
+    """Baseline and arithmetic ops share a card; casts, activations, math, masks and the already
+    fused gated activations get their own."""
+    if "gated_activation" in op.fused_steps:
+        return "fused_activation"
     return "simple" if op.kind in ("baseline", "arithmetic") else op.kind
 
 
@@ -71,6 +74,8 @@ def _mostly_in(ops: list[OpRecord], group: OpGroup) -> bool:
 
 def _where_the_time_goes(group: OpGroup, ctx: AnalysisContext) -> str:
     """The fact (a row of analyzers/advice/elementwise.toml) of a modelled group."""
+    if "gated_activation" in group.dominant.fused_steps:
+        return "fused_activation"
     in_norm = [op for op in group.members if _in_modules(op, NORM_MODULE_MARKERS)]
     # the attention-module wording is about its layout copies and rotary ops, not a residual add
     in_attention = [op for op in group.members if _in_modules(op, ATTENTION_MODULE_MARKERS)
@@ -94,7 +99,8 @@ def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
         return AdviceText(agent=AGENT_NAME, fact="unmodelled", values={"short_count": short_count, "generic": generic})
     eff = group.weighted_efficiency or 0.0
     return AdviceText(agent=AGENT_NAME, fact=_where_the_time_goes(group, ctx), values={
-        "module": compute.module_hint(group), "efficiency": eff, "short_count": short_count,
+        **compute.latency_values(group), "name": group.dominant.name, "module": compute.module_hint(group),
+        "efficiency": eff, "short_count": short_count,
         "calls": group.call_count, "compiled": ctx.facts.is_compiled, "rotary_example": ctx.facts.rotary_example,
         "many_launches": any(op.count > settings.HIGH_INVOCATION_CALLS for op in group.members),
         "low_baseline": group.family == "simple" and eff < settings.BASELINE_EFFICIENCY_MIN_PERCENT})
@@ -127,6 +133,7 @@ def facts(data: AgentData) -> ElementwiseFacts:
 AGENT = compute.ComputeAgent(
     name=AGENT_NAME, display_name=DISPLAY_NAME, noun="elementwise",
     classify=classify, advise=advise, family=family,
+    fuses_latency_bound=lambda op: True,
 )
 
 

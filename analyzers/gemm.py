@@ -90,6 +90,13 @@ def _ridge(op: OpRecord) -> float | None:
     return None
 
 
+def _bytes_per_weight(op: OpRecord) -> float:
+    """Bytes of one element of the op's weight operand (its second input's dtype; 2 when unknown)."""
+    dtypes = op.dtypes()
+    name = compute.dtype_name(dtypes[1]) if len(dtypes) > 1 else None
+    return {"fp32": 4.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5}.get(name or "", 2.0)
+
+
 def _fp8_ratio(data: AgentData) -> float | None:
     bf16 = data.platform_peaks.get("matrix_bf16")
     fp8 = data.platform_peaks.get("matrix_fp8")
@@ -133,11 +140,21 @@ def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
             "attainable_percent": dominant.attainable_percent, "misaligned": misaligned,
             "fp8_speedup": ratio if fp8_applies else None, "platform": data.ctx.platform,
             "roofline_gpu": data.ctx.roofline_gpu})
+    decode = "decode" in data.ctx.phases.phase_names
+    dims = mnk(dominant)
+    if decode and dims and dims[0] <= settings.DECODE_GEMM_MAX_M and dominant.kind != "quantized":
+        return AdviceText(agent=AGENT_NAME, fact="decode_weights", values={
+            "flops_per_byte": dominant.flops_per_byte, "shape": _shape_phrase(dominant), "m": dims[0],
+            "weight_mib": dims[1] * dims[2] * _bytes_per_weight(dominant) / 2**20,
+            "ridge": _ridge(dominant), "compute_spec": dominant.compute_spec, "misaligned": misaligned})
     small = _tiny_m_ops(group)
     if small:
         return AdviceText(agent=AGENT_NAME, fact="tiny_m", values={
             "small_count": len(small), "example_shape": _shape_phrase(small[0]),
-            "many_calls": sum(op.count for op in small) >= settings.TINY_GEMM_MIN_CALLS})
+            "many_calls": sum(op.count for op in small) >= settings.TINY_GEMM_MIN_CALLS,
+            # M is a token batch only in a serving step (prefill / decode); elsewhere (a diffusion
+            # modulation GEMM on one conditioning vector) batching is not the user's to change
+            "token_batch": bool(set(data.ctx.phases.phase_names) & {"prefill", "decode", "mixed"})})
     return AdviceText(agent=AGENT_NAME, fact="memory_bound", values={
         "flops_per_byte": dominant.flops_per_byte, "shape": _shape_phrase(dominant), "misaligned": misaligned,
         "small_calls": dominant.mean_us < settings.SMALL_GEMM_CALL_US, "mean_us": dominant.mean_us,

@@ -127,6 +127,7 @@ def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
     return AdviceText(agent=AGENT_NAME, fact=fact, values={
         "module": compute.module_hint(group), "miscategorized": miscategorized, "kernel": kernel,
         "rotary": rotary, "compiled": data.ctx.facts.is_compiled, "op_category": dominant.op_category,
+        "q_and_k": compute.takes_q_and_k(dominant), "name": dominant.name, **compute.latency_values(group),
         "attribution_hint": compute.attribution_hint(data.ctx),
         "generic": compute.generic_advice(group, f"`{clip(dominant.name, 80)}`")})
 
@@ -157,6 +158,7 @@ def facts(data: AgentData) -> GenericFacts:
 AGENT = compute.ComputeAgent(
     name=AGENT_NAME, display_name=DISPLAY_NAME, noun="uncategorized", classify=classify, advise=advise,
     exclude=exclude, owns_the_rest=True,
+    fuses_latency_bound=lambda op: op.kind == "rope",  # the rope row says so; the other rows are about other levers
 )
 
 

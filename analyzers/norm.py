@@ -23,6 +23,7 @@ VARIANTS = (  # TraceLens norm spec member classes, first match on the lower-cas
     ("groupnorm", ("group_norm", "groupnorm")),
     ("instancenorm", ("instance_norm", "instancenorm")),
 )
+ATTENTION_MODULE_MARKERS = ("attention", "attn")  # modules whose narrower norms are per-head q/k norms
 
 
 class NormFacts(BaseModel):
@@ -49,6 +50,26 @@ def classify(op: OpRecord) -> str:
     return "other"
 
 
+def family(op: OpRecord) -> str:
+    """A norm that already adds the residual in its kernel gets a card of its own: its advice differs."""
+    return op.kind + ("+residual" if "residual_add" in op.fused_steps else "")
+
+
+def _row_width(op: OpRecord) -> int | None:
+    """The normalized (last) dimension of the op's first input."""
+    dims = op.dims()
+    return int(dims[0][-1]) if dims and isinstance(dims[0], list) and dims[0] else None
+
+
+def is_qk_norm(op: OpRecord, ops: list[OpRecord]) -> bool:
+    """A per-head q/k norm: inside an attention module and narrower than the trace's widest norm of
+    its variant (the hidden size of the residual stream). It has no residual input."""
+    width = _row_width(op)
+    widest = max((w for o in ops if o.kind == op.kind and (w := _row_width(o)) is not None), default=None)
+    in_attention = any(compute.name_matches(m, ATTENTION_MODULE_MARKERS) for m in op.module_chain[:-1])
+    return in_attention and width is not None and widest is not None and width < widest
+
+
 def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
     """Which normalization advice applies to the group (a row of analyzers/advice/norm.toml), with its values."""
     dominant = group.dominant
@@ -68,10 +89,14 @@ def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
         nchw = [op for op in group.members if compute.tensor_layout(op) == "channels_first"]
         heavy = bn_share >= settings.BATCHNORM_CHANNELS_LAST_MIN_PERCENT
         return AdviceText(agent=AGENT_NAME, fact="batchnorm", values={
-            **values, "batchnorm_share": bn_share, "nchw_count": len(nchw), "member_count": len(group.members),
+            **values, **compute.latency_values(group), "batchnorm_share": bn_share, "nchw_count": len(nchw),
+            "member_count": len(group.members),
             "channels_last": bool(heavy or nchw), "inference": data.ctx.is_inference})
     return AdviceText(agent=AGENT_NAME, fact="row_norm", values={
-        **values, "variant": variant, "library": group.library, "compiled": data.ctx.facts.is_compiled})
+        **values, **compute.latency_values(group), "variant": variant, "library": group.library,
+        "compiled": data.ctx.facts.is_compiled, "name": dominant.name,
+        "fused_residual": "residual_add" in dominant.fused_steps, "fused_quant": "norm_quant" in dominant.fused_steps,
+        "qk_norm": is_qk_norm(dominant, data.ops)})
 
 
 def advise(group: OpGroup, data: AgentData) -> Advice:
@@ -100,6 +125,8 @@ def facts(data: AgentData) -> NormFacts:
 
 AGENT = compute.ComputeAgent(
     name=AGENT_NAME, display_name=DISPLAY_NAME, noun="normalization", classify=classify, advise=advise,
+    family=family,
+    fuses_latency_bound=lambda op: True,
 )
 
 

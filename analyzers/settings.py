@@ -49,6 +49,12 @@ HEURISTIC_FRACTION_HIGH = 0.45
 # No kernel runs faster than this: the shortest compute kernels of the shared traces take 1.5-3 us
 # (launch-to-completion on an idle GPU), so an op's saving stops at its time above count x this.
 KERNEL_TIME_FLOOR_US = 2.0
+# A kernel is at the launch / latency floor when its mean time is at most this and its bytes and
+# FLOPs would take under KERNEL_TIME_FLOOR_US even at its attainable share of the roofline: its time
+# is fixed cost (launch, ramp-up of one partial wave, tail), which no tuning removes. 10 us: the
+# TraceLens short-kernel study threshold (SHORT_KERNEL_US). Such an op is credited only with what
+# fusing it into a neighbour removes: one kernel's fixed cost, KERNEL_TIME_FLOOR_US, per kernel.
+LATENCY_BOUND_KERNEL_US = 10.0
 MIN_OP_IMPACT_HIGH = 0.01  # per-op floor on the high estimate (% of E2E) for quantified estimates
 MIN_PITEM_IMPACT_SCORE = 0.5  # a grouped finding below 0.5 % of E2E (mid) is dropped
 EFFICIENCY_ANOMALY_PERCENT = 110.0  # Pct Roofline above this is a measurement anomaly, not a result
@@ -175,6 +181,11 @@ SMALL_GEMM_CALL_US = 10.0
 NEAR_ATTAINABLE_MARGIN_PERCENT = 20.0
 TINY_GEMM_DIM_MAX = 16  # TraceLens gemm spec: min(M, N, K) <= 16 ...
 TINY_GEMM_MIN_CALLS = 1000  # ... with >= 1000 calls -> batch into batched / grouped GEMM
+# A memory-bound GEMM of a decode step with M (the step's token batch) at most this reads its
+# weights for a few rows: weight bytes set its time, so weight-only quantization (FP8 / INT4
+# weights: 2x / 4x fewer bytes than BF16) is the lever. 64: below it a BF16 GEMM on H100 / MI300X
+# stays under the ridge point (~300 FLOP/byte) by far (FLOP/byte ~ M), vLLM / SGLang decode batches.
+DECODE_GEMM_MAX_M = 64
 
 # ---- sdpa agent ------------------------------------------------------------
 # TraceLens sdpa spec: expected % of roofline for fused attention by sequence length N (anchor N -> band)

@@ -25,7 +25,7 @@ def test_every_row_of_every_table_parses() -> None:
 
 def test_a_fact_renders_its_four_parts_with_clauses_and_formats() -> None:
     text = AdviceText(agent="gemm", fact="tiny_m", values={"small_count": 3, "example_shape": "M=1 N=4096 K=4096",
-                                                           "many_calls": True})
+                                                           "many_calls": True, "token_batch": True})
     advice = render_advice(text)
     assert advice.insight == ("3 of these GEMMs have M or N of at most 16 (e.g. M=1 N=4096 K=4096): they are "
                               "matrix-vector-like and read the whole weight matrix for a few rows.")
@@ -33,6 +33,9 @@ def test_a_fact_renders_its_four_parts_with_clauses_and_formats() -> None:
                              "one batched / grouped GEMM, and fuse the surrounding elementwise work into the GEMM epilogue.")
     few = render_advice(text.model_copy(update={"values": {**text.values, "many_calls": False}}))
     assert few.action.startswith("Batch more requests or tokens into each GEMM so M grows, and fuse")
+    # M=1 outside a serving step (a diffusion modulation GEMM) is no token batch: no batching advice
+    modulation = render_advice(text.model_copy(update={"values": {**text.values, "token_batch": False}}))
+    assert modulation.action.startswith("M is not a token batch here") and "Batch more" not in modulation.action
 
 
 def test_trace_strings_are_printed_as_they_are() -> None:

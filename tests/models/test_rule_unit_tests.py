@@ -21,6 +21,8 @@ RULE_UNIT_TESTS = {
     "the_first_matching_engine_rule_names_the_engine": "int_trace_engines",
     "kernels_without_a_taxonomy_rule_are_unknown_other": "kernels",
     "replay_gpu_nodes_bind_each_event_to_the_later_of_its_launch_and_its_stream": "replay_gpu_nodes",
+    "op_fused_steps_match_op_and_kernel_names": "op_fused_steps",
+    "op_best_observed_takes_the_fastest_other_trace_on_the_same_platform": "op_best_observed",
 }
 
 

@@ -318,7 +318,9 @@ def test_evidence_sql_returns_the_printed_numbers(analyses, analysis_warehouse: 
             assert (events, gaps) == (finding.claimed_kernel_count, finding.claimed_gap_count)
             assert claimed_ms == pytest.approx(round(finding.claimed_time_ms, 3), abs=1e-9)
             if finding.recoverable_ms is not None:
-                assert recoverable_ms == pytest.approx(round(finding.recoverable_ms, 3), abs=1e-9)
+                # DuckDB rounds an exact half away from zero, Python's round() the binary float below
+                # it (a latency-bound credit of 210 x 1.75 us is 0.3675 ms): at most one printed unit apart
+                assert recoverable_ms == pytest.approx(round(finding.recoverable_ms, 3), abs=1e-3 + 1e-9)
                 # its share of the report's E2E is the ranked mid impact
                 assert recoverable_percent == pytest.approx(100.0 * finding.recoverable_ms / priority.e2e_time_ms,
                                                             abs=2e-3)
