@@ -129,4 +129,5 @@ def replay_summary(graph: replay.TimelineGraph, results: list[AgentResult],
         converged=together.converged,
         critical_path_step=path.step_number if path else None,
         critical_path_ms=path.span_us / US_PER_MS if path else None,
-        critical_path_gpu_ms=path.gpu_us / US_PER_MS if path else None)
+        critical_path_gpu_ms=path.gpu_us / US_PER_MS if path else None,
+        critical_path_host_ms=path.host_us / US_PER_MS if path else None)

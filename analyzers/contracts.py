@@ -222,11 +222,12 @@ class ReplaySummary(BaseModel):
     combined_ms: float  # the replayed saving of all findings applied together
     iterations: int  # host/GPU rounds of the combined replay
     converged: bool
-    # the longest step's critical path (critical_path mart), from the step's first GPU event: its span
-    # and the GPU work on it (ms); the rest the GPU waited for the host or another stream
+    # the longest step's critical path (critical_path mart), from the step's start to its last GPU
+    # event's end: its span, the GPU work and the host calls on it (ms); the rest is the time between them
     critical_path_step: int | None = None
     critical_path_ms: float | None = None
     critical_path_gpu_ms: float | None = None
+    critical_path_host_ms: float | None = None
 
 
 class PriorityData(BaseModel):

@@ -232,34 +232,48 @@ def reproduction_error(graph: TimelineGraph) -> tuple[float, float]:
 
 
 _CRITICAL_PATH_QUERY = """
-with first_gpu as (
-    select step_number, min(ts_us) as gpu_start_us from critical_path
-    where trace_id = ? and node_kind = 'gpu' group by step_number
+with trace_start as (
+    select min(ts_us) as first_gpu_us from replay_gpu_nodes where trace_id = ?
 ),
-steps as (
-    select path.step_number, min(greatest(path.ts_us, first_gpu.gpu_start_us)) as start_us, max(path.end_us) as end_us,
-        sum(path.self_us) filter (where path.node_kind = 'gpu') as gpu_us
+bounds as (
+    -- a step's path from the step's start; a trace without steps from its first GPU event (the host
+    -- before it is the profile window's edge)
+    select path.step_number,
+        greatest(min(path.ts_us), coalesce(any_value(steps.host_start_us), any_value(trace_start.first_gpu_us))) as start_us,
+        max(path.end_us) as end_us
     from critical_path as path
-    inner join first_gpu on path.step_number is not distinct from first_gpu.step_number
-    where path.trace_id = ? and path.end_us > first_gpu.gpu_start_us
+    cross join trace_start
+    left join profiler_steps as steps on steps.trace_id = path.trace_id and steps.step_number = path.step_number
+    where path.trace_id = ?
     group by path.step_number
+),
+parts as (
+    select bounds.step_number, bounds.end_us - bounds.start_us as span_us,
+        sum(least(path.self_us, path.end_us - bounds.start_us)) filter (where path.node_kind = 'gpu') as gpu_us,
+        sum(least(path.self_us, path.end_us - bounds.start_us)) filter (where path.node_kind = 'host') as host_us
+    from critical_path as path
+    inner join bounds on path.step_number is not distinct from bounds.step_number
+    where path.trace_id = ? and path.end_us > bounds.start_us
+    group by bounds.step_number, bounds.end_us, bounds.start_us
 )
-select step_number, end_us - start_us, coalesce(gpu_us, 0.0)
-from steps order by end_us - start_us desc, step_number limit 1
+select step_number, span_us, coalesce(gpu_us, 0.0), coalesce(host_us, 0.0)
+from parts order by span_us desc, step_number limit 1
 """
 
 
 @dataclass(frozen=True)
 class CriticalPath:
-    """The longest step's critical path (the critical_path mart) from the step's first GPU event: its
-    span and the GPU work on it (µs); the rest is the GPU waiting for the host (launch calls and the
-    host work before them) or for another stream."""
+    """The longest step's critical path (the critical_path mart) from the step's start (a trace
+    without steps: its first GPU event) to its last GPU event's end: its span, the GPU work on it and
+    the host calls on it (launches, synchronizing calls; µs); the rest is the time between them (the
+    host's own work between calls, launch latency, waits for another stream)."""
 
     step_number: int | None
     span_us: float
     gpu_us: float
+    host_us: float
 
 
 def longest_critical_path(db: duckdb.DuckDBPyConnection, trace_id: str) -> CriticalPath | None:
-    row = db.execute(_CRITICAL_PATH_QUERY, [trace_id, trace_id]).fetchone()
-    return None if row is None else CriticalPath(row[0], float(row[1]), float(row[2]))
+    row = db.execute(_CRITICAL_PATH_QUERY, [trace_id, trace_id, trace_id]).fetchone()
+    return None if row is None else CriticalPath(row[0], float(row[1]), float(row[2]), float(row[3]))

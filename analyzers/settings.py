@@ -354,6 +354,9 @@ REPLAY_LAUNCH_FREE_FINDINGS = ("cpu_idle:launch-bound", "cpu_idle:host-overhead"
 # The card says the rest of a kernel-level estimate is held back by the timeline when the replayed
 # saving is below this share of it (below, the difference is the replay's own rounding of lags).
 REPLAY_HELD_BACK_SHARE = 0.9
+# Ours: the report calls a step's length set by the GPU when GPU work is at least this share of its
+# critical path (a strict majority of the path is kernels), else set by the host.
+CRITICAL_PATH_GPU_BOUND_SHARE = 0.5
 
 # ---- model identification (analyzers/model_*.py) ----------------------------------------------
 # Ours: an outermost module call that holds this share of the trace's GPU kernel time is one of the

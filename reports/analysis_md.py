@@ -71,9 +71,13 @@ def _replay_view(summary: ReplaySummary | None, e2e_ms: float) -> dict[str, Any]
         return None
     path = None
     if summary.critical_path_ms:
-        gpu = min(summary.critical_path_gpu_ms or 0.0, summary.critical_path_ms)
-        path = {"step": summary.critical_path_step, "ms": summary.critical_path_ms, "gpu_ms": gpu,
-                "gpu_pct": 100.0 * gpu / summary.critical_path_ms, "wait_ms": summary.critical_path_ms - gpu}
+        span = summary.critical_path_ms
+        gpu = min(summary.critical_path_gpu_ms or 0.0, span)
+        host = min(summary.critical_path_host_ms or 0.0, span - gpu)
+        path = {"step": summary.critical_path_step, "ms": span, "gpu_ms": gpu, "gpu_pct": 100.0 * gpu / span,
+                "host_ms": host, "host_pct": 100.0 * host / span, "between_ms": span - gpu - host,
+                "between_pct": 100.0 * (span - gpu - host) / span,
+                "gpu_bound": gpu >= settings.CRITICAL_PATH_GPU_BOUND_SHARE * span}
     return {"findings": summary.kernel_level_sum_ms > 0, "path": path, "combined_ms": summary.combined_ms,
             "combined_pct": 100.0 * summary.combined_ms / e2e_ms if e2e_ms else 0.0,
             "replayed_sum_ms": summary.replayed_sum_ms, "kernel_sum_ms": summary.kernel_level_sum_ms,

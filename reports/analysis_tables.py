@@ -171,5 +171,5 @@ def fusion_left_out(inputs: ReportInputs) -> list[Markdown]:
                    "a finding needs")
         else:
             why = f"beyond the {settings.MAX_FUSION_FINDINGS} fusion findings a report lists"
-        rows.append(Markdown(f"{safe_markdown(one_line(candidate['name']))}: {safe_markdown(one_line(why))}"))
+        rows.append(Markdown(f"{text(one_line(candidate['name']))}: {safe_markdown(one_line(why))}"))
     return rows

@@ -44,7 +44,10 @@ _PLACEHOLDERS = (
 # These checks read the prose only (code blocks and spans hold names and SQL, shown literally), and
 # trace text in prose never spells them: markdown_text.text writes '<' as '&lt;', '{{' as '{\{' and
 # the first letter of TODO / nan / inf / None / P<n> as a character reference.
-_ANGLE_PLACEHOLDER = re.compile(r"<(?!/?(?:a|br|sub|sup|b|i|em|strong|details|summary|code|span)\b)[A-Za-z][A-Za-z _-]*>")
+# A '<' right after a name is a C++ template argument list of a trace name (`CppNode<SplitLookupFunction_Op>`),
+# which markdown_text.text leaves as is (it is no HTML start), not a placeholder.
+_ANGLE_PLACEHOLDER = re.compile(
+    r"(?<![\w:])<(?!/?(?:a|br|sub|sup|b|i|em|strong|details|summary|code|span)\b)[A-Za-z][A-Za-z _-]*>")
 
 
 def _strip_images(markdown: str) -> str:

@@ -56,13 +56,15 @@ def rank_order(findings: Sequence[Finding]) -> list[Finding]:
 
 
 def _after_their_enablers(ordered: list[Finding]) -> list[Finding]:
-    """A finding realisable only after another (the replay's sequencing) ranks below that one."""
+    """A finding realisable only after another (the replay's sequencing) ranks below that one: the
+    enabler moves up to just above the first finding it releases, since what it pays off includes
+    what it releases (the order the changes pay off in, not only each one's own saving)."""
     order = list(ordered)
     for finding in list(order):
         ids = [f.finding_id for f in order]
         if finding.realisable_after in ids and ids.index(finding.realisable_after) > ids.index(finding.finding_id):
-            order.remove(finding)
-            order.insert(ids.index(finding.realisable_after), finding)
+            enabler = order.pop(ids.index(finding.realisable_after))
+            order.insert(ids.index(finding.finding_id), enabler)
     return order
 
 

@@ -241,6 +241,10 @@ def test_validation_catches_mutations(findings):
         mutated = markdown.replace("**Action**: Do the gemm fix.", f"**Action**: Do the gemm fix. {placeholder}")
         problems = validate_analysis(mutated, priority)
         assert any("placeholder" in p and expected in p for p in problems), (placeholder, problems)
+    # a C++ template name of the trace in prose (a fusion candidate's op) is no placeholder
+    templated = markdown.replace("**Action**: Do the gemm fix.",
+                                 "**Action**: Do the gemm fix in torch::autograd::CppNode<SplitLookupFunction_rowwise_Op>.")
+    assert not [p for p in validate_analysis(templated, priority) if "placeholder" in p]
 
     wrong_number = markdown.replace("### P3: Unfused RMSNorm chain", "### P7: Unfused RMSNorm chain")
     problems = validate_analysis(wrong_number, priority)
