@@ -41,9 +41,13 @@ modeled_ancestors as (
     inner join cpu_op_ancestors
         on computation_kernels.trace_id = cpu_op_ancestors.trace_id
         and computation_kernels.cpu_op_id = cpu_op_ancestors.op_id
-    inner join modeled_ops
-        on cpu_op_ancestors.trace_id = modeled_ops.trace_id
-        and cpu_op_ancestors.ancestor_op_id = modeled_ops.op_id
+    -- a semi join: as a third inner join the optimizer may pair the kernels with the modeled ops on
+    -- trace_id alone first (every kernel with every modeled op of its trace: minutes and GBs)
+    where exists (
+        select 1 from modeled_ops
+        where modeled_ops.trace_id = cpu_op_ancestors.trace_id
+            and modeled_ops.op_id = cpu_op_ancestors.ancestor_op_id
+    )
 ),
 
 nearest_modeled_ancestors as (
