@@ -1,8 +1,12 @@
 """The top findings of each report, as the closing notes' before/after tables print them.
 
     python bench/findings_table.py REPORTS_DIR [--top N]
+    python bench/findings_table.py REPORTS_DIR --replay
 
 REPORTS_DIR holds one `tracelake analyze` output folder per trace (each with priority_data.json).
+`--replay` prints, per trace, what the what-if replay says of its findings: the kernel-level
+estimates summed, the replayed savings summed, all findings replayed together, the unchanged
+replay's error, and each finding realisable only after another ("P<n> after P<m>").
 """
 
 from __future__ import annotations
@@ -24,15 +28,42 @@ def rows(folder: Path, top: int) -> list[str]:
     return lines or [f"| {folder.name} | - | - | no finding | - | - |"]
 
 
+def _name(folder: Path) -> str:
+    return f"{folder.parent.parent.name}/{folder.name}" if folder.parent.name == "ranks" else folder.name
+
+
+def replay_row(folder: Path) -> str:
+    data = json.loads((folder / "priority_data.json").read_text())
+    summary = data.get("replay")
+    if not summary:
+        return f"| {_name(folder)} | - | - | - | - | no replay (a job's report: its ranks are replayed one by one) |"
+    e2e = data["e2e_time_ms"] or 1.0
+    rank = {f["finding_id"]: f["global_rank"] for f in data["findings"]}
+    after = [f"P{f['global_rank']} after P{rank[f['realisable_after']]}" for f in data["findings"]
+             if f.get("realisable_after") in rank]
+    return (f"| {_name(folder)} | {summary['kernel_level_sum_ms']:.3f} | {summary['replayed_sum_ms']:.3f} | "
+            f"{summary['combined_ms']:.3f} ({100 * summary['combined_ms'] / e2e:.1f} %) | "
+            f"{abs(summary['unchanged_error_us']):.3f} | {', '.join(after) or 'none'} |")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("reports", type=Path)
     parser.add_argument("--top", type=int, default=3)
+    parser.add_argument("--replay", action="store_true", help="the replay table instead of the top findings")
     args = parser.parse_args(argv)
-    folders = sorted(p.parent for p in args.reports.glob("*/priority_data.json"))
+    # a job's folder holds its ranks' reports under ranks/
+    folders = sorted(p.parent for p in [*args.reports.glob("*/priority_data.json"),
+                                         *args.reports.glob("*/ranks/*/priority_data.json")])
     if not folders:
         print(f"error: no */priority_data.json under {args.reports}", file=sys.stderr)
         return 2
+    if args.replay:
+        print("| trace | kernel-level sum (ms) | replayed sum (ms) | all together (ms, % of E2E) | "
+              "unchanged error (µs) | realisable only after another |")
+        print("|---|---|---|---|---|---|")
+        print("\n".join(replay_row(folder) for folder in folders))
+        return 0
     print("| trace | P | agent | title | impact (% of E2E) | estimate |")
     print("|---|---|---|---|---|---|")
     for folder in folders:
