@@ -222,8 +222,8 @@ class ReplaySummary(BaseModel):
     combined_ms: float  # the replayed saving of all findings applied together
     iterations: int  # host/GPU rounds of the combined replay
     converged: bool
-    # the longest step's critical path (critical_path mart), from the step's start to its last GPU
-    # event's end: its span, the GPU work and the host calls on it (ms); the rest is the time between them
+    # the longest step's critical path (critical_path mart), from the step's first GPU event to its
+    # last one's end: its span, the GPU work and the host calls on it (ms); the rest is the time between them
     critical_path_step: int | None = None
     critical_path_ms: float | None = None
     critical_path_gpu_ms: float | None = None

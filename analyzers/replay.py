@@ -180,7 +180,7 @@ def _solve_host(host: pl.DataFrame, waits: pl.DataFrame) -> pl.DataFrame:
 
 def _waits(gpu_solved: pl.DataFrame, host: pl.DataFrame) -> pl.DataFrame:  # host: measured launch order
     """For each synchronizing call that waited, the latest replayed end of the GPU work its process
-    launched before it (in measured launch order)."""
+    launched up to it (in measured launch order; a blocking copy call waits for its own copy)."""
     syncs = host.filter(pl.col("waited_for_gpu")).select("event_idx", "pid", "ts_us").sort("ts_us")
     launched = (gpu_solved.filter(pl.col("launch_call_idx").is_not_null())
                 .join(host.select(pl.col("event_idx").alias("launch_call_idx"), pl.col("ts_us").alias("launch_ts")),
@@ -191,7 +191,7 @@ def _waits(gpu_solved: pl.DataFrame, host: pl.DataFrame) -> pl.DataFrame:  # hos
     if syncs.is_empty() or launched.is_empty():
         return pl.DataFrame(schema={"event_idx": pl.Int64, "gpu_end_us": pl.Float64})
     matched = syncs.join_asof(launched, left_on="ts_us", right_on="launch_ts", by="pid",
-                              strategy="backward", allow_exact_matches=False, check_sortedness=False)
+                              strategy="backward", allow_exact_matches=True, check_sortedness=False)
     return matched.select("event_idx", "gpu_end_us")
 
 
@@ -232,18 +232,16 @@ def reproduction_error(graph: TimelineGraph) -> tuple[float, float]:
 
 
 _CRITICAL_PATH_QUERY = """
-with trace_start as (
-    select min(ts_us) as first_gpu_us from replay_gpu_nodes where trace_id = ?
+with first_gpu as (
+    select step_number, min(ts_us) as first_gpu_us from replay_gpu_nodes where trace_id = ? group by step_number
 ),
 bounds as (
-    -- a step's path from the step's start; a trace without steps from its first GPU event (the host
-    -- before it is the profile window's edge)
-    select path.step_number,
-        greatest(min(path.ts_us), coalesce(any_value(steps.host_start_us), any_value(trace_start.first_gpu_us))) as start_us,
+    -- from the step's first GPU event (the trace's, without steps), as the GPU timeline's E2E counts:
+    -- host work before it (a data-loading prologue) is the report's idle and host findings' business
+    select path.step_number, greatest(min(path.ts_us), any_value(first_gpu.first_gpu_us)) as start_us,
         max(path.end_us) as end_us
     from critical_path as path
-    cross join trace_start
-    left join profiler_steps as steps on steps.trace_id = path.trace_id and steps.step_number = path.step_number
+    inner join first_gpu on path.step_number is not distinct from first_gpu.step_number
     where path.trace_id = ?
     group by path.step_number
 ),
@@ -263,8 +261,8 @@ from parts order by span_us desc, step_number limit 1
 
 @dataclass(frozen=True)
 class CriticalPath:
-    """The longest step's critical path (the critical_path mart) from the step's start (a trace
-    without steps: its first GPU event) to its last GPU event's end: its span, the GPU work on it and
+    """The longest step's critical path (the critical_path mart) from the step's first GPU event to
+    its last one's end: its span, the GPU work on it and
     the host calls on it (launches, synchronizing calls; µs); the rest is the time between them (the
     host's own work between calls, launch latency, waits for another stream)."""
 

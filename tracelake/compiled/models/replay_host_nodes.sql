@@ -15,19 +15,37 @@ launching_calls as (
     where launch_call_idx is not null
 ),
 
+-- a copy's launch call may block until the copy is done (a pageable host buffer): whether it did is
+-- read below from when it returned, as for the synchronizing calls
+copy_launching_calls as (
+    select
+        trace_id,
+        launch_call_idx as event_idx,
+        min(ts_us) + 0.5 * (max(end_us) - min(ts_us)) as blocked_until_us
+    from gpu_nodes
+    where launch_call_idx is not null and name ilike 'memcpy%'
+    group by trace_id, launch_call_idx
+),
+
 synchronizing_calls as (
     select trace_id, event_idx from runtime_calls
     where name in ('cudaDeviceSynchronize', 'cudaStreamSynchronize', 'cudaEventSynchronize', 'cuCtxSynchronize', 'cuStreamSynchronize', 'cuEventSynchronize', 'hipDeviceSynchronize', 'hipStreamSynchronize', 'hipEventSynchronize', 'cudaMemcpy', 'cudaMemcpy2D', 'cuMemcpyDtoH_v2', 'cuMemcpyHtoD_v2', 'hipMemcpy', 'hipMemcpy2D', 'hipMemcpyWithStream', 'hipMemcpyDtoH', 'hipMemcpyHtoD')
+    union
+    select trace_id, event_idx from copy_launching_calls
 ),
 
 replayed_calls as (
     select
         runtime_calls.*,
-        synchronizing_calls.event_idx is not null as is_synchronizing
+        synchronizing_calls.event_idx is not null as is_synchronizing,
+        copy_launching_calls.blocked_until_us
     from runtime_calls
     left join synchronizing_calls
         on runtime_calls.trace_id = synchronizing_calls.trace_id
         and runtime_calls.event_idx = synchronizing_calls.event_idx
+    left join copy_launching_calls
+        on runtime_calls.trace_id = copy_launching_calls.trace_id
+        and runtime_calls.event_idx = copy_launching_calls.event_idx
     where synchronizing_calls.event_idx is not null
         or exists (
             select 1 from launching_calls
@@ -50,7 +68,8 @@ gpu_work_running_end as (
     where launch_ts_us is not null
 ),
 
--- for each synchronizing call, the latest end of the GPU work its process launched before it
+-- for each synchronizing call, the latest end of the GPU work its process launched up to it (a
+-- blocking copy call waits for its own copy too)
 gpu_work_waited_for as (
     select
         replayed_calls.trace_id,
@@ -60,7 +79,7 @@ gpu_work_waited_for as (
     asof inner join gpu_work_running_end
         on replayed_calls.trace_id = gpu_work_running_end.trace_id
         and replayed_calls.pid = gpu_work_running_end.host_pid
-        and replayed_calls.ts_us > gpu_work_running_end.launch_ts_us
+        and replayed_calls.ts_us >= gpu_work_running_end.launch_ts_us
     where replayed_calls.is_synchronizing
 ),
 
@@ -80,6 +99,16 @@ ordered as (
     )
 ),
 
+waits as (
+    select
+        ordered.*,
+        -- a call that returned after the GPU work it waited for ended waited; a copy's launch call
+        -- that returned only once most of its copy was done was blocked by it (a pageable buffer is
+        -- staged in chunks: the call returns while the last chunk still moves)
+        coalesce(is_synchronizing and (end_us >= wait_end_us or end_us >= blocked_until_us), false) as waited
+    from ordered
+),
+
 final as (
     select
         trace_id,
@@ -94,14 +123,11 @@ final as (
         host_gap_us,
         is_synchronizing,
         wait_end_us,
-        -- a call that returned after the GPU work it waited for ended: it waited
-        coalesce(is_synchronizing and end_us >= wait_end_us, false) as waited_for_gpu,
-        case when is_synchronizing and end_us >= wait_end_us then end_us - wait_end_us end as wait_lag_us,
-        case
-            when is_synchronizing and end_us >= wait_end_us then least(dur_us, end_us - wait_end_us)
-            else dur_us
-        end as own_us
-    from ordered
+        waited as waited_for_gpu,
+        -- negative for a copy call that returned before its copy's last chunk was done
+        case when waited then end_us - wait_end_us end as wait_lag_us,
+        case when waited then greatest(0.0, least(dur_us, end_us - wait_end_us)) else dur_us end as own_us
+    from waits
 )
 
 select * from final
