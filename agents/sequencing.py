@@ -24,6 +24,7 @@ from tracelake.analyzers import replay, settings
 from tracelake.analyzers.contracts import AgentResult, Finding, ReplaySummary
 
 US_PER_MS = 1000.0
+_REPLAY_EPSILON_MS = 0.001  # a printed unit: below it the replay and the estimate agree
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,10 @@ def _release(graph: replay.TimelineGraph, base_us: float, gated: _Candidate,
     return best
 
 
-def _replayed(finding: Finding, saving_ms: float, after: Finding | None, e2e_ms: float) -> Finding:
+def _replayed(finding: Finding, replayed_ms: float, after: Finding | None, e2e_ms: float) -> Finding:
     kernel_ms = finding.recoverable_ms or 0.0
+    # nothing recovers more than its own estimate: a faster timeline elsewhere is another finding's
+    saving_ms = min(replayed_ms, kernel_ms)
     factor = saving_ms / kernel_ms if kernel_ms > 0 else 0.0
 
     def scaled(value: float | None) -> float | None:
@@ -76,6 +79,7 @@ def _replayed(finding: Finding, saving_ms: float, after: Finding | None, e2e_ms:
         "kernel_level_ms": kernel_ms, "recoverable_ms": saving_ms, "impact_low": scaled(finding.impact_low),
         "impact_score": 100.0 * saving_ms / e2e_ms if e2e_ms > 0 else 0.0, "impact_high": scaled(finding.impact_high),
         "realisable_after": after.finding_id if after is not None else None,
+        "replayed_full_ms": replayed_ms if replayed_ms > kernel_ms + _REPLAY_EPSILON_MS else None,
     }
     return finding.model_copy(update=update)
 
@@ -99,9 +103,7 @@ def sequence_findings(graph: replay.TimelineGraph, results: list[AgentResult], e
         after, saving = None, candidate.solo_ms
         if candidate.solo_ms < settings.REPLAY_GATED_SHARE * candidate.kernel_level_ms:
             after, saving = _release(graph, base_us, candidate, [c for c in candidates if c is not candidate])
-        # nothing recovers more than its own estimate: a faster timeline elsewhere is another finding's
-        updated[candidate.finding.finding_id] = _replayed(candidate.finding, min(saving, candidate.kernel_level_ms),
-                                                          after, e2e_ms)
+        updated[candidate.finding.finding_id] = _replayed(candidate.finding, saving, after, e2e_ms)
     return [r.model_copy(update={"findings": [updated.get(f.finding_id, f) for f in r.findings]})
             for r in results]
 

@@ -169,6 +169,9 @@ class Finding(BaseModel):
     # saves), and the earlier finding only after which that saving is realisable (None: on its own).
     kernel_level_ms: float | None = None
     realisable_after: str | None = None
+    # what the replay gives for the whole change when that is more than the estimate it is credited
+    # with (recoverable_ms stays at the estimate: a heuristic share of a change the replay makes whole)
+    replayed_full_ms: float | None = None
 
 
 class AgentResult(BaseModel):

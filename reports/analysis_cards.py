@@ -156,6 +156,7 @@ def _replay(finding: RankedFinding, ranks: dict[str, int]) -> dict[str, Any] | N
     if finding.kernel_level_ms is None:
         return None
     return {"saving_ms": finding.recoverable_ms or 0.0, "kernel_ms": finding.kernel_level_ms,
+            "full_ms": finding.replayed_full_ms,
             "after_rank": ranks.get(finding.realisable_after or ""),
             "gated": (finding.recoverable_ms or 0.0) < settings.REPLAY_HELD_BACK_SHARE * finding.kernel_level_ms}
 

@@ -52,6 +52,10 @@ def test_kernel_savings_of_a_launch_bound_step_are_realisable_only_after_the_lau
         assert finding["realisable_after"] == first["finding_id"], finding["title"]
         assert f"realisable after P{first['global_rank']}" in report.markdown
         assert finding["global_rank"] > first["global_rank"]
+    # the heuristic credit is a share of what the replay of the whole change (every launch off the
+    # host) gives, and the card says both: the sequenced kernel savings assume the change made in full
+    assert first["replayed_full_ms"] > first["recoverable_ms"]
+    assert f"the replay of the whole change gives {first['replayed_full_ms']:.3f} ms" in report.markdown
 
 
 def test_a_gpu_bound_steps_fused_attention_saving_is_realisable_on_its_own(expert_reports) -> None:
