@@ -219,15 +219,21 @@ def _host_work(inputs: FindingInputs) -> Finding | None:
                   else "CUDA / HIP graphs")
         action = (f"Take the host out of the step: the named frames stall inside the forward pass, which {graphs} "
                   "removes; if they remain, look for CPU contention or a synchronizing call in those frames.")
+        resolution = (f"run the step so the host does not launch each kernel ({graphs}), so the next GPU phase is "
+                      "queued before the current one ends")
     elif loading:
         action = (f"The input pipeline holds the GPU ({loading_ms:.2f} ms of these gaps open in a DataLoader "
                   "fetch): load batches in background DataLoader workers (num_workers > 0, persistent_workers, a "
                   "larger prefetch_factor) with pin_memory, and move per-sample work (decoding, augmentation, "
                   "collation) into those workers or onto the GPU.")
+        resolution = ("load the next batch in background DataLoader workers so it is ready before the current GPU "
+                      "phase ends")
     else:
         action = ("Move the host work named above off the critical path: prepare the next step's inputs on a "
                   "background worker (DataLoader workers, pinned-memory prefetch), or overlap it with the GPU work "
                   "of the current step.")
+        resolution = ("move the host work off the critical path (background data loading, pinned-memory prefetch, "
+                      "asynchronous scheduling) so the next GPU phase is queued before the current one ends")
     impact_text = (
         f"recoverable = {_fractions_text(settings.BUBBLE_RECOVERY_FRACTIONS)} (low/mid/high) x the host-work gap "
         f"time above {settings.RESIDUAL_GAP_US:g} us per gap, over the gaps with host frames "
@@ -241,8 +247,7 @@ def _host_work(inputs: FindingInputs) -> Finding | None:
         f"**Reasoning for Slowdown:** a gap this long is far longer than any launch latency: the host was not "
         f"launching at all, it was running the code above. Only part of such work can move off the critical path, "
         f"which is why a smaller share is credited.{why_not}\n\n"
-        f"**Resolution:** move the host work off the critical path (background data loading, pinned-memory "
-        f"prefetch, asynchronous scheduling) so the next GPU phase is queued before the current one ends.\n\n"
+        f"**Resolution:** {resolution}.\n\n"
         f"**Impact estimate:** {impact_text}"
     )
     fields = {**impact} if impact else {"estimate_method": "qualitative"}

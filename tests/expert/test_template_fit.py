@@ -196,3 +196,12 @@ def test_a_gap_in_a_dataloader_fetch_is_called_data_loading(data_loading_reports
                      re.M | re.S)
     assert twin and "the host was in `aten::copy_`" in twin.group(0)
     assert "DataLoader fetch" not in twin.group(0) and "loading the next batch" not in twin.group(0)
+
+
+def test_a_serving_steps_host_work_is_resolved_by_graph_mode_not_data_loading(expert_reports) -> None:
+    """The b200 vLLM step's host gaps sit inside the forward pass (flashinfer's first-call JIT), not in
+    an input pipeline: the card's resolution says what its action says, GPU-graph mode."""
+    host_work = next(f for f in expert_reports[B200].findings if f["finding_id"] == "cpu_idle:host-work")
+    resolution = host_work["details"].split("**Resolution:**")[1].split("\n")[0]
+    assert "graph" in resolution and "data loading" not in resolution
+    assert "graph" in host_work["action"]
