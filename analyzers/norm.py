@@ -85,11 +85,15 @@ def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
     }
     if variant == "batchnorm":
         computation = data.ctx.computation_time_ms
-        bn_share = 100.0 * sum(op.time_ms for op in data.ops if op.kind == "batchnorm") / computation if computation > 0 else 0.0
+        batchnorm_ops = [op for op in data.ops if op.kind == "batchnorm"]
+        bn_share = 100.0 * sum(op.time_ms for op in batchnorm_ops) / computation if computation > 0 else 0.0
+        # the sentence names this group's pass: its share is that pass's; the layout advice weighs both
+        pass_share = (100.0 * sum(op.time_ms for op in batchnorm_ops if op.op_category == dominant.op_category)
+                      / computation if computation > 0 else 0.0)
         nchw = [op for op in group.members if compute.tensor_layout(op) == "channels_first"]
         heavy = bn_share >= settings.BATCHNORM_CHANNELS_LAST_MIN_PERCENT
         return AdviceText(agent=AGENT_NAME, fact="batchnorm", values={
-            **values, **compute.latency_values(group), "batchnorm_share": bn_share, "nchw_count": len(nchw),
+            **values, **compute.latency_values(group), "batchnorm_share": pass_share, "nchw_count": len(nchw),
             "member_count": len(group.members),
             "channels_last": bool(heavy or nchw), "inference": data.ctx.is_inference})
     return AdviceText(agent=AGENT_NAME, fact="row_norm", values={

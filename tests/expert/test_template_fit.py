@@ -205,3 +205,19 @@ def test_a_serving_steps_host_work_is_resolved_by_graph_mode_not_data_loading(ex
     resolution = host_work["details"].split("**Resolution:**")[1].split("\n")[0]
     assert "graph" in resolution and "data loading" not in resolution
     assert "graph" in host_work["action"]
+
+
+def test_each_batchnorm_pass_states_its_own_share_of_the_computation(expert_reports) -> None:
+    """resnet's BatchNorm forward and backward cards each name their pass's share of the GPU
+    computation time, not the two passes together under either name."""
+    report = expert_reports[RESNET]
+    shares = {m.group(1): float(m.group(2))
+              for m in re.finditer(r"BatchNorm (forward|backward) takes ([0-9.]+) % of the GPU computation time",
+                                   report.markdown)}
+    assert set(shares) == {"forward", "backward"}
+    by_pass = dict(report.sql(
+        "select op_category, sum(kernel_time_sum_us) from norm_ops where trace_id = $trace_id and is_trace_platform "
+        "and name ilike '%batch_norm%' group by op_category"))
+    assert by_pass["NORM_fwd"] != by_pass["NORM_bwd"]
+    # each share is its pass's kernel time over the same computation time: their ratio is the passes'
+    assert shares["backward"] / shares["forward"] == pytest.approx(by_pass["NORM_bwd"] / by_pass["NORM_fwd"], rel=0.05)
