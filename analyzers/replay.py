@@ -233,7 +233,15 @@ def reproduction_error(graph: TimelineGraph) -> tuple[float, float]:
 
 _CRITICAL_PATH_QUERY = """
 with first_gpu as (
-    select step_number, min(ts_us) as first_gpu_us from replay_gpu_nodes where trace_id = ? group by step_number
+    -- without steps the analysis window's start: after idle at the profile window's leading edge
+    -- (gpu_idle_gaps class window_edge), which E2E leaves out too
+    select nodes.step_number, greatest(min(nodes.ts_us), coalesce(max(edges.end_us) filter (
+            where nodes.step_number is null and edges.end_us <= (select avg(ts_us) from replay_gpu_nodes where trace_id = ?)),
+        0)) as first_gpu_us
+    from replay_gpu_nodes as nodes
+    left join gpu_idle_gaps as edges on edges.trace_id = nodes.trace_id and edges.gap_class = 'window_edge'
+    where nodes.trace_id = ?
+    group by nodes.step_number
 ),
 bounds as (
     -- from the step's first GPU event (the trace's, without steps), as the GPU timeline's E2E counts:
@@ -273,5 +281,5 @@ class CriticalPath:
 
 
 def longest_critical_path(db: duckdb.DuckDBPyConnection, trace_id: str) -> CriticalPath | None:
-    row = db.execute(_CRITICAL_PATH_QUERY, [trace_id, trace_id, trace_id]).fetchone()
+    row = db.execute(_CRITICAL_PATH_QUERY, [trace_id, trace_id, trace_id, trace_id]).fetchone()
     return None if row is None else CriticalPath(row[0], float(row[1]), float(row[2]), float(row[3]))

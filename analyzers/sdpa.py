@@ -138,14 +138,14 @@ def _unmodelled_advice(group: OpGroup, data: AgentData, n_q: int | None, decode:
                    **kv_values)
 
 
-def _fused_advice(group: OpGroup, n_q: int | None, n_kv: int | None, decode: bool) -> AdviceText:
+def _fused_advice(group: OpGroup, n_q: int | None, n_kv: int | None, decode: bool, vendor: str | None) -> AdviceText:
     """Fused attention with shapes: against the sequence-length band, by bound and phase."""
     dominant = group.dominant
     n = max(n_q or 0, n_kv or 0)
     values: dict[str, object] = {
         "kind": dominant.kind, "seq_len": n, "n_q": n_q, "n_kv": n_kv, "within_band": False,
         "gqa_ratio": gqa_ratio(dominant), "backward": dominant.op_category == "SDPA_bwd",
-        "short_sequences": 0 < n <= settings.SHORT_ATTENTION_SEQ_LEN,
+        "short_sequences": 0 < n <= settings.SHORT_ATTENTION_SEQ_LEN, "vendor": vendor,
     }
     if n:
         anchor, low, high = expected_attention_band(n, head_dim(dominant))
@@ -176,7 +176,7 @@ def advice_text(group: OpGroup, data: AgentData) -> AdviceText:
     # gets the fused-attention advice: "no perf model covers it" would contradict its printed roofline
     if unmodelled or (dominant.kind == "paged" and decode):
         return _unmodelled_advice(group, data, n_q, decode)
-    return _fused_advice(group, n_q, n_kv, decode)
+    return _fused_advice(group, n_q, n_kv, decode, data.ctx.vendor)
 
 
 def advise(group: OpGroup, data: AgentData) -> Advice:
