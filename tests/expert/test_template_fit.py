@@ -15,6 +15,7 @@ from tests.expert.conftest import (
     B200,
     BERT_H100,
     CAPTURE_FOLDERS,
+    COMPILED,
     QWEN_H100,
     RESNET,
     SGLANG,
@@ -221,3 +222,13 @@ def test_each_batchnorm_pass_states_its_own_share_of_the_computation(expert_repo
     assert by_pass["NORM_fwd"] != by_pass["NORM_bwd"]
     # each share is its pass's kernel time over the same computation time: their ratio is the passes'
     assert shares["backward"] / shares["forward"] == pytest.approx(by_pass["NORM_bwd"] / by_pass["NORM_fwd"], rel=0.05)
+
+
+def test_attention_backend_advice_names_the_platforms_own_libraries(expert_reports) -> None:
+    """The compiled MI300X trace's fused attention is within its band: the remaining lever is a faster
+    backend, named from the ROCm stack (CK / aiter), not Hopper's FlashAttention-3 / cuDNN."""
+    attention = [f for f in expert_reports[COMPILED].findings if f["agent"] == "sdpa"]
+    within = [f for f in attention if "remaining lever" in f["action"]]
+    assert within, [f["action"] for f in attention]
+    for finding in within:
+        assert "CK / aiter" in finding["action"] and "Hopper" not in finding["action"], finding["action"]
