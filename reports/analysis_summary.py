@@ -163,8 +163,14 @@ def summary_text(inputs: ReportInputs, gpu1: dict, gpu2: dict | None, cards: lis
     quantified = [c for c in cards if c["impact"]["quantified"]]
     if quantified:
         best = quantified[0]
-        parts.append(f"{len(cards)} finding(s) are ranked below; the largest, P{best['rank']} "
-                     f"({best['title']}), could recover {best['impact']['text'].split(' (')[0]}.")
+        # the first is not always the largest: a finding another waits for ranks above it
+        released = [c for c in cards if c.get("replay") and c["replay"]["after_rank"] == best["rank"]]
+        largest = max(released, key=lambda c: c["replay"]["saving_ms"]) if released else None
+        parts.append(f"{len(cards)} finding(s) are ranked below in the order they pay off; the first, P{best['rank']} "
+                     f"({best['title']}), could recover {best['impact']['text'].split(' (')[0]}"
+                     + (f" and releases P{largest['rank']} ({largest['title']}), "
+                        f"{largest['impact']['text'].split(' (')[0]}, which is realisable only after it."
+                        if largest else "."))
     elif cards:
         parts.append(f"{len(cards)} finding(s) are listed below; none carries a time estimate.")
     elif failed:
