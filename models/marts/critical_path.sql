@@ -24,32 +24,55 @@ steps as (
     where {{ is_new_trace() }}
 ),
 
+-- a copy's launch call that blocked until its own copy was done ends with that copy (its binding
+-- edge below), so the copy's own edge is the call's predecessor on its thread: the edge that set the
+-- call's start, and no cycle
+self_blocking_calls as (
+    select
+        host_nodes.trace_id,
+        host_nodes.event_idx as launch_call_idx,
+        lag(host_nodes.event_idx) over (
+            partition by host_nodes.trace_id, host_nodes.pid, host_nodes.tid order by host_nodes.thread_ordinal
+        ) as previous_call_idx,
+        host_nodes.waited_for_gpu,
+        host_nodes.wait_end_us
+    from host_nodes
+),
+
 gpu_predecessors as (
     select
-        trace_id,
-        event_idx as node_idx,
+        gpu_nodes.trace_id,
+        gpu_nodes.event_idx as node_idx,
         'gpu' as node_kind,
-        name,
-        ts_us,
-        end_us,
-        dur_us as self_us,
+        gpu_nodes.name,
+        gpu_nodes.ts_us,
+        gpu_nodes.end_us,
+        gpu_nodes.dur_us as self_us,
         case
-            when wait_event_idx is not null then 'stream_wait'
-            else binding_edge
+            when gpu_nodes.wait_event_idx is not null then 'stream_wait'
+            else gpu_nodes.binding_edge
         end as binding_edge,
         case
-            when wait_event_idx is not null then ts_us - wait_lag_us
-            when binding_edge = 'launch' then launch_ts_us
-            when binding_edge = 'stream' then previous_end_us
+            when gpu_nodes.wait_event_idx is not null then gpu_nodes.ts_us - gpu_nodes.wait_lag_us
+            when gpu_nodes.binding_edge = 'launch' then gpu_nodes.launch_ts_us
+            when gpu_nodes.binding_edge = 'stream' then gpu_nodes.previous_end_us
         end as ready_us,
         case
-            when wait_event_idx is not null then wait_event_idx
-            when binding_edge = 'launch' then launch_call_idx
-            when binding_edge = 'stream'
-                then lag(event_idx) over (partition by trace_id, device, stream order by chain_ordinal)
+            when gpu_nodes.wait_event_idx is not null then gpu_nodes.wait_event_idx
+            when gpu_nodes.binding_edge = 'launch' and self_blocking_calls.waited_for_gpu
+                and self_blocking_calls.wait_end_us = gpu_nodes.end_us
+                then self_blocking_calls.previous_call_idx
+            when gpu_nodes.binding_edge = 'launch' then gpu_nodes.launch_call_idx
+            when gpu_nodes.binding_edge = 'stream'
+                then lag(gpu_nodes.event_idx) over (
+                    partition by gpu_nodes.trace_id, gpu_nodes.device, gpu_nodes.stream order by gpu_nodes.chain_ordinal
+                )
         end as predecessor_idx,
-        step_number
+        gpu_nodes.step_number
     from gpu_nodes
+    left join self_blocking_calls
+        on gpu_nodes.trace_id = self_blocking_calls.trace_id
+        and gpu_nodes.launch_call_idx = self_blocking_calls.launch_call_idx
 ),
 
 waited_gpu_events as (
