@@ -71,7 +71,9 @@ bound as (
 typical_lags as (
     select
         trace_id,
-        coalesce(median(ts_us - launch_ts_us) filter (where binding_edge = 'launch'),
+        -- a chain's first event binds to its launch whatever its lag (a graph launch queued behind
+        -- other work: milliseconds), so only launches that beat a stream predecessor are samples
+        coalesce(median(ts_us - launch_ts_us) filter (where binding_edge = 'launch' and previous_end_us is not null),
                  {{ var('replay_launch_lag_us') }}) as launch_lag_us,
         coalesce(median(ts_us - previous_end_us) filter (where binding_edge = 'stream'),
                  {{ var('replay_stream_lag_us') }}) as stream_lag_us
