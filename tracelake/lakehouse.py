@@ -546,6 +546,12 @@ def open_warehouse(root: Path, catalog: str | None = None) -> Warehouse:
     if (root / SQLITE_FILE).exists():
         return LakeWarehouse(root, None)
     if (root / DATA_FOLDER).is_dir():
+        # a writer may be making it right now (it holds the writers' lock): a writer opened here waits
+        # for that lock and then finds the catalog recorded
+        creating = LakeWarehouse(root, None)
+        with creating.write_lock(wait=False) as free:
+            if not free:
+                return creating
         raise WarehouseError(f"{root} was being made a lakehouse warehouse when its writer stopped, before it recorded "
                              "its catalog: re-run with the same --catalog (or $TRACELAKE_CATALOG)")
     return LakeWarehouse(root, LOCAL_CATALOG)

@@ -330,3 +330,27 @@ def test_marts_an_older_plan_built_are_rebuilt_by_the_next_write(tmp_path: Path)
     assert rebuilt.returncode == 0 and rebuilt.stdout.startswith("rebuilt the models over 2 traces"), rebuilt.stderr
     jobs = tracelake("build", "--warehouse", str(root), "--jobs", "2")
     assert jobs.returncode == 2 and "--jobs" in jobs.stderr and len(jobs.stderr.strip().splitlines()) == 1
+
+
+def test_a_warehouse_another_writer_is_making_is_waited_for_not_refused(tmp_path: Path) -> None:
+    """Between its data folder and its catalog a new lakehouse has neither lake.json nor its SQLite
+    file: opened then while its creator holds the writers' lock (a notebook beside `tracelake ingest`),
+    it is that warehouse, whose writes wait for the lock; with no writer alive it is refused."""
+    root = tmp_path / "wh"
+    (root / "lake").mkdir(parents=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, threading, time\n"
+         "from pathlib import Path\n"
+         "from tracelake.lakehouse import LakeWarehouse\n"
+         "with LakeWarehouse(Path(sys.argv[1]), None).write_lock():\n"
+         "    print('held', flush=True)\n"
+         "    time.sleep(60)\n", str(root)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert isinstance(open_warehouse(root), LakeWarehouse)
+    finally:
+        holder.kill()
+        holder.wait()
+    with pytest.raises(Exception, match="was being made a lakehouse warehouse when its writer stopped"):
+        open_warehouse(root)
