@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
 PlotKind = Literal["step", "bar", "stacked_bar", "barh", "scatter"]
 MAX_BARS = 20  # bars a horizontal bar chart shows: the top of the frame's order
-LABEL_CHARS = 60  # a bar's label (kernel sequences are long)
+LABEL_CHARS = 72  # a bar's label (kernel sequences are long)
 FIGURE_SIZE = (10.0, 5.0)  # inches
+SEQUENCE_SEPARATOR = " -> "  # between the kernel names of kernel_sequences.sequence
 
 
 class PlotSpec(BaseModel):
@@ -119,13 +120,18 @@ def _draw_stacked_bars(axes: Any, frame: polars.DataFrame, spec: PlotSpec) -> No
 
 def _draw_horizontal_bars(axes: Any, frame: polars.DataFrame, spec: PlotSpec) -> None:
     top = frame.head(MAX_BARS)
-    labels = [_clip(str(label)) for label in top[spec.x].to_list()]
-    axes.barh(labels[::-1], top[spec.y].to_list()[::-1])
+    positions = list(range(top.height))[::-1]  # the frame's first row at the top
+    # positions, not labels, place the bars: two clipped labels can read the same
+    axes.barh(positions, top[spec.y].to_list())
+    axes.set_yticks(positions, [_clip(str(label)) for label in top[spec.x].to_list()])
     axes.tick_params(axis="y", labelsize="x-small")
 
 
 def _clip(text: str) -> str:
-    return text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
+    """A label of LABEL_CHARS at most; a kernel sequence (`a -> b -> c`) keeps a part of each name."""
+    parts = text.split(SEQUENCE_SEPARATOR)
+    room = max(LABEL_CHARS // len(parts) - len(SEQUENCE_SEPARATOR), 8)
+    return SEQUENCE_SEPARATOR.join(part if len(part) <= room else part[: room - 1] + "…" for part in parts)
 
 
 def one_trace(wh: WarehouseHandle, trace: str) -> str:

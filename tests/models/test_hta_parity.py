@@ -17,6 +17,7 @@ from tracelake.api import WarehouseHandle
 from tracelake.core.errors import WarehouseError
 from tracelake.dbt_runner import run_dbt
 from tracelake.ingestion import ingest_paths
+from tracelake.trace_frames import MAX_BARS
 from tracelake.warehouse import Warehouse
 
 REFERENCE = Path(__file__).parents[1] / "data" / "hta_reference"
@@ -177,5 +178,8 @@ def test_each_call_plots_a_figure_and_a_selector_naming_two_traces_is_refused(wh
     assert {line.get_label() for line in axes.get_lines()} == {"7", "23", "25", "84", "203"}
     assert max(max(line.get_ydata()) for line in axes.get_lines()) == 80  # stream 7's deepest queue
     assert wh.idle_breakdown(str(RANKS[1])).plot().axes[0].get_legend() is not None
+    bars = wh.kernel_sequences(str(RANKS[0])).plot().axes[0].patches  # the top sequences, longest at the top
+    widths = [bar.get_width() for bar in sorted(bars, key=lambda bar: -bar.get_y())]
+    assert len(widths) == MAX_BARS and widths == sorted(widths, reverse=True)
     with pytest.raises(WarehouseError, match="names 3 traces"):
         wh.queue_length("suite=hta_parity")
