@@ -135,13 +135,13 @@ def window_event_rows(con: duckdb.DuckDBPyConnection, trace_id: str, gpu_span: t
 
 
 def trace_header(con: duckdb.DuckDBPyConnection, trace_id: str) -> dict[str, Any]:
-    """The source's top-level keys (deviceProperties, distributedInfo, versions, ...) as stored; on an
-    absolute clock stored less its base (ingest/exact_time.py), the base goes back into Kineto's own
-    baseTimeNanoseconds, so the exported events stay relative to it and the clock is written exactly."""
+    """The source's top-level keys (deviceProperties, distributedInfo, versions, ...) as stored. A trace
+    on an absolute clock is stored less its base (ingest/exact_time.py): its events are written relative
+    to the base and the base goes out as Kineto's own baseTimeNanoseconds (in place of any the source
+    had: such traces write epoch µs and have none), so the trace's clock is written exactly."""
     row = con.execute(HEADER_SQL, [trace_id]).fetchone()
     header: dict[str, Any] = json.loads(row[0]) if row is not None and row[0] else {}
     base_us = int(row[1]) if row is not None and row[1] else 0
     if base_us:
-        source_ns = header.get("baseTimeNanoseconds")
-        header["baseTimeNanoseconds"] = (source_ns if type(source_ns) is int else 0) + base_us * 1000
+        header["baseTimeNanoseconds"] = base_us * 1000
     return header
