@@ -169,10 +169,13 @@ def _annotations(con: duckdb.DuckDBPyConnection, trace_id: str, window: Window) 
     return events
 
 
-def trimmed_trace(con: duckdb.DuckDBPyConnection, trace_id: str, window: Window) -> dict[str, Any]:
+def trimmed_trace(con: duckdb.DuckDBPyConnection, trace_id: str, window: Window,
+                  critical_path: bool = False) -> dict[str, Any]:
     """The trace's events of `window` (reports/trace_window_events.py: with the host side of its GPU
-    work and only whole flows; its metadata events too), the findings track and the source's header."""
-    rows = window_event_rows(con, trace_id, window.gpu_span_us or (window.start_us, window.end_us), window.host_span_us)
+    work and only whole flows; its metadata events too; with `critical_path`, the critical path's
+    nodes marked and chained), the findings track and the source's header."""
+    rows = window_event_rows(con, trace_id, window.gpu_span_us or (window.start_us, window.end_us), window.host_span_us,
+                             critical_path)
     if not any(row[0] != "M" for row in rows):
         raise TraceLakeError(f"no event of trace {trace_id} lies in {window.start_us:.1f}-{window.end_us:.1f} us; "
                              "the trace's time range is in `select min(ts_us), max(end_us) from events`")

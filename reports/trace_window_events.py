@@ -113,25 +113,71 @@ exported as (
             on whole_flows.flow_id = anchored_flow_events.flow_id
             and whole_flows.category is not distinct from anchored_flow_events.category
     union select event_idx from trace_events where phase = 'M'
+),
+critical_nodes as (
+    -- with $critical_path: the nodes of the critical_path mart (a node on two steps' paths: the first)
+    select node_idx, arg_min(predecessor_idx, step_number) as predecessor_idx, min(step_number) as step_number,
+        arg_min(binding_edge, step_number) as binding_edge, arg_min(lag_us, step_number) as lag_us
+    from critical_path
+    where $critical_path and trace_id = $trace_id
+    group by node_idx
+),
+exported_events as (
+    select
+        trace_events.event_idx, trace_events.phase, trace_events.category, trace_events.name, trace_events.ts_us,
+        trace_events.dur_us, trace_events.pid, trace_events.tid, trace_events.flow_id,
+        case
+            when critical_nodes.node_idx is null then trace_events.args
+            else json_merge_patch(coalesce(trace_events.args, '{}'), json_object('critical_path', json_object(
+                'step', critical_nodes.step_number, 'binding_edge', critical_nodes.binding_edge,
+                'lag_us', critical_nodes.lag_us)))::varchar
+        end as args
+    from trace_events
+    left join critical_nodes on critical_nodes.node_idx = trace_events.event_idx
+    where trace_events.event_idx in (select event_idx from exported)
+),
+critical_links as (
+    -- an arrow from each exported critical node's binding predecessor to it, ids past the trace's own
+    select
+        predecessors.event_idx as predecessor_idx, predecessors.ts_us as predecessor_ts_us,
+        predecessors.pid as predecessor_pid, predecessors.tid as predecessor_tid,
+        nodes.event_idx as node_idx, nodes.ts_us as node_ts_us, nodes.pid as node_pid, nodes.tid as node_tid,
+        (select coalesce(max(flow_id), 0) from trace_events) + row_number() over (order by nodes.event_idx) as link_id
+    from critical_nodes
+    inner join exported_events as nodes on nodes.event_idx = critical_nodes.node_idx and nodes.phase = 'X'
+    inner join exported_events as predecessors
+        on predecessors.event_idx = critical_nodes.predecessor_idx and predecessors.phase = 'X'
+),
+export_rows as (
+    select event_idx, 0 as part, phase, category, name, ts_us, dur_us, pid, tid, flow_id, args from exported_events
+    union all
+    select predecessor_idx, 1, 's', 'tracelake.critical_path', 'critical path', predecessor_ts_us, null,
+        predecessor_pid, predecessor_tid, link_id, null
+    from critical_links
+    union all
+    select node_idx, 2, 'f', 'tracelake.critical_path', 'critical path', node_ts_us, null, node_pid, node_tid,
+        link_id, null
+    from critical_links
 )
 select phase, category, name, ts_us, dur_us, pid, tid, flow_id, args
-from trace_events
-where event_idx in (select event_idx from exported)
-order by event_idx
+from export_rows
+order by event_idx, part
 """
 
 HEADER_SQL = "select header_json, ts_base_us from trace_headers where trace_id = ?"
 
 
 def window_event_rows(con: duckdb.DuckDBPyConnection, trace_id: str, gpu_span: tuple[float, float],
-                      host_span: tuple[float, float] | None) -> list[tuple[Any, ...]]:
+                      host_span: tuple[float, float] | None, critical_path: bool = False) -> list[tuple[Any, ...]]:
     """The rows (phase, category, name, ts, dur, pid, tid, flow id, args) of the events an export holds:
     with `host_span` (a step) its host side and the GPU work launched from it, else the events
-    overlapping `gpu_span` and the host side of its GPU work."""
+    overlapping `gpu_span` and the host side of its GPU work. With `critical_path`, the exported nodes
+    of the critical_path mart carry `args.critical_path` (step, binding edge, lag) and an arrow from
+    their binding predecessor (category `tracelake.critical_path`), so Perfetto draws the chain."""
     host = host_span or gpu_span
     return con.execute(WINDOW_EVENTS_SQL, {
         "trace_id": trace_id, "gpu_start": gpu_span[0], "gpu_end": gpu_span[1], "host_start": host[0],
-        "host_end": host[1], "by_launch": host_span is not None}).fetchall()
+        "host_end": host[1], "by_launch": host_span is not None, "critical_path": critical_path}).fetchall()
 
 
 def trace_header(con: duckdb.DuckDBPyConnection, trace_id: str) -> dict[str, Any]:

@@ -137,3 +137,28 @@ def test_a_window_of_gpu_time_holds_the_host_side_that_launched_it(built_once: C
     assert starts == ends and starts
     _reingest(tmp_path / "window.json", tmp_path / "again")
     assert _launched_gpu_share(tmp_path / "again") >= MIN_LAUNCHED_GPU_SHARE
+
+
+def test_the_critical_path_overlay_marks_the_step_chain_and_links_it(built_once: Callable[[Path], Path],
+                                                                     tmp_path: Path) -> None:
+    """HTA users overlay the critical path on the trace: `--critical-path` marks each exported node of
+    `critical_path` and draws an arrow from its binding predecessor, so Perfetto shows the chain."""
+    warehouse = built_once(RESNET)
+    own = _own(_export(warehouse, tmp_path / "path.json", "--step", "16", "--critical-path"))
+    with _db(warehouse) as db:
+        nodes = db.execute(
+            "select count(*), max(c.end_us) from critical_path c join profiler_steps p using (trace_id, step_number) "
+            "where step_number = 16 and c.ts_us >= p.gpu_start_us").fetchone()
+        gpu_end_us = db.execute("select gpu_start_us + 1000 * gpu_time_ms from profiler_steps where step_number = 16"
+                                ).fetchone()[0]
+    marked = [e for e in own if "critical_path" in e.get("args", {})]
+    # the step's path ends at its last GPU event; its nodes before the step's GPU span are step 15's kernels
+    # (the GPU-bound stream chains back into them), not in this export
+    assert len(marked) == nodes[0] > 100 and {e["args"]["critical_path"]["step"] for e in marked} == {16}
+    assert max(e["ts"] + e["dur"] for e in marked) == pytest.approx(nodes[1]) == pytest.approx(gpu_end_us)
+    links = [e for e in own if e.get("cat") == "tracelake.critical_path"]
+    starts, ends = _flow_ends(links)
+    assert starts == ends and len(starts) == len(marked) - 1  # one chain: every exported node but the first
+    assert {(e["pid"], e["tid"], e["ts"]) for e in links if e["ph"] == "f"} <= {(e["pid"], e["tid"], e["ts"]) for e in marked}
+    plain = _own(_export(warehouse, tmp_path / "plain.json", "--step", "16"))
+    assert not any("critical_path" in e.get("args", {}) for e in plain)
