@@ -106,7 +106,6 @@ def metadata_columns(metadata: dict[str, Any]) -> MetadataColumns:
         world_size = typed("distributedInfo.world_size", dist.get("world_size"), _int_in(dist.get("world_size"), 1, _INT32_MAX))
         rank_max = _INT32_MAX if world_size is None else world_size - 1
         rank = typed("distributedInfo.rank", dist.get("rank"), _int_in(dist.get("rank"), 0, rank_max))
-    other = {k: v for k, v in metadata.items() if k not in ("deviceProperties", "distributedInfo")}
     return MetadataColumns(
         device_name=names[0] if names else None,
         device_count=len(device_entries),
@@ -117,7 +116,9 @@ def metadata_columns(metadata: dict[str, Any]) -> MetadataColumns:
         world_size=world_size,
         rank=rank,
         distributed_info=json.dumps(dist) if dist is not None else None,
-        trace_metadata=json.dumps(other, default=str),
+        # every top-level key as the source had it (secrets masked: ingest/metadata.py), deviceProperties and
+        # distributedInfo too: what `tracelake export` writes back, so an exported trace is the same device
+        trace_metadata=json.dumps(metadata, default=str),
         nulled=nulled,
     )
 

@@ -2,8 +2,9 @@
 trace's findings overlaid on a track of their own (`tracelake export`).
 
 The events come from the `events` mart (every event of the trace: its phase, category, name, times,
-pid / tid, flow id and args); the windows from `findings` (ts_start_us / ts_end_us) and
-`profiler_steps`. A job (`job_trace`) exports as one file: its ranks' events on the job clock of
+pid / tid, flow id and args), chosen by reports/trace_window_events.py (a window with the host side of
+its GPU work, a step with the GPU work it launched, flows only whole) with the source's top-level keys
+(`trace_headers`); the windows from `findings` (ts_start_us / ts_end_us) and `profiler_steps`. A job (`job_trace`) exports as one file: its ranks' events on the job clock of
 `collective_calls` (docs/jobs.md), one process per rank."""
 
 from __future__ import annotations
@@ -16,17 +17,10 @@ from typing import Any
 import duckdb
 
 from tracelake.core.errors import TraceLakeError
+from tracelake.reports.trace_window_events import trace_header, window_event_rows
 
 FINDINGS_PID = "TraceLake findings"  # the annotation track's process name (a string pid: no clash with the trace's)
 WINDOW_TID = "exported window"
-
-EVENTS_SQL = """
-select phase, category, name, ts_us, dur_us, pid, tid, flow_id, args
-from events
-where trace_id = $trace_id
-  and (phase = 'M' or (ts_us <= $end_us and coalesce(end_us, ts_us) >= $start_us))
-order by event_idx
-"""
 
 FINDINGS_SQL = """
 select global_rank, finding_id, title, impact_mid_percent, recoverable_ms, confidence, ts_start_us, ts_end_us, steps
@@ -42,6 +36,11 @@ class Window:
     start_us: float
     end_us: float
     label: str  # what was asked for: "P2", "ProfilerStep#3", "window", "whole trace"
+    # a step's host span and GPU span: the export holds its host side, the GPU work launched from it
+    # and the unlinked GPU events of its GPU span (reports/trace_window_events.py); None: everything
+    # overlapping the window and the launches of its GPU work
+    host_span_us: tuple[float, float] | None = None
+    gpu_span_us: tuple[float, float] | None = None
 
 
 def _has_findings(con: duckdb.DuckDBPyConnection) -> bool:
@@ -51,8 +50,13 @@ def _has_findings(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def finding_window(con: duckdb.DuckDBPyConnection, trace_id: str, rank: int) -> Window:
+    analyzed = _has_findings(con) and con.execute(
+        "select count(*) from findings where trace_id = ? and trace2_id is null", [trace_id]).fetchone() != (0,)
+    if not analyzed:
+        raise TraceLakeError(f"trace {trace_id} has no findings yet, so no P{rank}: run `tracelake analyze` on it first, "
+                             "or export it without --finding (whole, --step N or --window START:END)")
     row = con.execute("select ts_start_us, ts_end_us, title from findings where trace_id = ? and trace2_id is null "
-                      "and global_rank = ?", [trace_id, rank]).fetchone() if _has_findings(con) else None
+                      "and global_rank = ?", [trace_id, rank]).fetchone()
     if row is None:
         raise TraceLakeError(f"trace {trace_id} has no finding P{rank}: run `tracelake analyze` on it first, or see "
                              "its analysis.md for the P numbers")
@@ -63,14 +67,15 @@ def finding_window(con: duckdb.DuckDBPyConnection, trace_id: str, rank: int) -> 
 
 
 def step_window(con: duckdb.DuckDBPyConnection, trace_id: str, step: int) -> Window:
-    row = con.execute("select span_start_us, span_end_us from profiler_steps where trace_id = ? and step_number = ?",
-                      [trace_id, step]).fetchone()
+    row = con.execute("select span_start_us, span_end_us, host_start_us, host_start_us + 1000.0 * host_time_ms, "
+                      "coalesce(gpu_start_us, host_start_us), coalesce(gpu_start_us + 1000.0 * gpu_time_ms, host_start_us) "
+                      "from profiler_steps where trace_id = ? and step_number = ?", [trace_id, step]).fetchone()
     if row is None:
         steps = [r[0] for r in con.execute("select step_number from profiler_steps where trace_id = ? order by 1",
                                            [trace_id]).fetchall()]
         listed = f"its steps are {steps[0]}-{steps[-1]}" if steps else "it has no ProfilerStep#N annotations"
         raise TraceLakeError(f"trace {trace_id} has no ProfilerStep#{step}; {listed}")
-    return Window(row[0], row[1], f"ProfilerStep#{step}")
+    return Window(row[0], row[1], f"ProfilerStep#{step}", (row[2], row[3]), (row[4], row[5]))
 
 
 def whole_trace(con: duckdb.DuckDBPyConnection, trace_id: str) -> Window:
@@ -165,21 +170,21 @@ def _annotations(con: duckdb.DuckDBPyConnection, trace_id: str, window: Window) 
     return events
 
 
-def trimmed_trace(con: duckdb.DuckDBPyConnection, trace_id: str, window: Window) -> dict[str, Any]:
-    """The trace's events that overlap `window` (its metadata events too) and the findings track."""
-    rows = con.execute(EVENTS_SQL, {"trace_id": trace_id, "start_us": window.start_us, "end_us": window.end_us}).fetchall()
+def trimmed_trace(con: duckdb.DuckDBPyConnection, trace_id: str, window: Window,
+                  critical_path: bool = False) -> dict[str, Any]:
+    """The trace's events of `window` (reports/trace_window_events.py: with the host side of its GPU
+    work and only whole flows; its metadata events too; with `critical_path`, the critical path's
+    nodes marked and chained), the findings track and the source's header."""
+    rows = window_event_rows(con, trace_id, window.gpu_span_us or (window.start_us, window.end_us), window.host_span_us,
+                             critical_path)
     if not any(row[0] != "M" for row in rows):
         raise TraceLakeError(f"no event of trace {trace_id} lies in {window.start_us:.1f}-{window.end_us:.1f} us; "
                              "the trace's time range is in `select min(ts_us), max(end_us) from events`")
     events = [_event(*row) for row in rows] + _annotations(con, trace_id, window)
-    document: dict[str, Any] = {"traceEvents": events, "displayTimeUnit": "ms",
-                                "tracelake_export": {"trace_id": trace_id, "window": window.label,
-                                                     "start_us": window.start_us, "end_us": window.end_us}}
-    base = ts_base_us(con, trace_id)
-    if base:
-        # an absolute clock stored less its base (ingest/exact_time.py): the events stay relative to it and
-        # the base goes back as Kineto's own field for that, so the trace's clock is written exactly
-        document["baseTimeNanoseconds"] = base * 1000
+    document: dict[str, Any] = {**trace_header(con, trace_id), "traceEvents": events}
+    document.setdefault("displayTimeUnit", "ms")
+    document["tracelake_export"] = {"trace_id": trace_id, "window": window.label, "start_us": window.start_us,
+                                    "end_us": window.end_us}
     return document
 
 

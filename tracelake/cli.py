@@ -7,7 +7,6 @@ import gc
 import json
 import math
 import os
-import re
 import signal
 import sys
 from pathlib import Path
@@ -58,7 +57,7 @@ from tracelake.cli_options import (
 from tracelake.config import default_jobs, default_warehouse
 from tracelake.core.errors import TraceLakeError, WarehouseError
 from tracelake.ingest.prefetch import prefetch
-from tracelake.output import render, write_json_file
+from tracelake.output import render
 from tracelake.progress import ProgressBar
 
 if TYPE_CHECKING:
@@ -362,59 +361,16 @@ def export(
     window: Annotated[str | None, typer.Option("--window", help="START:END in trace microseconds.")] = None,
     step: Annotated[int | None, typer.Option("--step", help="ProfilerStep#N's host and GPU span.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace --out if it exists.")] = False,
+    critical_path: Annotated[bool, typer.Option("--critical-path", help=(
+        "Mark the critical path's events (args.critical_path) and chain them with flow arrows."))] = False,
     warehouse: WarehouseOption = None,
 ) -> None:
     """Write a window of a trace (a finding's, a step's or START:END; default the whole trace) as a
     Chrome trace for Perfetto or chrome://tracing, with the findings on a track of their own."""
-    from tracelake.job_commands import export_job_command  # noqa: PLC0415
-    from tracelake.reports.trace_export import (  # noqa: PLC0415
-        FINDINGS_PID,
-        finding_window,
-        parse_window,
-        step_window,
-        trimmed_trace,
-        whole_trace,
-        within_trace,
-    )
-    from tracelake.selectors import resolve_traces  # noqa: PLC0415
+    from tracelake.export_command import check_export_options, export_command  # noqa: PLC0415
 
-    chosen = [name for name, value in (("--finding", finding), ("--window", window), ("--step", step)) if value is not None]
-    if len(chosen) > 1:
-        raise typer.BadParameter(f"give one of --finding, --window and --step, not {' and '.join(chosen)}")
-    rank = None
-    if finding is not None:
-        match = re.fullmatch(r"[Pp]?(\d+)", finding.strip())
-        if match is None:
-            raise typer.BadParameter(f"{finding!r} is not P<n> (e.g. P1)", param_hint="--finding")
-        rank = int(match.group(1))
-    if not out.name.endswith((".json", ".json.gz")):
-        raise typer.BadParameter(f"{out} does not end in .json or .json.gz", param_hint="--out")
-    if out.exists() and not force:
-        raise TraceLakeError(f"{out} exists; pass --force to replace it, or choose another --out")
-    wh = _warehouse(warehouse)
-    if trace.strip().lower().startswith("job:"):  # a job: its ranks on the job clock (tracelake/job_commands.py)
-        if finding is not None or step is not None:
-            raise typer.BadParameter("a job is exported whole or by --window START:END (job-clock us)")
-        print(export_job_command(wh, trace, window, out))
-        return
-    trace_ids = resolve_traces(wh, trace, ingest_new=False)
-    if len(trace_ids) != 1:
-        raise TraceLakeError(f"{trace!r} names {len(trace_ids)} traces; export takes one (give its trace id)")
-    trace_id = trace_ids[0]
-    with wh.connect_read_only() as con:
-        if rank is not None:
-            chosen_window = finding_window(con, trace_id, rank)
-        elif step is not None:
-            chosen_window = step_window(con, trace_id, step)
-        elif window is not None:
-            chosen_window = within_trace(con, trace_id, parse_window(window))
-        else:
-            chosen_window = whole_trace(con, trace_id)
-        document = trimmed_trace(con, trace_id, chosen_window)
-    write_json_file(out, document)
-    events = sum(1 for e in document["traceEvents"] if e.get("pid") != FINDINGS_PID and e["ph"] != "M")
-    print(f"wrote {out}: {chosen_window.label}, {events} events in {chosen_window.start_us:.1f}-{chosen_window.end_us:.1f} us "
-          f"({(chosen_window.end_us - chosen_window.start_us) / 1000:.3f} ms); open it in https://ui.perfetto.dev or chrome://tracing")
+    check_export_options(out, finding, window, step, force)
+    print(export_command(_warehouse(warehouse), trace, out, finding, window, step, critical_path))
 
 
 @app.command("rm", epilog="Example: tracelake rm model=bert,run=nightly-41   (or a trace id, or the trace file)")

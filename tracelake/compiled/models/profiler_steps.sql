@@ -9,7 +9,7 @@ with annotations as (
 ),
 
 launched_kernels as (
-    select trace_id, event_idx, dur_us, launch_ts_us from "warehouse"."intermediate"."int_kernel_host_launches"
+    select trace_id, event_idx, ts_us, end_us, dur_us, launch_ts_us from "warehouse"."intermediate"."int_kernel_host_launches"
     where trace_id in ('@@NEW_TRACE_IDS@@')
 ),
 
@@ -19,8 +19,8 @@ step_spans as (
         cast(split_part(name, '#', 2) as bigint) as step_number,
         min(ts_us) filter (where category = 'user_annotation') as host_start_us,
         max(end_us) filter (where category = 'user_annotation') as host_end_us,
-        min(ts_us) filter (where category = 'gpu_user_annotation') as gpu_start_us,
-        max(end_us) filter (where category = 'gpu_user_annotation') as gpu_end_us
+        min(ts_us) filter (where category = 'gpu_user_annotation') as gpu_annotation_start_us,
+        max(end_us) filter (where category = 'gpu_user_annotation') as gpu_annotation_end_us
     from annotations
     group by all
 ),
@@ -35,7 +35,9 @@ step_kernels as (
         steps.trace_id,
         steps.step_number,
         count(launched_kernels.event_idx) as kernel_count,
-        coalesce(sum(launched_kernels.dur_us), 0) as kernel_time_us
+        coalesce(sum(launched_kernels.dur_us), 0) as kernel_time_us,
+        min(launched_kernels.ts_us) as gpu_start_us,
+        max(launched_kernels.end_us) as gpu_end_us
     from steps
     left join launched_kernels
         on launched_kernels.trace_id = steps.trace_id
@@ -51,10 +53,12 @@ final as (
         'ProfilerStep#' || steps.step_number as step_name,
         steps.host_start_us,
         (steps.host_end_us - steps.host_start_us) / 1000.0 as host_time_ms,
-        steps.gpu_start_us,
-        (steps.gpu_end_us - steps.gpu_start_us) / 1000.0 as gpu_time_ms,
-        least(steps.host_start_us, coalesce(steps.gpu_start_us, steps.host_start_us)) as span_start_us,
-        greatest(steps.host_end_us, coalesce(steps.gpu_end_us, steps.host_end_us)) as span_end_us,
+        step_kernels.gpu_start_us,
+        (step_kernels.gpu_end_us - step_kernels.gpu_start_us) / 1000.0 as gpu_time_ms,
+        steps.gpu_annotation_start_us,
+        (steps.gpu_annotation_end_us - steps.gpu_annotation_start_us) / 1000.0 as gpu_annotation_time_ms,
+        least(steps.host_start_us, coalesce(step_kernels.gpu_start_us, steps.host_start_us)) as span_start_us,
+        greatest(steps.host_end_us, coalesce(step_kernels.gpu_end_us, steps.host_end_us)) as span_end_us,
         step_kernels.kernel_count,
         step_kernels.kernel_time_us / 1000.0 as kernel_time_ms
     from steps
