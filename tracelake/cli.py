@@ -7,7 +7,6 @@ import gc
 import json
 import math
 import os
-import re
 import signal
 import sys
 from pathlib import Path
@@ -58,7 +57,7 @@ from tracelake.cli_options import (
 from tracelake.config import default_jobs, default_warehouse
 from tracelake.core.errors import TraceLakeError, WarehouseError
 from tracelake.ingest.prefetch import prefetch
-from tracelake.output import render, write_json_file
+from tracelake.output import render
 from tracelake.progress import ProgressBar
 
 if TYPE_CHECKING:
@@ -366,55 +365,17 @@ def export(
 ) -> None:
     """Write a window of a trace (a finding's, a step's or START:END; default the whole trace) as a
     Chrome trace for Perfetto or chrome://tracing, with the findings on a track of their own."""
-    from tracelake.job_commands import export_job_command  # noqa: PLC0415
-    from tracelake.reports.trace_export import (  # noqa: PLC0415
-        FINDINGS_PID,
-        finding_window,
-        parse_window,
-        step_window,
-        trimmed_trace,
-        whole_trace,
-        within_trace,
-    )
-    from tracelake.selectors import resolve_traces  # noqa: PLC0415
+    from tracelake.export_command import ExportRequest, export_window  # noqa: PLC0415
 
-    chosen = [name for name, value in (("--finding", finding), ("--window", window), ("--step", step)) if value is not None]
-    if len(chosen) > 1:
-        raise typer.BadParameter(f"give one of --finding, --window and --step, not {' and '.join(chosen)}")
-    rank = None
-    if finding is not None:
-        match = re.fullmatch(r"[Pp]?(\d+)", finding.strip())
-        if match is None:
-            raise typer.BadParameter(f"{finding!r} is not P<n> (e.g. P1)", param_hint="--finding")
-        rank = int(match.group(1))
-    if not out.name.endswith((".json", ".json.gz")):
-        raise typer.BadParameter(f"{out} does not end in .json or .json.gz", param_hint="--out")
-    if out.exists() and not force:
-        raise TraceLakeError(f"{out} exists; pass --force to replace it, or choose another --out")
-    wh = _warehouse(warehouse)
-    if trace.strip().lower().startswith("job:"):  # a job: its ranks on the job clock (tracelake/job_commands.py)
-        if finding is not None or step is not None:
-            raise typer.BadParameter("a job is exported whole or by --window START:END (job-clock us)")
-        print(export_job_command(wh, trace, window, out))
-        return
-    trace_ids = resolve_traces(wh, trace, ingest_new=False)
-    if len(trace_ids) != 1:
-        raise TraceLakeError(f"{trace!r} names {len(trace_ids)} traces; export takes one (give its trace id)")
-    trace_id = trace_ids[0]
-    with wh.connect_read_only() as con:
-        if rank is not None:
-            chosen_window = finding_window(con, trace_id, rank)
-        elif step is not None:
-            chosen_window = step_window(con, trace_id, step)
-        elif window is not None:
-            chosen_window = within_trace(con, trace_id, parse_window(window))
-        else:
-            chosen_window = whole_trace(con, trace_id)
-        document = trimmed_trace(con, trace_id, chosen_window)
-    write_json_file(out, document)
-    events = sum(1 for e in document["traceEvents"] if e.get("pid") != FINDINGS_PID and e["ph"] != "M")
-    print(f"wrote {out}: {chosen_window.label}, {events} events in {chosen_window.start_us:.1f}-{chosen_window.end_us:.1f} us "
-          f"({(chosen_window.end_us - chosen_window.start_us) / 1000:.3f} ms); open it in https://ui.perfetto.dev or chrome://tracing")
+    print(export_window(_warehouse(warehouse), ExportRequest(trace, out, finding, window, step, force)).summary)
+
+
+@app.command(epilog="Example: tracelake mcp --warehouse runs/wh   (an agent runner starts it: docs/mcp.md)")
+def mcp(warehouse: WarehouseOption = None) -> None:
+    """Serve the warehouse read-only to an AI agent over the Model Context Protocol (stdio; docs/mcp.md)."""
+    from tracelake.mcp_server import serve  # noqa: PLC0415 - see the note on the imports
+
+    serve(_warehouse(warehouse))
 
 
 @app.command("rm", epilog="Example: tracelake rm model=bert,run=nightly-41   (or a trace id, or the trace file)")
@@ -477,12 +438,10 @@ def compare(
 ) -> None:
     """Regression verdict for CI: exit 0 = no regression beyond the threshold, 1 = regression, 2 = bad input,
     3 = internal error."""
-    import duckdb  # noqa: PLC0415 - see the note on the imports
-
-    from tracelake.analyzers.regression import CompareSettings, compare as compare_traces  # noqa: PLC0415
+    from tracelake.analyzers.regression import CompareSettings  # noqa: PLC0415 - see the note on the imports
+    from tracelake.compare_command import compare_selectors  # noqa: PLC0415
     from tracelake.job_commands import compare_jobs_command, job_comparison_sides  # noqa: PLC0415
     from tracelake.reports.regression_md import render_regression_md  # noqa: PLC0415
-    from tracelake.selectors import resolve_traces  # noqa: PLC0415
 
     if threshold_pct is not None and not (math.isfinite(threshold_pct) and threshold_pct >= 0):
         raise typer.BadParameter(f"{threshold_pct:g} is not a percentage >= 0", param_hint="--threshold-pct")
@@ -494,16 +453,7 @@ def compare(
         printed, regressed = compare_jobs_command(wh, job_sides, config.threshold_percent, output_format.value)
         print(printed, end="")
         raise typer.Exit(EXIT_FAILED if regressed else 0)
-    try:
-        baseline_ids = resolve_traces(wh, baseline, jobs or default_jobs())
-        candidate_ids = resolve_traces(wh, candidate, jobs or default_jobs())
-        with wh.connect_read_only() as con:
-            verdict = compare_traces(con, baseline_ids, candidate_ids, config)
-            verdict.warehouse_snapshot = wh.snapshot_of(con)
-    except duckdb.CatalogException as exc:
-        missing = str(exc).splitlines()[0]
-        raise WarehouseError(f"warehouse {wh.root} lacks a table compare reads ({missing}); it was built by an "
-                             f"older TraceLake: run `tracelake build --warehouse {wh.root}`") from None
+    verdict = compare_selectors(wh, baseline, candidate, config, jobs or default_jobs())
     if output_format is CompareFormat.json:
         print(verdict.model_dump_json(indent=1))
     else:
