@@ -2,7 +2,7 @@
 small JSON object that names the SQL that produced it and holds one page of rows with their
 total, so an agent reads a warehouse of many traces without spending its context on it.
 
-Every query goes through `run_query` (tracelake/query.py), the path of `tracelake sql`: the
+Every query goes through `run_on` (tracelake/query.py), the path of `tracelake sql`: the
 read-only guard (tracelake/sql_guard.py), the locked-down connection and the time limit."""
 
 from __future__ import annotations
@@ -10,17 +10,21 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tracelake.core.errors import TraceLakeError
 from tracelake.core.sql_text import sql_literal
 from tracelake.output import render
-from tracelake.query import run_query
+from tracelake.query import run_on
 from tracelake.sql_guard import check_query
 from tracelake.table_docs import PUBLIC_SCHEMA, read_docs
 
 if TYPE_CHECKING:
+    import duckdb
+
+    from tracelake.api import WarehouseHandle
     from tracelake.warehouse import Warehouse
 
 # A page of 50 rows of a dozen columns is a few thousand tokens: enough to answer from, small
@@ -45,6 +49,28 @@ _TRACE_COLUMNS = ("trace_id, file_name, device_name, platform, runtime, event_co
 _FINDING_COLUMNS = ("trace_id, trace2_id, global_rank, finding_id, title, tier, category, impact_low_percent, "
                     "impact_mid_percent, impact_high_percent, recoverable_ms, claimed_ms, confidence, estimate_method, "
                     "ts_start_us, ts_end_us, evidence_sql, analysis_sql")
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One tool call's read-only cursor, locked down like `tracelake sql`'s connection."""
+
+    wh: Warehouse
+    con: duckdb.DuckDBPyConnection
+    timeout_s: float
+
+    def rows(self, sql: str) -> tuple[list[str], list[tuple]]:
+        return run_on(self.con, self.wh.root, sql, self.timeout_s)
+
+
+def with_reader(handle: WarehouseHandle, timeout_s: float, answer: Callable[[Reader], dict[str, Any]]) -> dict[str, Any]:
+    """`answer` over a cursor of the handle's read-only connection: kept between calls (a new one
+    spends about a second loading the catalog), replaced when a writer published a new snapshot."""
+    cursor = handle.connection().cursor()
+    try:
+        return answer(Reader(handle.warehouse, cursor, timeout_s))
+    finally:
+        cursor.close()
 
 
 @dataclass(frozen=True)
@@ -90,41 +116,40 @@ def _paged(total: int, page: Page, columns: list[str], rows: list[tuple], **fiel
             "columns": columns, "rows": _records(columns, rows)}
 
 
-def paged_select(wh: Warehouse, sql: str, page: Page, timeout_s: float, **fields: Any) -> dict[str, Any]:
+def paged_select(reader: Reader, sql: str, page: Page, **fields: Any) -> dict[str, Any]:
     """One page of a SELECT's rows with their total; the answer's `sql` is the statement, `page_sql`
     what ran for the page (the statement wrapped in LIMIT / OFFSET)."""
-    _, count_rows = run_query(wh, f"select count(*) from (\n{sql}\n) as answer", timeout_s)
+    _, count_rows = reader.rows(f"select count(*) from (\n{sql}\n) as answer")
     total = int(count_rows[0][0])
     page_sql = f"select * from (\n{sql}\n) as answer limit {page.size} offset {page.offset}"
-    columns, rows = run_query(wh, page_sql, timeout_s)
+    columns, rows = reader.rows(page_sql)
     return _paged(total, page, columns, rows, sql=sql, page_sql=page_sql, **fields)
 
 
-def read_only_query(wh: Warehouse, sql: str, page: Page, timeout_s: float) -> dict[str, Any]:
+def read_only_query(reader: Reader, sql: str, page: Page) -> dict[str, Any]:
     """Any one reading statement (`tracelake sql`'s rules). A SELECT is paged by the database; the
     other readers (DESCRIBE, SHOW, EXPLAIN, a listing PRAGMA) return few rows, paged here."""
     import duckdb  # noqa: PLC0415 - loaded by now: the warehouse connection is DuckDB's
 
-    with wh.connect_read_only() as con:
-        try:
-            check_query(con, sql)  # refuses a writing or outside-reaching statement before anything runs
-            statements = con.extract_statements(sql)
-        except duckdb.Error as exc:
-            raise TraceLakeError(f"query failed: {str(exc).strip().splitlines()[0]}") from None
+    try:
+        check_query(reader.con, sql)  # refuses a writing or outside-reaching statement before anything runs
+        statements = reader.con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise TraceLakeError(f"query failed: {str(exc).strip().splitlines()[0]}") from None
     if len(statements) != 1:
         raise TraceLakeError(f"give one SQL statement per call, not {len(statements)}")
     statement = statements[0].query.strip().rstrip(";").strip()
     if statements[0].type.name == "SELECT":
-        return paged_select(wh, statement, page, timeout_s)
-    columns, rows = run_query(wh, statement, timeout_s)
+        return paged_select(reader, statement, page)
+    columns, rows = reader.rows(statement)
     return _paged(len(rows), page, columns, rows[page.offset:page.offset + page.size], sql=statement)
 
 
-def public_tables(wh: Warehouse, timeout_s: float) -> tuple[str, list[str]]:
+def public_tables(reader: Reader) -> tuple[str, list[str]]:
     """The SQL that lists the public tables and views, and their names."""
     sql = ("select table_name from duckdb_tables() where schema_name = 'main' union "
            "select view_name from duckdb_views() where schema_name = 'main' and not internal order by 1")
-    _, rows = run_query(wh, sql, timeout_s)
+    _, rows = reader.rows(sql)
     return sql, [row[0] for row in rows]
 
 
@@ -133,9 +158,9 @@ def _summary(description: str) -> str:
     return first if len(first) <= MAX_SUMMARY_CHARS else first[:MAX_SUMMARY_CHARS - 3].rstrip() + "..."
 
 
-def list_tables(wh: Warehouse, page: Page, timeout_s: float) -> dict[str, Any]:
+def list_tables(reader: Reader, page: Page) -> dict[str, Any]:
     """The public tables, each with the first sentence of its documentation."""
-    sql, names = public_tables(wh, timeout_s)
+    sql, names = public_tables(reader)
     docs = read_docs()
     rows = [(name, _summary(docs[name].description) if name in docs else "", len(docs[name].columns) if name in docs else 0)
             for name in names]
@@ -144,9 +169,9 @@ def list_tables(wh: Warehouse, page: Page, timeout_s: float) -> dict[str, Any]:
                   note="describe_table(table) gives a table's columns with their descriptions")
 
 
-def describe_table(wh: Warehouse, table: str, page: Page, timeout_s: float) -> dict[str, Any]:
+def describe_table(reader: Reader, table: str, page: Page) -> dict[str, Any]:
     """One public table's columns: name, type and the yml's description."""
-    sql, names = public_tables(wh, timeout_s)
+    sql, names = public_tables(reader)
     if table not in names:
         close = [name for name in names if table.lower() in name.lower()][:10]
         raise TraceLakeError(f"no public table {table!r}" + (f"; did you mean {', '.join(close)}?" if close else
@@ -154,24 +179,27 @@ def describe_table(wh: Warehouse, table: str, page: Page, timeout_s: float) -> d
     doc = read_docs().get(table)
     columns_sql = ("select column_name, data_type from information_schema.columns "
                    f"where table_schema = '{PUBLIC_SCHEMA}' and table_name = {sql_literal(table)} order by ordinal_position")
-    _, typed = run_query(wh, columns_sql, timeout_s)
+    _, typed = reader.rows(columns_sql)
     rows = [(name, kind, doc.columns.get(name, "") if doc else "") for name, kind in typed]
     shown = rows[page.offset:page.offset + page.size]
     return _paged(len(rows), page, ["column", "type", "description"], shown, sql=columns_sql, table=table,
                   description=doc.description if doc else "")
 
 
-def list_traces(wh: Warehouse, page: Page, timeout_s: float) -> dict[str, Any]:
-    if not wh.trace_ids():
-        raise TraceLakeError(f"warehouse {wh.root} holds no traces yet; run `tracelake ingest TRACE --warehouse {wh.root}`")
-    return paged_select(wh, f"select {_TRACE_COLUMNS} from traces order by ingested_at, trace_id", page, timeout_s)
+def list_traces(reader: Reader, page: Page) -> dict[str, Any]:
+    answer = paged_select(reader, f"select {_TRACE_COLUMNS} from traces order by ingested_at, trace_id", page)
+    if answer["total"] == 0:
+        root = reader.wh.root
+        raise TraceLakeError(f"warehouse {root} holds no traces yet; run `tracelake ingest TRACE --warehouse {root}`")
+    return answer
 
 
-def list_jobs(wh: Warehouse, page: Page, timeout_s: float) -> dict[str, Any]:
-    _, names = public_tables(wh, timeout_s)
+def list_jobs(reader: Reader, page: Page) -> dict[str, Any]:
+    _, names = public_tables(reader)
     if "jobs" not in names:
-        raise TraceLakeError(f"warehouse {wh.root} has no jobs model yet; run `tracelake build --warehouse {wh.root}`")
-    return paged_select(wh, "select * from jobs order by job_id", page, timeout_s)
+        root = reader.wh.root
+        raise TraceLakeError(f"warehouse {root} has no jobs model yet; run `tracelake build --warehouse {root}`")
+    return paged_select(reader, "select * from jobs order by job_id", page)
 
 
 def one_trace(wh: Warehouse, selector: str) -> str:
@@ -184,17 +212,17 @@ def one_trace(wh: Warehouse, selector: str) -> str:
     return trace_ids[0]
 
 
-def _require_analyses(wh: Warehouse, timeout_s: float) -> None:
-    _, names = public_tables(wh, timeout_s)
+def _require_analyses(reader: Reader) -> None:
+    _, names = public_tables(reader)
     if "findings" not in names:
-        raise TraceLakeError(f"warehouse {wh.root} holds no report yet; run `tracelake analyze TRACE --warehouse "
-                             f"{wh.root}` first")
+        raise TraceLakeError(f"warehouse {reader.wh.root} holds no report yet; run `tracelake analyze TRACE "
+                             f"--warehouse {reader.wh.root}` first")
 
 
-def trace_findings(wh: Warehouse, trace: str, finding: str | None, page: Page, timeout_s: float) -> dict[str, Any]:
+def trace_findings(reader: Reader, trace: str, finding: str | None, page: Page) -> dict[str, Any]:
     """The findings of a trace's reports (its own first, then the comparisons it is trace 1 of), or one P<n>."""
-    trace_id = one_trace(wh, trace)
-    _require_analyses(wh, timeout_s)
+    trace_id = one_trace(reader.wh, trace)
+    _require_analyses(reader)
     where = f"trace_id = {sql_literal(trace_id)}"
     if finding is not None:
         match = re.fullmatch(r"[Pp]?(\d+)", finding.strip())
@@ -202,7 +230,7 @@ def trace_findings(wh: Warehouse, trace: str, finding: str | None, page: Page, t
             raise TraceLakeError(f"{finding!r} is not P<n> (e.g. P1)")
         where += f" and trace2_id is null and global_rank = {int(match.group(1))}"
     sql = f"select {_FINDING_COLUMNS} from findings where {where} order by trace2_id nulls first, global_rank"
-    answer = paged_select(wh, sql, page, timeout_s, trace_id=trace_id)
+    answer = paged_select(reader, sql, page, trace_id=trace_id)
     if answer["total"] == 0:
         raise TraceLakeError(f"trace {trace_id} has " + (f"no finding {finding} in its own report" if finding else "no report")
                              + "; run `tracelake analyze` on it, or list_findings without `finding` for its P numbers")
@@ -218,19 +246,19 @@ def _sections(text: str) -> list[tuple[str, int, int]]:
             for a, b in zip(bounds, bounds[1:])]
 
 
-def report(wh: Warehouse, trace: str, compared_with: str | None, section: str | None, offset: int,
-           max_chars: int, timeout_s: float) -> dict[str, Any]:
+def report(reader: Reader, trace: str, compared_with: str | None, section: str | None, offset: int,
+           max_chars: int) -> dict[str, Any]:
     """A chunk of a trace's analysis.md: a section (by number or heading) or the whole report, from `offset`."""
     if not 1 <= max_chars <= MAX_REPORT_CHARS:
         raise TraceLakeError(f"max_chars {max_chars} is not between 1 and {MAX_REPORT_CHARS}")
     if offset < 0:
         raise TraceLakeError(f"offset {offset} is negative")
-    trace_id = one_trace(wh, trace)
-    _require_analyses(wh, timeout_s)
-    scope = "trace2_id is null" if compared_with is None else f"trace2_id = {sql_literal(one_trace(wh, compared_with))}"
+    trace_id = one_trace(reader.wh, trace)
+    _require_analyses(reader)
+    scope = "trace2_id is null" if compared_with is None else f"trace2_id = {sql_literal(one_trace(reader.wh, compared_with))}"
     sql = (f"select analysis_md, trace2_id, analyzed_at from analyses where trace_id = {sql_literal(trace_id)} "
            f"and {scope} order by analyzed_at desc limit 1")
-    _, rows = run_query(wh, sql, timeout_s)
+    _, rows = reader.rows(sql)
     if not rows:
         raise TraceLakeError(f"trace {trace_id} has no report" + (" against that trace" if compared_with else "")
                              + "; run `tracelake analyze` on it")

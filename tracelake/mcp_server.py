@@ -94,43 +94,49 @@ def _export(wh: "Warehouse", trace: str, out: str | None, finding: str | None, w
 def build_server(wh: "Warehouse", timeout_s: float | None = None) -> MCPServer:
     """The server over `wh` (which must exist); each SQL statement stops after `timeout_s`
     (default: `tracelake sql`'s, $TRACELAKE_SQL_TIMEOUT_SECONDS)."""
+    from tracelake.api import WarehouseHandle  # noqa: PLC0415 - loads DuckDB
+
     limit = default_timeout() if timeout_s is None else timeout_s
+    handle = WarehouseHandle(wh.root)
     server: MCPServer = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def read(answer: Callable[[answers.Reader], dict[str, Any]]) -> dict[str, Any]:
+        return _answer(lambda: answers.with_reader(handle, limit, answer))
 
     @server.tool()
     def list_traces(page: PageNumber = 1, page_size: PageSize = answers.DEFAULT_PAGE_ROWS) -> dict[str, Any]:
         """The traces in the warehouse (id, file, device, platform, event counts, quality verdict, tags), oldest first."""
-        return _answer(lambda: answers.list_traces(wh, answers.page_of(page, page_size), limit))
+        return read(lambda r: answers.list_traces(r, answers.page_of(page, page_size)))
 
     @server.tool()
     def list_jobs(page: PageNumber = 1, page_size: PageSize = answers.DEFAULT_PAGE_ROWS) -> dict[str, Any]:
         """The multi-rank jobs (the `jobs` table: world size, ranks present and missing, nodes), by name."""
-        return _answer(lambda: answers.list_jobs(wh, answers.page_of(page, page_size), limit))
+        return read(lambda r: answers.list_jobs(r, answers.page_of(page, page_size)))
 
     @server.tool()
     def list_tables(page: PageNumber = 1, page_size: PageSize = answers.DEFAULT_PAGE_ROWS) -> dict[str, Any]:
         """The public tables and views, each with a one-line description (describe_table has the columns)."""
-        return _answer(lambda: answers.list_tables(wh, answers.page_of(page, page_size), limit))
+        return read(lambda r: answers.list_tables(r, answers.page_of(page, page_size)))
 
     @server.tool()
     def describe_table(table: Annotated[str, Field(description="A public table's name, e.g. gpu_timeline.")],
                        page: PageNumber = 1, page_size: PageSize = answers.DEFAULT_PAGE_ROWS) -> dict[str, Any]:
         """One public table: what it holds and its columns (name, type, documented meaning)."""
-        return _answer(lambda: answers.describe_table(wh, table, answers.page_of(page, page_size), limit))
+        return read(lambda r: answers.describe_table(r, table, answers.page_of(page, page_size)))
 
     @server.tool()
     def query(sql: Annotated[str, Field(description="One read-only DuckDB statement (SELECT, DESCRIBE, SHOW, ...).")],
               page: PageNumber = 1, page_size: PageSize = answers.DEFAULT_PAGE_ROWS) -> dict[str, Any]:
         """Run one read-only SQL statement over the warehouse (the rules of `tracelake sql`: statements that write
         or reach outside the warehouse are refused); one page of its rows and their total."""
-        return _answer(lambda: answers.read_only_query(wh, sql, answers.page_of(page, page_size), limit))
+        return read(lambda r: answers.read_only_query(r, sql, answers.page_of(page, page_size)))
 
     @server.tool()
     def list_findings(trace: TraceSelector,
                       finding: Annotated[str | None, Field(description="One finding of the trace's report: P<n>.")] = None,
                       page: PageNumber = 1, page_size: PageSize = answers.DEFAULT_PAGE_ROWS) -> dict[str, Any]:
         """A trace's ranked findings (P1 first) from its latest report, each with the SQL behind its numbers."""
-        return _answer(lambda: answers.trace_findings(wh, trace, finding, answers.page_of(page, page_size), limit))
+        return read(lambda r: answers.trace_findings(r, trace, finding, answers.page_of(page, page_size)))
 
     @server.tool()
     def read_report(trace: TraceSelector,
@@ -141,7 +147,7 @@ def build_server(wh: "Warehouse", timeout_s: float | None = None) -> MCPServer:
                     compared_with: Annotated[str | None, Field(description="Trace 2 of a comparative report.")] = None,
                     ) -> dict[str, Any]:
         """A chunk of a trace's report (analysis.md), with the list of its sections; next_offset reads on."""
-        return _answer(lambda: answers.report(wh, trace, compared_with, section, offset, max_chars, limit))
+        return read(lambda r: answers.report(r, trace, compared_with, section, offset, max_chars))
 
     @server.tool()
     def compare(baseline: Annotated[str, Field(description="Baseline traces (a selector; job:NAME for a job).")],
