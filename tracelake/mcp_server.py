@@ -3,6 +3,7 @@
 tracelake/mcp_answers.py's; this module declares the tools and turns every failure into one
 clear tool error (never a traceback), as the CLI turns them into one stderr line."""
 
+import math
 import sys
 import tempfile
 from collections.abc import Callable
@@ -57,7 +58,7 @@ def _comparison(wh: "Warehouse", baseline: str, candidate: str, threshold_pct: f
     from tracelake.compare_command import compare_selectors  # noqa: PLC0415
     from tracelake.job_commands import compare_jobs_command, job_comparison_sides  # noqa: PLC0415
 
-    if threshold_pct is not None and not threshold_pct >= 0:
+    if threshold_pct is not None and not (math.isfinite(threshold_pct) and threshold_pct >= 0):
         raise TraceLakeError(f"threshold_pct {threshold_pct:g} is not a percentage >= 0")
     if not 1 <= top <= answers.MAX_PAGE_ROWS:
         raise TraceLakeError(f"top {top} is not between 1 and {answers.MAX_PAGE_ROWS}")
@@ -66,7 +67,7 @@ def _comparison(wh: "Warehouse", baseline: str, candidate: str, threshold_pct: f
     if job_sides is not None:
         text, regressed = compare_jobs_command(wh, job_sides, config.threshold_percent, "md")
         return {"sql": None, "regression": regressed, "report_md": text[:answers.MAX_REPORT_CHARS],
-                "report_chars": len(text)}
+                "report_chars": len(text), "truncated": len(text) > answers.MAX_REPORT_CHARS}
     verdict = compare_selectors(wh, baseline, candidate, config, jobs=1, ingest_new=False)
     sides = {name: side.model_dump(include={"trace_ids", "file_names", "devices", "sample_source", "sample_count",
                                             "kernel_time_mean_ms"})
@@ -140,14 +141,16 @@ def build_server(wh: "Warehouse", timeout_s: float | None = None) -> MCPServer:
 
     @server.tool()
     def read_report(trace: TraceSelector,
-                    section: Annotated[str | None, Field(description="A section's number or heading (default: all).")] = None,
+                    section: Annotated[int | str | None, Field(description="A section's number or heading (default: all).")]
+                    = None,
                     offset: Annotated[int, Field(description="Character offset into the section.")] = 0,
                     max_chars: Annotated[int, Field(description=f"At most this many characters (<= {answers.MAX_REPORT_CHARS}).")]
                     = answers.DEFAULT_REPORT_CHARS,
                     compared_with: Annotated[str | None, Field(description="Trace 2 of a comparative report.")] = None,
                     ) -> dict[str, Any]:
         """A chunk of a trace's report (analysis.md), with the list of its sections; next_offset reads on."""
-        return read(lambda r: answers.report(r, trace, compared_with, section, offset, max_chars))
+        return read(lambda r: answers.report(r, trace, compared_with, None if section is None else str(section), offset,
+                                                 max_chars))
 
     @server.tool()
     def compare(baseline: Annotated[str, Field(description="Baseline traces (a selector; job:NAME for a job).")],

@@ -40,7 +40,7 @@ from tracelake.shipped_plan import (
     read_compiled_plan,
     write_compiled_plan,
 )
-from tracelake.table_docs import DOCS_FILE, docs_from_manifest, write_docs
+from tracelake.table_docs import DOCS_FILE, docs_from_manifest, read_docs, write_docs
 from tracelake.warehouse import Warehouse
 
 _NEW_TRACE_FILTER = re.compile(r"[\w.\"]+ in \('" + re.escape(NEW_TRACE_IDS_PLACEHOLDER) + r"'\)")
@@ -160,8 +160,8 @@ def differences(compiled: Path, shipped: Path) -> list[str]:
         listed = {f"{node.name}.sql" for node in plans.build.nodes}
         found += [f"{MODELS_FOLDER}/{file.name}: in {folder}, but in no plan"
                   for file in sorted((folder / MODELS_FOLDER).glob("*.sql")) if file.name not in listed]
-    if (compiled / DOCS_FILE).read_bytes() != ((shipped / DOCS_FILE).read_bytes() if (shipped / DOCS_FILE).is_file() else b""):
-        found.append(f"{DOCS_FILE}: the tables' documentation differs")
+    if read_docs(compiled) != read_docs(shipped):
+        found.append(f"{DOCS_FILE}: the public tables' documentation differs")
     return found + _differing_seeds(compiled, shipped)
 
 

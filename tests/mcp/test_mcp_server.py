@@ -148,6 +148,7 @@ def test_a_finding_carries_the_sql_that_gives_its_numbers(analyzed: AnalyzedWare
             chunk = await call("read_report", trace=analyzed.h100, section=section, offset=offset, max_chars=500)
             text, offset = text + chunk["text"], chunk["next_offset"]
         assert text.split("\n", 1)[0].lstrip("# ") == section
+        assert (await call("read_report", trace=analyzed.h100, section=2, max_chars=500))["text"] == text[:500]
         whole_lines = set(whole.splitlines())
         assert all(line in whole_lines for line in text.splitlines() if "inline image" not in line)
         # the report's inline chart (a 100 kB base64 line) reaches the agent as a note of its size
