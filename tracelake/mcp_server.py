@@ -3,6 +3,7 @@
 tracelake/mcp_answers.py's; this module declares the tools and turns every failure into one
 clear tool error (never a traceback), as the CLI turns them into one stderr line."""
 
+import json
 import math
 import sys
 import tempfile
@@ -10,8 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
+import pydantic_core
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from tracelake import mcp_answers as answers
@@ -35,12 +38,15 @@ TraceSelector = Annotated[str, Field(description=(
     "naming one trace."))]
 
 
-def _answer(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """`run()`'s answer; a failure becomes a ToolError of one line (the agent reads it and retries)."""
+def _answer(run: Callable[[], dict[str, Any]]) -> CallToolResult:
+    """`run()`'s answer as compact JSON text (the SDK would indent it: a third more to read) and as
+    structured content; a failure becomes a ToolError of one line (the agent reads it and retries)."""
     import click  # noqa: PLC0415 - typer's; loaded by now
 
     try:
-        return run()
+        answer = run()
+        text = pydantic_core.to_json(answer).decode()  # NaN and infinities as null: strict JSON
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=json.loads(text))
     except ToolError:
         raise
     except click.ClickException as exc:  # the export command's usage mistakes
@@ -101,33 +107,33 @@ def build_server(wh: "Warehouse", timeout_s: float | None = None) -> MCPServer:
     handle = WarehouseHandle(wh.root)
     server: MCPServer = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
 
-    def read(answer: Callable[[answers.Reader], dict[str, Any]]) -> dict[str, Any]:
+    def read(answer: Callable[[answers.Reader], dict[str, Any]]) -> CallToolResult:
         return _answer(lambda: answers.with_reader(handle, limit, answer))
 
     @server.tool()
-    def list_traces(page: PageNumber = 1, page_size: PageSize = answers.DEFAULT_PAGE_ROWS) -> dict[str, Any]:
+    def list_traces(page: PageNumber = 1, page_size: PageSize = answers.DEFAULT_PAGE_ROWS) -> CallToolResult:
         """The traces in the warehouse (id, file, device, platform, event counts, quality verdict, tags), oldest first."""
         return read(lambda r: answers.list_traces(r, answers.page_of(page, page_size)))
 
     @server.tool()
-    def list_jobs(page: PageNumber = 1, page_size: PageSize = answers.DEFAULT_PAGE_ROWS) -> dict[str, Any]:
+    def list_jobs(page: PageNumber = 1, page_size: PageSize = answers.DEFAULT_PAGE_ROWS) -> CallToolResult:
         """The multi-rank jobs (the `jobs` table: world size, ranks present and missing, nodes), by name."""
         return read(lambda r: answers.list_jobs(r, answers.page_of(page, page_size)))
 
     @server.tool()
-    def list_tables(page: PageNumber = 1, page_size: PageSize = answers.DEFAULT_PAGE_ROWS) -> dict[str, Any]:
+    def list_tables(page: PageNumber = 1, page_size: PageSize = answers.DEFAULT_PAGE_ROWS) -> CallToolResult:
         """The public tables and views, each with a one-line description (describe_table has the columns)."""
         return read(lambda r: answers.list_tables(r, answers.page_of(page, page_size)))
 
     @server.tool()
     def describe_table(table: Annotated[str, Field(description="A public table's name, e.g. gpu_timeline.")],
-                       page: PageNumber = 1, page_size: PageSize = answers.DEFAULT_PAGE_ROWS) -> dict[str, Any]:
+                       page: PageNumber = 1, page_size: PageSize = answers.DEFAULT_PAGE_ROWS) -> CallToolResult:
         """One public table: what it holds and its columns (name, type, documented meaning)."""
         return read(lambda r: answers.describe_table(r, table, answers.page_of(page, page_size)))
 
     @server.tool()
     def query(sql: Annotated[str, Field(description="One read-only DuckDB statement (SELECT, DESCRIBE, SHOW, ...).")],
-              page: PageNumber = 1, page_size: PageSize = answers.DEFAULT_PAGE_ROWS) -> dict[str, Any]:
+              page: PageNumber = 1, page_size: PageSize = answers.DEFAULT_PAGE_ROWS) -> CallToolResult:
         """Run one read-only SQL statement over the warehouse (the rules of `tracelake sql`: statements that write
         or reach outside the warehouse are refused); one page of its rows and their total."""
         return read(lambda r: answers.read_only_query(r, sql, answers.page_of(page, page_size)))
@@ -135,7 +141,7 @@ def build_server(wh: "Warehouse", timeout_s: float | None = None) -> MCPServer:
     @server.tool()
     def list_findings(trace: TraceSelector,
                       finding: Annotated[str | None, Field(description="One finding of the trace's report: P<n>.")] = None,
-                      page: PageNumber = 1, page_size: PageSize = answers.DEFAULT_PAGE_ROWS) -> dict[str, Any]:
+                      page: PageNumber = 1, page_size: PageSize = answers.DEFAULT_PAGE_ROWS) -> CallToolResult:
         """A trace's ranked findings (P1 first) from its latest report, each with the SQL behind its numbers."""
         return read(lambda r: answers.trace_findings(r, trace, finding, answers.page_of(page, page_size)))
 
@@ -147,7 +153,7 @@ def build_server(wh: "Warehouse", timeout_s: float | None = None) -> MCPServer:
                     max_chars: Annotated[int, Field(description=f"At most this many characters (<= {answers.MAX_REPORT_CHARS}).")]
                     = answers.DEFAULT_REPORT_CHARS,
                     compared_with: Annotated[str | None, Field(description="Trace 2 of a comparative report.")] = None,
-                    ) -> dict[str, Any]:
+                    ) -> CallToolResult:
         """A chunk of a trace's report (analysis.md), with the list of its sections; next_offset reads on."""
         return read(lambda r: answers.report(r, trace, compared_with, None if section is None else str(section), offset,
                                                  max_chars))
@@ -157,7 +163,7 @@ def build_server(wh: "Warehouse", timeout_s: float | None = None) -> MCPServer:
                 candidate: Annotated[str, Field(description="Candidate traces, given like the baseline.")],
                 threshold_pct: Annotated[float | None, Field(description="Percent slower that is a regression.")] = None,
                 top: Annotated[int, Field(description="Category and op changes listed, largest first.")]
-                = answers.DEFAULT_COMPARE_ITEMS) -> dict[str, Any]:
+                = answers.DEFAULT_COMPARE_ITEMS) -> CallToolResult:
         """The regression verdict of `tracelake compare`: headline GPU times, the largest category and op changes."""
         return _answer(lambda: _comparison(wh, baseline, candidate, threshold_pct, top))
 
@@ -168,7 +174,7 @@ def build_server(wh: "Warehouse", timeout_s: float | None = None) -> MCPServer:
                       finding: Annotated[str | None, Field(description="P<n>: that finding's window.")] = None,
                       window: Annotated[str | None, Field(description="START:END in trace microseconds.")] = None,
                       step: Annotated[int | None, Field(description="ProfilerStep#N's span.")] = None,
-                      force: Annotated[bool, Field(description="Replace `out` if it exists.")] = False) -> dict[str, Any]:
+                      force: Annotated[bool, Field(description="Replace `out` if it exists.")] = False) -> CallToolResult:
         """Write a window of a trace as Chrome-trace JSON for Perfetto (as `tracelake export`); answers where it was
         written and what it holds, not the JSON."""
         return _answer(lambda: _export(wh, trace, out, finding, window, step, force))
