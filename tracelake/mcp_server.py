@@ -3,6 +3,8 @@
 tracelake/mcp_answers.py's; this module declares the tools and turns every failure into one
 clear tool error (never a traceback), as the CLI turns them into one stderr line."""
 
+# No `from __future__ import annotations` here: the SDK reads the tools' annotations (Annotated
+# with their descriptions) to publish their input schemas, and they are closures.
 import json
 import math
 import sys
