@@ -4,8 +4,9 @@ trace's findings overlaid on a track of their own (`tracelake export`).
 The events come from the `events` mart (every event of the trace: its phase, category, name, times,
 pid / tid, flow id and args), chosen by reports/trace_window_events.py (a window with the host side of
 its GPU work, a step with the GPU work it launched, flows only whole) with the source's top-level keys
-(`trace_headers`); the windows from `findings` (ts_start_us / ts_end_us) and `profiler_steps`. A job (`job_trace`) exports as one file: its ranks' events on the job clock of
-`collective_calls` (docs/jobs.md), one process per rank."""
+(`trace_headers`); the windows from `findings` (ts_start_us / ts_end_us) and `profiler_steps`. A job
+(`job_trace`) exports as one file: its ranks' events on the job clock of `collective_calls`
+(docs/jobs.md), one process per rank."""
 
 from __future__ import annotations
 

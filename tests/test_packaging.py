@@ -58,7 +58,7 @@ def test_the_wheel_holds_one_package_with_its_data(installed: tuple[Path, Path])
     tops = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
     assert tops == {"tracelake"}
     for expected in ("tracelake/ingest/decode.py", "tracelake/analyzers/gemm.py", "tracelake/compiled/plan.json",
-                     "tracelake/compiled/models/gpu_timeline.sql", "tracelake/compiled/seeds/platforms.parquet",
+                     "tracelake/compiled/docs.json", "tracelake/compiled/models/gpu_timeline.sql", "tracelake/compiled/seeds/platforms.parquet",
                      "tracelake/agents/templates/compute.md.j2", "tracelake/reports/templates/analysis.md.j2",
                      "tracelake/analyzers/advice/gemm.toml"):
         assert expected in names, expected

@@ -9,7 +9,7 @@ from markdown_it import MarkdownIt
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 COMMANDS = ("ingest", "analyze", "platforms", "build", "sql", "traces", "dashboard", "compare", "rm", "tag", "export",
-            "files", "vacuum", "migrate", "help")
+            "files", "vacuum", "migrate", "mcp", "help")
 
 
 def _fence_line(line: str) -> bool:

@@ -367,10 +367,17 @@ def export(
 ) -> None:
     """Write a window of a trace (a finding's, a step's or START:END; default the whole trace) as a
     Chrome trace for Perfetto or chrome://tracing, with the findings on a track of their own."""
-    from tracelake.export_command import check_export_options, export_command  # noqa: PLC0415
+    from tracelake.export_command import ExportRequest, export_window  # noqa: PLC0415
 
-    check_export_options(out, finding, window, step, force)
-    print(export_command(_warehouse(warehouse), trace, out, finding, window, step, critical_path))
+    print(export_window(_warehouse(warehouse), ExportRequest(trace, out, finding, window, step, force, critical_path)).summary)
+
+
+@app.command(epilog="Example: tracelake mcp --warehouse runs/wh   (an agent runner starts it: docs/mcp.md)")
+def mcp(warehouse: WarehouseOption = None) -> None:
+    """Serve the warehouse read-only to an AI agent over the Model Context Protocol (stdio; docs/mcp.md)."""
+    from tracelake.mcp_server import serve  # noqa: PLC0415 - see the note on the imports
+
+    serve(_warehouse(warehouse))
 
 
 @app.command("rm", epilog="Example: tracelake rm model=bert,run=nightly-41   (or a trace id, or the trace file)")
@@ -433,12 +440,10 @@ def compare(
 ) -> None:
     """Regression verdict for CI: exit 0 = no regression beyond the threshold, 1 = regression, 2 = bad input,
     3 = internal error."""
-    import duckdb  # noqa: PLC0415 - see the note on the imports
-
-    from tracelake.analyzers.regression import CompareSettings, compare as compare_traces  # noqa: PLC0415
+    from tracelake.analyzers.regression import CompareSettings  # noqa: PLC0415 - see the note on the imports
+    from tracelake.compare_command import compare_selectors  # noqa: PLC0415
     from tracelake.job_commands import compare_jobs_command, job_comparison_sides  # noqa: PLC0415
     from tracelake.reports.regression_md import render_regression_md  # noqa: PLC0415
-    from tracelake.selectors import resolve_traces  # noqa: PLC0415
 
     if threshold_pct is not None and not (math.isfinite(threshold_pct) and threshold_pct >= 0):
         raise typer.BadParameter(f"{threshold_pct:g} is not a percentage >= 0", param_hint="--threshold-pct")
@@ -450,16 +455,7 @@ def compare(
         printed, regressed = compare_jobs_command(wh, job_sides, config.threshold_percent, output_format.value)
         print(printed, end="")
         raise typer.Exit(EXIT_FAILED if regressed else 0)
-    try:
-        baseline_ids = resolve_traces(wh, baseline, jobs or default_jobs())
-        candidate_ids = resolve_traces(wh, candidate, jobs or default_jobs())
-        with wh.connect_read_only() as con:
-            verdict = compare_traces(con, baseline_ids, candidate_ids, config)
-            verdict.warehouse_snapshot = wh.snapshot_of(con)
-    except duckdb.CatalogException as exc:
-        missing = str(exc).splitlines()[0]
-        raise WarehouseError(f"warehouse {wh.root} lacks a table compare reads ({missing}); it was built by an "
-                             f"older TraceLake: run `tracelake build --warehouse {wh.root}`") from None
+    verdict = compare_selectors(wh, baseline, candidate, config, jobs or default_jobs())
     if output_format is CompareFormat.json:
         print(verdict.model_dump_json(indent=1))
     else:

@@ -1,17 +1,39 @@
-"""`tracelake export TRACE`: a window of one stored trace (a finding's, a step's, START:END or the whole
-trace) as a Chrome trace for Perfetto (reports/trace_export.py), or a job's ranks as one
-(tracelake/job_commands.py)."""
+"""`tracelake export` (and `tracelake mcp`'s export tool): write a window of a stored trace, or of a
+job, as Chrome-trace JSON (reports/trace_export.py makes the document)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from tracelake.core.errors import TraceLakeError
-from tracelake.output import write_json_file
-from tracelake.warehouse import Warehouse
+
+if TYPE_CHECKING:
+    from tracelake.warehouse import Warehouse
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    trace: str  # a stored-trace selector, or job:NAME
+    out: Path
+    finding: str | None = None  # P<n>
+    window: str | None = None  # START:END in trace microseconds
+    step: int | None = None  # ProfilerStep#N
+    force: bool = False
+    critical_path: bool = False  # mark the critical_path mart's nodes and chain them with flow arrows
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    out: Path
+    summary: str  # the line `tracelake export` prints
+    event_count: int | None  # the trace's events written (None for a job: its summary counts them)
+    start_us: float | None
+    end_us: float | None
 
 
 def _finding_rank(finding: str | None) -> int | None:
@@ -23,22 +45,11 @@ def _finding_rank(finding: str | None) -> int | None:
     return int(match.group(1))
 
 
-def check_export_options(out: Path, finding: str | None, window: str | None, step: int | None, force: bool) -> None:
-    """Refuse conflicting windows and an --out that is not JSON or exists (without --force)."""
-    chosen = [name for name, value in (("--finding", finding), ("--window", window), ("--step", step)) if value is not None]
-    if len(chosen) > 1:
-        raise typer.BadParameter(f"give one of --finding, --window and --step, not {' and '.join(chosen)}")
-    _finding_rank(finding)
-    if not out.name.endswith((".json", ".json.gz")):
-        raise typer.BadParameter(f"{out} does not end in .json or .json.gz", param_hint="--out")
-    if out.exists() and not force:
-        raise TraceLakeError(f"{out} exists; pass --force to replace it, or choose another --out")
-
-
-def export_command(wh: Warehouse, trace: str, out: Path, finding: str | None, window: str | None, step: int | None,
-                   critical_path: bool) -> str:
-    """Write the export and return the line to print."""
+def export_window(wh: Warehouse, request: ExportRequest) -> ExportResult:
+    """Write the requested window (a finding's, a step's, START:END, or the whole trace); a usage
+    mistake is typer.BadParameter, anything else the user can fix a TraceLakeError."""
     from tracelake.job_commands import export_job_command  # noqa: PLC0415
+    from tracelake.output import write_json_file  # noqa: PLC0415
     from tracelake.reports.trace_export import (  # noqa: PLC0415
         FINDINGS_PID,
         finding_window,
@@ -50,29 +61,38 @@ def export_command(wh: Warehouse, trace: str, out: Path, finding: str | None, wi
     )
     from tracelake.selectors import resolve_traces  # noqa: PLC0415
 
-    if trace.strip().lower().startswith("job:"):  # a job: its ranks on the job clock (tracelake/job_commands.py)
-        if finding is not None or step is not None or critical_path:
+    chosen = [name for name, value in (("--finding", request.finding), ("--window", request.window),
+                                       ("--step", request.step)) if value is not None]
+    if len(chosen) > 1:
+        raise typer.BadParameter(f"give one of --finding, --window and --step, not {' and '.join(chosen)}")
+    rank = _finding_rank(request.finding)
+    out = request.out
+    if not out.name.endswith((".json", ".json.gz")):
+        raise typer.BadParameter(f"{out} does not end in .json or .json.gz", param_hint="--out")
+    if out.exists() and not request.force:
+        raise TraceLakeError(f"{out} exists; pass --force to replace it, or choose another --out")
+    if request.trace.strip().lower().startswith("job:"):  # a job: its ranks on the job clock (tracelake/job_commands.py)
+        if rank is not None or request.step is not None or request.critical_path:
             raise typer.BadParameter("a job is exported whole or by --window START:END (job-clock us)")
-        return export_job_command(wh, trace, window, out)
-    trace_ids = resolve_traces(wh, trace, ingest_new=False)
+        return ExportResult(out, export_job_command(wh, request.trace, request.window, out), None, None, None)
+    trace_ids = resolve_traces(wh, request.trace, ingest_new=False)
     if len(trace_ids) != 1:
-        raise TraceLakeError(f"{trace!r} names {len(trace_ids)} traces; export takes one (give its trace id)")
+        raise TraceLakeError(f"{request.trace!r} names {len(trace_ids)} traces; export takes one (give its trace id)")
     trace_id = trace_ids[0]
-    rank = _finding_rank(finding)
     with wh.connect_read_only() as con:
         if rank is not None:
-            chosen_window = finding_window(con, trace_id, rank)
-        elif step is not None:
-            chosen_window = step_window(con, trace_id, step)
-        elif window is not None:
-            chosen_window = within_trace(con, trace_id, parse_window(window))
+            window = finding_window(con, trace_id, rank)
+        elif request.step is not None:
+            window = step_window(con, trace_id, request.step)
+        elif request.window is not None:
+            window = within_trace(con, trace_id, parse_window(request.window))
         else:
-            chosen_window = whole_trace(con, trace_id)
-        document = trimmed_trace(con, trace_id, chosen_window, critical_path)
+            window = whole_trace(con, trace_id)
+        document = trimmed_trace(con, trace_id, window, request.critical_path)
     write_json_file(out, document)
     events = sum(1 for e in document["traceEvents"] if e.get("pid") != FINDINGS_PID and e["ph"] != "M")
     marked = sum(1 for e in document["traceEvents"] if "critical_path" in (e.get("args") or {}))
-    path_note = f", {marked} on the critical path" if critical_path else ""
-    return (f"wrote {out}: {chosen_window.label}, {events} events{path_note} in {chosen_window.start_us:.1f}-"
-            f"{chosen_window.end_us:.1f} us ({(chosen_window.end_us - chosen_window.start_us) / 1000:.3f} ms); "
-            "open it in https://ui.perfetto.dev or chrome://tracing")
+    path_note = f", {marked} on the critical path" if request.critical_path else ""
+    summary = (f"wrote {out}: {window.label}, {events} events{path_note} in {window.start_us:.1f}-{window.end_us:.1f} us "
+               f"({(window.end_us - window.start_us) / 1000:.3f} ms); open it in https://ui.perfetto.dev or chrome://tracing")
+    return ExportResult(out, summary, events, window.start_us, window.end_us)

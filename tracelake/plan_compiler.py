@@ -40,6 +40,7 @@ from tracelake.shipped_plan import (
     read_compiled_plan,
     write_compiled_plan,
 )
+from tracelake.table_docs import DOCS_FILE, docs_from_manifest, read_docs, write_docs
 from tracelake.warehouse import Warehouse
 
 _NEW_TRACE_FILTER = re.compile(r"[\w.\"]+ in \('" + re.escape(NEW_TRACE_IDS_PLACEHOLDER) + r"'\)")
@@ -95,7 +96,8 @@ def _build_nodes(nodes: dict[str, dict]) -> tuple[list[SeedEntry], list[BuildNod
 
 
 def compile_shipped_plans(out: Path, scratch: Path) -> None:
-    """Write the build plan, the incremental plan and the seeds into `out` (replaced whole)."""
+    """Write the build plan, the incremental plan, the seeds and the public tables' documentation into
+    `out` (replaced whole)."""
     warehouse = _scratch_warehouse(scratch / "warehouse")
     incremental = IncrementalPlan.from_json(warehouse.plan_path.read_bytes())
     work = scratch / "compile"
@@ -108,6 +110,7 @@ def compile_shipped_plans(out: Path, scratch: Path) -> None:
     staged = scratch / "out"
     with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
         write_compiled_plan(staged, build, incremental, con)
+    write_docs(staged, docs_from_manifest(manifest))
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(staged, out)
@@ -157,6 +160,8 @@ def differences(compiled: Path, shipped: Path) -> list[str]:
         listed = {f"{node.name}.sql" for node in plans.build.nodes}
         found += [f"{MODELS_FOLDER}/{file.name}: in {folder}, but in no plan"
                   for file in sorted((folder / MODELS_FOLDER).glob("*.sql")) if file.name not in listed]
+    if read_docs(compiled) != read_docs(shipped):
+        found.append(f"{DOCS_FILE}: the public tables' documentation differs")
     return found + _differing_seeds(compiled, shipped)
 
 

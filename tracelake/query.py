@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -48,31 +49,37 @@ def run_query(wh: Warehouse, query: str, timeout_s: float, snapshot: int | None 
     a lakehouse warehouse, over `snapshot` when given."""
     # locked down (tracelake/sql_guard.py)
     with wh.connect_read_only(snapshot=snapshot) as con:
-        expired = threading.Event()
+        return run_on(con, wh.root, query, timeout_s)
 
-        def stop() -> None:
-            expired.set()  # before the interrupt: the query's error may reach the except below at once
-            con.interrupt()
 
-        timer = threading.Timer(timeout_s, stop) if timeout_s > 0 else None
-        try:
-            check_query(con, query)
-            if timer is not None:
-                timer.daemon = True
-                timer.start()
-            result = con.execute(query)
-            columns = [d[0] for d in result.description] if result.description else []
-            return columns, result.fetchall() if columns else []
-        except duckdb.InterruptException:
-            if expired.is_set():
-                raise QueryTimeout(f"query stopped after {timeout_s:g} s (--timeout); narrow it, or raise "
-                                   "--timeout (0 = no limit)") from None
-            raise
-        except duckdb.PermissionException as exc:  # a file or URL outside the warehouse
-            raise refused_access(str(exc), wh.root, readable_folder(con)) from None
-        except duckdb.Error as exc:
-            first_line = str(exc).strip().splitlines()[0]
-            raise TraceLakeError(f"query failed: {first_line}") from None
-        finally:
-            if timer is not None:
-                timer.cancel()
+def run_on(con: duckdb.DuckDBPyConnection, warehouse_root: Path, query: str, timeout_s: float) -> tuple[list[str], list[tuple]]:
+    """`run_query` on a read-only connection the caller holds (Warehouse.connect_read_only), so that
+    several queries share one: the same guard, time limit and errors."""
+    expired = threading.Event()
+
+    def stop() -> None:
+        expired.set()  # before the interrupt: the query's error may reach the except below at once
+        con.interrupt()
+
+    timer = threading.Timer(timeout_s, stop) if timeout_s > 0 else None
+    try:
+        check_query(con, query)
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
+        result = con.execute(query)
+        columns = [d[0] for d in result.description] if result.description else []
+        return columns, result.fetchall() if columns else []
+    except duckdb.InterruptException:
+        if expired.is_set():
+            raise QueryTimeout(f"query stopped after {timeout_s:g} s (--timeout); narrow it, or raise "
+                               "--timeout (0 = no limit)") from None
+        raise
+    except duckdb.PermissionException as exc:  # a file or URL outside the warehouse
+        raise refused_access(str(exc), warehouse_root, readable_folder(con)) from None
+    except duckdb.Error as exc:
+        first_line = str(exc).strip().splitlines()[0]
+        raise TraceLakeError(f"query failed: {first_line}") from None
+    finally:
+        if timer is not None:
+            timer.cancel()

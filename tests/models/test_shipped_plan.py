@@ -25,6 +25,7 @@ from tracelake.shipped_plan import (
     read_compiled_plan,
     write_compiled_plan,
 )
+from tracelake.table_docs import DOCS_FILE, TableDoc, read_docs, write_docs
 from tracelake.warehouse import Warehouse
 
 pytestmark = pytest.mark.usefixtures("classic_layout")  # the dbt-built plan of the classic layout; tests/lake: the lakehouse's rebuild
@@ -61,7 +62,15 @@ def test_the_compiled_folder_reads_back_as_written(tmp_path: Path) -> None:
         for seed in plans.build.seeds:
             con.execute(f"create table {seed.relation} as select * from read_parquet(?)", [plans.seed_file(seed).as_posix()])
         write_compiled_plan(tmp_path / "compiled", plans.build, plans.incremental, con)
+    docs = read_docs()
+    write_docs(tmp_path / "compiled", list(docs.values()))
     assert differences(tmp_path / "compiled", SHIPPED_DIR) == []
+    # the yml's column docs ship with the plan (tracelake mcp's describe_table reads them): a drift shows
+    assert docs["gpu_timeline"].columns["busy_time_percent"].startswith("busy_time_ms as a percent of total_time_ms")
+    write_docs(tmp_path / "compiled", [*(d for d in docs.values() if d.name != "findings"),
+                                       TableDoc("findings", "edited", docs["findings"].columns)])
+    assert differences(tmp_path / "compiled", SHIPPED_DIR) == [f"{DOCS_FILE}: the public tables' documentation differs"]
+    write_docs(tmp_path / "compiled", list(docs.values()))
     again = read_compiled_plan(tmp_path / "compiled")
     assert (again.build, again.incremental) == (plans.build, plans.incremental)
     (tmp_path / "compiled" / MODELS_FOLDER / "gpu_timeline.sql").unlink()
