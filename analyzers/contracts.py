@@ -92,6 +92,7 @@ class AnalysisContext(BaseModel):
     # the GPU whose roofline the % of roofline figures are read against, in words: "this GPU", or the
     # platform named when it is not the trace's device (--platform, or a device no platform row matches)
     roofline_gpu: str = "this GPU"
+    roofline_assumed: bool = False  # the roofline platform is assumed: the trace names no device the seed knows
     vendor: str | None = None  # the roofline platform's vendor (platforms seed): whose libraries advice names
     computation_time_ms: float
     quality_verdicts: dict[str, str] = Field(default_factory=dict)  # trace_quality check -> verdict

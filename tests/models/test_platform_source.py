@@ -1,0 +1,129 @@
+"""Whose word a trace's platform is, on the real traces that showed a guessed platform as a fact.
+
+A V100 and an A100 rank of the shared jobs name their GPU; a B200 and an H100 trace with their `deviceProperties`
+removed (as an exported or hand-trimmed trace comes) names none, and a torch.compile trace renamed to
+a GPU the platforms seed does not know names one nobody knows. `runs` labels each with the GPU it
+ran on, or with nothing, never with the MI300X roofline assumed for analysis; `platform_source` says
+whose word the platform is, and a report of an assumed roofline says so in its title, its roofline
+headers and every % of roofline above 100 %.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TRACES, run_cli
+from tests.reports.trace_variants import write_with_device_name
+from tracelake.ingestion import ingest_paths
+from tracelake.warehouse import Warehouse
+
+SINGLE_RANKS = Path("/work/shared/traces/jobs/single_ranks")
+V100_RANK = SINGLE_RANKS / "df_index_resolver__rank1_of_2__v100.json.gz"  # Tesla V100-SXM2-32GB
+A100_RANK = SINGLE_RANKS / "negative_queue__rank0_of_16__a100.json.gz"  # NVIDIA A100-SXM4-80GB
+B200 = TRACES / "b200" / "eager_trace.json.gz"
+H100_TIMESFORMER = TRACES / "h100" / "facebook_timesformer-base-finetuned-k400__1016002.json.gz"
+SMALL = TRACES / "torch_compile_triton" / "trace.json.gz"
+
+pytestmark = pytest.mark.skipif(not SINGLE_RANKS.is_dir(), reason="the shared job traces are not on this machine")
+
+
+def write_without_device(source: Path, target: Path) -> None:
+    """A real trace with its deviceProperties key removed: a trace that names no device."""
+    with gzip.open(source, "rt") as handle:
+        trace = json.load(handle)
+    del trace["deviceProperties"]
+    with gzip.open(target, "wt") as handle:
+        json.dump(trace, handle)
+
+
+@pytest.fixture(scope="module")
+def platform_rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple]:
+    """file name -> (runs.platform, runs.platform_source, traces.platform, traces.platform_source)."""
+    folder = tmp_path_factory.mktemp("platform_traces")
+    write_without_device(B200, folder / "b200_no_device.json.gz")
+    write_with_device_name(SMALL, folder / "unknown_gpu.json.gz", "Foo GPU 9000")
+    tagged = tmp_path_factory.mktemp("tagged")
+    write_without_device(SMALL, tagged / "tagged_no_device.json.gz")
+    wh = Warehouse(tmp_path_factory.mktemp("platform_warehouse"))
+    for paths, tags in (([V100_RANK, A100_RANK, folder], {}), ([tagged], {"platform": "H100"})):
+        report = ingest_paths(paths, wh, tags=tags, jobs=2)
+        assert not report.failed, report.failed
+    with wh.connect_read_only() as con:
+        return {row[0]: row[1:] for row in con.execute(
+            "select runs.file_name, runs.platform, runs.platform_source, traces.platform, traces.platform_source "
+            "from runs join traces using (trace_id)").fetchall()}
+
+
+@pytest.mark.parametrize(("file_name", "expected"), [
+    (V100_RANK.name, ("V100_SXM2", "trace device", "V100_SXM2", "trace device")),
+    (A100_RANK.name, ("A100", "trace device", "A100", "trace device")),
+    # no device: no label in runs (the dashboard says "platform unknown"); MI300X only as the roofline assumed
+    ("b200_no_device.json.gz", (None, "assumed", "MI300X", "assumed")),
+    # a GPU the seed does not know: labelled with the trace's own device name, never MI300X
+    ("unknown_gpu.json.gz", ("Foo GPU 9000", "assumed", "MI300X", "assumed")),
+    # the platform tag names it
+    ("tagged_no_device.json.gz", ("H100", "tag", "MI300X", "assumed")),
+])
+def test_runs_label_each_trace_with_the_gpu_it_ran_on(platform_rows: dict[str, tuple], file_name: str,
+                                                      expected: tuple) -> None:
+    assert platform_rows[file_name] == expected
+
+
+@pytest.fixture(scope="module")
+def assumed_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, dict]:
+    """(stderr, analysis.md, run.json) of the H100 TimeSformer trace without deviceProperties: its
+    bf16 addmm run at 102-105 % of the MI300X roofline assumed for it."""
+    folder = tmp_path_factory.mktemp("assumed")
+    trace = folder / "timesformer_no_device.json.gz"
+    write_without_device(H100_TIMESFORMER, trace)
+    result = run_cli("analyze", str(trace), "--warehouse", str(folder / "wh"), "--out", str(folder / "out"))
+    assert result.returncode == 0, result.stderr
+    out = folder / "out"
+    return result.stderr, (out / "analysis.md").read_text(), json.loads((out / "metadata" / "run.json").read_text())
+
+
+def test_an_assumed_roofline_is_one_warning_line(assumed_report: tuple[str, str, dict]) -> None:
+    stderr, _, run = assumed_report
+    assert run["platform"] == "MI300X" and run["platform_source"] == "assumed"
+    warned = [line for line in stderr.splitlines() if "roofline assumed" in line]
+    assert warned == ["warning: the trace: roofline assumed MI300X, it names no device; pass --platform PLATFORM "
+                      "to read it against its GPU (tracelake platforms lists them)"]
+
+
+def test_the_report_says_the_roofline_is_assumed(assumed_report: tuple[str, str, dict]) -> None:
+    _, markdown, _ = assumed_report
+    lines = markdown.splitlines()
+    assert lines[0] == ("# TimesformerForVideoClassification - MI300X roofline, assumed (the trace names no device) "
+                        "Standalone Analysis")
+    assert any(line.startswith("> **Assumed roofline.** The trace names no device") for line in lines)
+    assert "| % of Roofline of the assumed MI300X roofline |" in markdown
+    assert "- **Platform**: AMD Instinct MI300X (`MI300X`): assumed, not the trace's GPU" in lines
+    # a finding's title that reads a % of roofline names the roofline as assumed
+    titled = [line for line in lines if line.startswith("### P") and re.search(r"% of .*roofline", line)]
+    assert titled and all("of the assumed MI300X roofline" in line for line in titled), titled
+
+
+ROOFLINE_PERCENT = re.compile(r"(\d+(?:\.\d+)?)(?:-(\d+(?:\.\d+)?))? % of (?:the )?(?:[\w-]+ )?roofline", re.I)
+ROOFLINE_CELL = re.compile(r"\| (\d+(?:\.\d+)?)% \|")
+
+
+def test_no_op_beats_an_assumed_roofline_unsaid(assumed_report: tuple[str, str, dict]) -> None:
+    """Its addmm above 100 % of the assumed roofline: every line saying so says the roofline is
+    assumed, itself or in the heading of its list or the header of its table."""
+    _, markdown, _ = assumed_report
+    context, above = "", []
+    for line in markdown.splitlines():
+        table_row, list_item = line.startswith("|"), line.startswith("- ")
+        if (table_row and "Roofline" in line) or (line and not table_row and not list_item):
+            context = line
+        figures = [float(v) for m in ROOFLINE_PERCENT.findall(line) for v in m if v]
+        figures += [float(v) for v in ROOFLINE_CELL.findall(line)] if table_row and "Roofline" in context else []
+        if any(figure > 100 for figure in figures):
+            above.append(line)
+            assert "assumed" in line or "assumed" in context, (context, line)
+    assert len(above) >= 3, above  # the top-operations rows, the near-roofline line and the validation warning
