@@ -13,12 +13,14 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import TRACES, run_cli
 from tests.reports.trace_variants import write_with_device_name
+from tracelake.dbt_runner import run_dbt
 from tracelake.ingestion import ingest_paths
 from tracelake.warehouse import Warehouse
 
@@ -28,6 +30,7 @@ A100_RANK = SINGLE_RANKS / "negative_queue__rank0_of_16__a100.json.gz"  # NVIDIA
 B200 = TRACES / "b200" / "eager_trace.json.gz"
 H100_TIMESFORMER = TRACES / "h100" / "facebook_timesformer-base-finetuned-k400__1016002.json.gz"
 SMALL = TRACES / "torch_compile_triton" / "trace.json.gz"
+HTA_RANKS = Path("/work/shared/traces/hta/trace_filter")  # no deviceProperties: a CUDA job's GPU unnamed
 
 pytestmark = pytest.mark.skipif(not SINGLE_RANKS.is_dir(), reason="the shared job traces are not on this machine")
 
@@ -42,8 +45,9 @@ def write_without_device(source: Path, target: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def platform_rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple]:
-    """file name -> (runs.platform, runs.platform_source, traces.platform, traces.platform_source)."""
+def platform_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
+    """The real V100 and A100 ranks, the B200 trace without deviceProperties, a GPU the seed does
+    not know, and a deviceless trace tagged platform=H100."""
     folder = tmp_path_factory.mktemp("platform_traces")
     write_without_device(B200, folder / "b200_no_device.json.gz")
     write_with_device_name(SMALL, folder / "unknown_gpu.json.gz", "Foo GPU 9000")
@@ -53,10 +57,45 @@ def platform_rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple]:
     for paths, tags in (([V100_RANK, A100_RANK, folder], {}), ([tagged], {"platform": "H100"})):
         report = ingest_paths(paths, wh, tags=tags, jobs=2)
         assert not report.failed, report.failed
-    with wh.connect_read_only() as con:
+    # HTA's two sampled ranks of a 128-rank job name no device: ingested as the job trace_filter
+    result = run_cli("ingest", str(HTA_RANKS), "--warehouse", str(wh.root), "--quiet")
+    assert result.returncode == 0, result.stderr
+    return wh
+
+
+@pytest.fixture(scope="module")
+def platform_rows(platform_warehouse: Warehouse) -> dict[str, tuple]:
+    """file name -> (runs.platform, runs.platform_source, traces.platform, traces.platform_source)."""
+    with platform_warehouse.connect_read_only() as con:
         return {row[0]: row[1:] for row in con.execute(
             "select runs.file_name, runs.platform, runs.platform_source, traces.platform, traces.platform_source "
             "from runs join traces using (trace_id)").fetchall()}
+
+
+def test_a_job_of_ranks_naming_no_device_lists_no_platform(platform_warehouse: Warehouse) -> None:
+    """The dashboard's job row shows "platform unknown", not the MI300X roofline assumed for its ranks."""
+    with platform_warehouse.connect_read_only() as con:
+        job = con.execute("select rank_count, platforms from jobs where job_id = 'trace_filter'").fetchone()
+        ranks = con.execute("select distinct platform, platform_source, device_name from job_ranks "
+                            "where job_id = 'trace_filter'").fetchall()
+        labels = con.execute("select distinct platform, platform_source from runs "
+                             "where tags['job'] = 'trace_filter'").fetchall()
+    assert job is not None and job[0] == 2 and not job[1]
+    assert ranks == [("MI300X", "assumed", None)]
+    assert labels == [(None, "assumed")]
+
+
+def test_the_platform_source_rule_and_data_tests_pass(platform_warehouse: Warehouse, tmp_path: Path) -> None:
+    """runs' unit test (tag / known device / unknown device / no device) and the accepted_values of
+    runs', traces' and job_ranks' platform_source on these traces, run by dbt on a copy."""
+    copy = tmp_path / "warehouse.duckdb"  # dbt writes into the database it tests on
+    shutil.copyfile(platform_warehouse.db_path, copy)
+    result = run_dbt(copy, tmp_path / "dbt", ["test", "--select", "runs", "traces", "job_ranks"])
+    statuses = {str(r.node.name): str(getattr(r.status, "value", r.status)) for r in result.results}
+    assert statuses["runs_label_a_platform_only_by_a_tag_or_the_trace_device"] == "pass"
+    source_tests = [name for name in statuses if name.startswith("accepted_values") and "platform_source" in name]
+    assert len(source_tests) == 3, statuses
+    assert set(statuses.values()) == {"pass"}, statuses
 
 
 @pytest.mark.parametrize(("file_name", "expected"), [
