@@ -224,7 +224,7 @@ def test_cli_analyze_end_to_end(analysis_warehouse: Warehouse, tmp_path: Path) -
     result = run_cli("analyze", str(TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"),
                      "--warehouse", str(folder), "--out", str(out), "--quiet")
     assert result.returncode == 0, result.stderr
-    assert (out / "analysis.md").is_file() and "platform H100 (detected)" in result.stdout
+    assert (out / "analysis.md").is_file() and "platform H100 (trace device)" in result.stdout
     bad = run_cli("analyze", str(TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"),
                   "--warehouse", str(folder), "--agents", "llm")
     assert bad.returncode == 2 and "--llm-cmd" in bad.stderr
