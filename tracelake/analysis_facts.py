@@ -65,7 +65,7 @@ class AnalysisFacts:
             trace2_id=self.trace2.trace_id if self.trace2 else None,
             platform2=self.trace2.platform.name if self.trace2 else None,
             e2e_time_ms=_analysis_window_ms(gpu, self.workload), computation_time_ms=gpu.computation_time_ms,
-            roofline_gpu=trace.platform.roofline_gpu, roofline_assumed=trace.platform.assumed,
+            roofline_gpu=trace.platform.roofline_gpu, platform_source=trace.platform.source,
             vendor=self.platform_spec.get("vendor"),
             quality_verdicts={c.check_name: c.verdict for c in trace.gate.checks},
             facts=self.workload, phases=self.phases)

@@ -22,6 +22,7 @@ from tests.conftest import TRACES, run_cli
 from tests.reports.trace_variants import write_with_device_name
 from tracelake.dbt_runner import run_dbt
 from tracelake.ingestion import ingest_paths
+from tracelake.lakehouse import open_warehouse
 from tracelake.warehouse import Warehouse
 
 SINGLE_RANKS = Path("/work/shared/traces/jobs/single_ranks")
@@ -114,8 +115,8 @@ def test_runs_label_each_trace_with_the_gpu_it_ran_on(platform_rows: dict[str, t
 
 
 @pytest.fixture(scope="module")
-def assumed_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, dict]:
-    """(stderr, analysis.md, run.json) of the H100 TimeSformer trace without deviceProperties: its
+def assumed_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, dict, Path]:
+    """(stderr, analysis.md, run.json, its folder) of the H100 TimeSformer trace without deviceProperties: its
     bf16 addmm run at 102-105 % of the MI300X roofline assumed for it."""
     folder = tmp_path_factory.mktemp("assumed")
     trace = folder / "timesformer_no_device.json.gz"
@@ -123,19 +124,19 @@ def assumed_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, 
     result = run_cli("analyze", str(trace), "--warehouse", str(folder / "wh"), "--out", str(folder / "out"))
     assert result.returncode == 0, result.stderr
     out = folder / "out"
-    return result.stderr, (out / "analysis.md").read_text(), json.loads((out / "metadata" / "run.json").read_text())
+    return result.stderr, (out / "analysis.md").read_text(), json.loads((out / "metadata" / "run.json").read_text()), folder
 
 
-def test_an_assumed_roofline_is_one_warning_line(assumed_report: tuple[str, str, dict]) -> None:
-    stderr, _, run = assumed_report
+def test_an_assumed_roofline_is_one_warning_line(assumed_report: tuple[str, str, dict, Path]) -> None:
+    stderr, _, run, _ = assumed_report
     assert run["platform"] == "MI300X" and run["platform_source"] == "assumed"
     warned = [line for line in stderr.splitlines() if "roofline assumed" in line]
     assert warned == ["warning: the trace: roofline assumed MI300X, it names no device; pass --platform PLATFORM "
                       "to read it against its GPU (tracelake platforms lists them)"]
 
 
-def test_the_report_says_the_roofline_is_assumed(assumed_report: tuple[str, str, dict]) -> None:
-    _, markdown, _ = assumed_report
+def test_the_report_says_the_roofline_is_assumed(assumed_report: tuple[str, str, dict, Path]) -> None:
+    _, markdown, _, _ = assumed_report
     lines = markdown.splitlines()
     assert lines[0] == ("# TimesformerForVideoClassification - MI300X roofline, assumed (the trace names no device) "
                         "Standalone Analysis")
@@ -151,10 +152,10 @@ ROOFLINE_PERCENT = re.compile(r"(\d+(?:\.\d+)?)(?:-(\d+(?:\.\d+)?))? % of (?:the
 ROOFLINE_CELL = re.compile(r"\| (\d+(?:\.\d+)?)% \|")
 
 
-def test_no_op_beats_an_assumed_roofline_unsaid(assumed_report: tuple[str, str, dict]) -> None:
+def test_no_op_beats_an_assumed_roofline_unsaid(assumed_report: tuple[str, str, dict, Path]) -> None:
     """Its addmm above 100 % of the assumed roofline: every line saying so says the roofline is
     assumed, itself or in the heading of its list or the header of its table."""
-    _, markdown, _ = assumed_report
+    _, markdown, _, _ = assumed_report
     context, above = "", []
     for line in markdown.splitlines():
         table_row, list_item = line.startswith("|"), line.startswith("- ")
@@ -166,3 +167,15 @@ def test_no_op_beats_an_assumed_roofline_unsaid(assumed_report: tuple[str, str, 
             above.append(line)
             assert "assumed" in line or "assumed" in context, (context, line)
     assert len(above) >= 3, above  # the top-operations rows, the near-roofline line and the validation warning
+
+
+def test_the_dashboard_lists_the_analysis_platform_as_assumed(assumed_report: tuple[str, str, dict, Path]) -> None:
+    """analyses keeps whose word its platform was; the dashboard's report row and group say it."""
+    folder = assumed_report[3]
+    with open_warehouse(folder / "wh").connect_read_only() as con:
+        assert con.execute("select platform, platform_source from analyses").fetchall() == [("MI300X", "assumed")]
+    result = run_cli("dashboard", "--warehouse", str(folder / "wh"), "--out", str(folder / "dashboard"))
+    assert result.returncode == 0, result.stderr
+    page = (folder / "dashboard" / "index.html").read_text()
+    assert '<td>MI300X <span class="sub">(assumed: the trace names no known GPU)</span></td>' in page
+    assert "· platform unknown ·" in page  # its run group: no platform known, never MI300X
