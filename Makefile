@@ -19,13 +19,16 @@ setup: $(BIN)/.installed
 
 demo: setup
 	rm -rf demo_output
-	$(BIN)/tracelake analyze $(SAMPLE) --warehouse $(DEMO_WAREHOUSE) --out demo_output/report --platform MI300X
+	$(BIN)/tracelake analyze $(SAMPLE) --warehouse $(DEMO_WAREHOUSE) --out demo_output/report
 	$(BIN)/tracelake traces --warehouse $(DEMO_WAREHOUSE)
 	$(BIN)/tracelake sql "select computation_time_percent, idle_time_percent, busy_time_ms, total_time_ms from gpu_timeline" --warehouse $(DEMO_WAREHOUSE)
-	$(BIN)/tracelake sql "select name, operation_count, round(kernel_time_sum_us, 1) as kernel_us, round(pct_roofline_mean, 1) as pct_roofline from gemm_ops order by kernel_us desc" --warehouse $(DEMO_WAREHOUSE)
+	$(BIN)/tracelake sql "select name, perf_params->>'$$.M' as m, perf_params->>'$$.N' as n, perf_params->>'$$.K' as k, operation_count, round(kernel_time_sum_us, 1) as kernel_us, round(pct_roofline_mean, 1) as pct_roofline, roofline_bound, platform from gemm_ops order by kernel_us desc" --warehouse $(DEMO_WAREHOUSE)
 	$(BIN)/tracelake sql "select check_name, verdict, detail from trace_quality order by check_name" --warehouse $(DEMO_WAREHOUSE)
 	$(BIN)/tracelake analyze $(SAMPLE) --compare $(SAMPLE_MI300X) --warehouse $(DEMO_WAREHOUSE) --out demo_output/compare
 	$(BIN)/tracelake dashboard --warehouse $(DEMO_WAREHOUSE) --out demo_output/dashboard
+	@echo
+	@echo "HTML report: $(CURDIR)/demo_output/report/analysis.html"
+	@echo "Dashboard:   $(CURDIR)/demo_output/dashboard/index.html"
 
 # Headless Chromium for the dashboard tests (tests/reports/test_dashboard.py): apt-get installs it
 # when missing (as root, else through sudo).

@@ -129,7 +129,13 @@ def summary_notes(ops: Sequence[OpRecord], ctx: AnalysisContext) -> list[str]:
     """Notes on ops that get no tuning finding: anomalies, fusion-covered ops, exclusions."""
     notes = []
     for op in ops:
-        if op.is_anomaly:
+        if op.is_anomaly and ctx.roofline_assumed:
+            notes.append(
+                f"`{op.name}` ({op.shape or 'no shape'}) reports {op.efficiency_percent:.1f} % of the roofline of "
+                f"{ctx.platform}, assumed: above {settings.EFFICIENCY_ANOMALY_PERCENT:.0f} %, the assumed platform is "
+                "most likely not the GPU it ran on, so it gets no tuning finding; pass --platform with its GPU."
+            )
+        elif op.is_anomaly:
             notes.append(
                 f"`{op.name}` ({op.shape or 'no shape'}) reports {op.efficiency_percent:.1f} % of roofline, above "
                 f"{settings.EFFICIENCY_ANOMALY_PERCENT:.0f} %: a measurement anomaly (overlapping or mis-attributed "

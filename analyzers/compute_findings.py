@@ -136,7 +136,8 @@ def trace2_time_ms(group: OpGroup) -> float:
     return sum(op.comparison.time_trace2_ms for op in group.members if op.comparison is not None)
 
 
-def group_title(group: OpGroup) -> str:
+def group_title(group: OpGroup, assumed_platform: str | None = None) -> str:
+    """The finding's title; a % of roofline read against an assumed platform names it as assumed."""
     if group.title:
         return group.title
     dominant = group.dominant
@@ -153,7 +154,8 @@ def group_title(group: OpGroup) -> str:
            f"{_percent_text(span[0])}-{_percent_text(span[1])} %" if _percent_text(span[0]) != _percent_text(span[1])
            else f"{_percent_text(span[0])} %")
     bound = f"{group.bound}-bound at " if group.bound in TITLE_BOUNDS else "at "
-    return f"{dominant.label}{more}: {bound}{eff} of roofline{library}"
+    roofline = f"the assumed {assumed_platform} roofline" if assumed_platform else "roofline"
+    return f"{dominant.label}{more}: {bound}{eff} of {roofline}{library}"
 
 
 def _percent_text(value: float) -> str:
@@ -285,7 +287,7 @@ def impact_explanation(group: OpGroup, e2e_ms: float, roofline_gpu: str = "this 
 def build_finding(rank: int, group: OpGroup, agent: ComputeAgent, data: AgentData) -> Finding:
     ctx = data.ctx
     advice = agent.advise(group, data)
-    title = group_title(group)
+    title = group_title(group, ctx.platform if ctx.roofline_assumed else None)
     # the agent that owns the rest calls a group of a named category (RoPE_fwd, MoE_aux, ...) by it
     category = group.dominant.op_category
     noun = category if agent.owns_the_rest and category not in ("", "other") else agent.noun

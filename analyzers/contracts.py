@@ -92,6 +92,12 @@ class AnalysisContext(BaseModel):
     # the GPU whose roofline the % of roofline figures are read against, in words: "this GPU", or the
     # platform named when it is not the trace's device (--platform, or a device no platform row matches)
     roofline_gpu: str = "this GPU"
+    # whose word `platform` is: flag (--platform) | tag | trace device | assumed (no device the seed knows)
+    platform_source: str | None = None
+
+    @property
+    def roofline_assumed(self) -> bool:
+        return self.platform_source == "assumed"
     vendor: str | None = None  # the roofline platform's vendor (platforms seed): whose libraries advice names
     computation_time_ms: float
     quality_verdicts: dict[str, str] = Field(default_factory=dict)  # trace_quality check -> verdict

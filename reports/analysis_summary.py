@@ -17,14 +17,17 @@ LINKED_SHARE_CHECK = "linked_gpu_time_share"
 UNLINKED_CHECK = "unlinked_gpu_events"
 
 
-def title_names(inputs: ReportInputs) -> dict[str, str | None]:
-    """What the title names: the model, the platform and (comparative scope) the second platform."""
+def title_names(inputs: ReportInputs) -> dict[str, Any]:
+    """What the title names: the model, the platform and (comparative scope) the second platform,
+    each with whose word it is and the trace's own device (the template words an assumed one)."""
     model = one_line(inputs.title_model or "")
     if not model or model in (UNKNOWN, "Unknown model", "None"):
         model = inputs.model_info.display_name
-    platform2 = inputs.platform2_title or inputs.platform2 or inputs.platform
-    return {"model": model, "platform": inputs.platform_title or inputs.platform,
-            "platform2": platform2 if inputs.comparison_scope == "comparative" else None}
+    first = {"name": inputs.platform, "source": inputs.platform_source, "device": inputs.device_name}
+    second = {"name": inputs.platform2 or inputs.platform, "source": inputs.platform2_source,
+              "device": inputs.device2_name}
+    return {"model": model, "platform": first,
+            "platform2": second if inputs.comparison_scope == "comparative" else None}
 
 
 def gpu_view(values: dict[str, float] | None) -> dict[str, float | None]:

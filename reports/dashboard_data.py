@@ -63,6 +63,7 @@ class ReportLink(BaseModel):
     trace2_file_name: str | None
     comparison_scope: str | None
     platform: str | None
+    platform_source: str | None  # flag | tag | trace device | assumed; None from an analysis before it was kept
     analysis_md: str  # the absolute path analyze recorded
     href: str | None  # from index.html: relative when both share a folder below /, else file://; None if gone
     finding_count: int | None
@@ -199,7 +200,7 @@ with top_findings as (
 )
 
 select
-    a.trace_id, a.trace2_id, t2.file_name as trace2_file_name, a.comparison_scope, a.platform,
+    a.trace_id, a.trace2_id, t2.file_name as trace2_file_name, a.comparison_scope, a.platform, {platform_source},
     a.analysis_md, a.finding_count, a.analyzed_at,
     f.title as top_finding_title, f.impact_mid_percent as top_finding_impact_percent
 from analyses a
@@ -368,10 +369,14 @@ def _reports(db: duckdb.DuckDBPyConnection, tables: set[str], page_dir: Path) ->
         return []
     top_findings = _TOP_FINDINGS_SQL if "findings" in tables else _NO_FINDINGS_SQL
     links = []
-    for row in _rows(db, _REPORTS_SQL.format(top_findings=top_findings)):
+    # analyses of a warehouse no analysis has written to since platform_source was added lack it
+    kept = db.execute("select count(*) from duckdb_columns() where table_name = 'analyses' "
+                      "and column_name = 'platform_source'").fetchone()
+    platform_source = "a.platform_source" if kept and kept[0] else "null as platform_source"
+    for row in _rows(db, _REPORTS_SQL.format(top_findings=top_findings, platform_source=platform_source)):
         links.append(ReportLink(
             **{k: row[k] for k in ("trace_id", "trace2_id", "trace2_file_name", "comparison_scope", "platform",
-                                   "finding_count", "top_finding_title", "top_finding_impact_percent",
+                                   "platform_source", "finding_count", "top_finding_title", "top_finding_impact_percent",
                                    "analyzed_at")},
             analysis_md=str(row["analysis_md"]), href=report_href(_rendered(Path(row["analysis_md"])), page_dir)))
     return links

@@ -34,10 +34,12 @@ class ReportInputs(BaseModel):
     title_model: str  # model name for the title; "Workload" when unknown
     platform: str
     platform2: str | None = None
-    # the platforms as the title names them: a default roofline says the device is unknown
-    # ("MI300X roofline (device 'Foo GPU' unknown)"); None = the platform's name
-    platform_title: str | None = None
-    platform2_title: str | None = None
+    # whose word each platform is (flag | tag | trace device | assumed) and the trace's own device:
+    # the template says an assumed roofline is assumed wherever it names it or a % of roofline
+    platform_source: str | None = None
+    device_name: str | None = None
+    platform2_source: str | None = None
+    device2_name: str | None = None
     comparison_scope: Literal["standalone", "comparative"] = "standalone"
     mode: str  # runs.mode (training | inference, -graph for graph replays) or "unknown"
     mode_reason: str  # runs.mode_reason, or "--mode <mode>" when given

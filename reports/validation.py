@@ -43,6 +43,11 @@ def efficiency_anomalies(anomalous_ops: list[tuple[str, float]], ctx: AnalysisCo
     if ctx.comparison_scope != "standalone" or not anomalous_ops:
         return ValidationCheck(name="efficiency_anomalies", verdict="PASS", detail="no op above 100 % of its roofline")
     listed = ", ".join(f"{name} ({pct:.0f} %)" for name, pct in anomalous_ops[:5])
+    if ctx.roofline_assumed:
+        return ValidationCheck(name="efficiency_anomalies", verdict="WARN",
+                               detail=f"{len(anomalous_ops)} op signatures run above 100 % of the {ctx.platform} "
+                                      f"roofline, assumed (the trace names no device the seed knows): {listed}; "
+                                      "pass --platform with the trace's GPU")
     return ValidationCheck(name="efficiency_anomalies", verdict="WARN",
                            detail=f"{len(anomalous_ops)} op signatures run above 100 % of the roofline: {listed}; "
                                   "check the platform choice or the perf model")

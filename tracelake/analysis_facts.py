@@ -18,10 +18,14 @@ from tracelake.run_contracts import GpuUtilization, QualityCheck, QualityGate
 @dataclass(frozen=True)
 class PlatformChoice:
     name: str
-    source: str  # given | detected | unknown (a device no row matches) | default (no device name)
-    warning: str | None  # for unknown and default, when the trace has GPU events
-    title: str  # as the report title names it: "MI300X roofline (device 'Foo GPU' unknown)"
+    source: str  # flag (--platform) | tag (the platform tag) | trace device | assumed (no known device named)
+    warning: str | None  # assumed, or a flag that is not the trace's device, when the trace has GPU events
+    device_name: str | None  # the trace's own device, as the report title names an assumed roofline's GPU
     roofline_gpu: str = "this GPU"  # AnalysisContext.roofline_gpu
+
+    @property
+    def assumed(self) -> bool:
+        return self.source == "assumed"
 
 
 @dataclass(frozen=True)
@@ -61,36 +65,46 @@ class AnalysisFacts:
             trace2_id=self.trace2.trace_id if self.trace2 else None,
             platform2=self.trace2.platform.name if self.trace2 else None,
             e2e_time_ms=_analysis_window_ms(gpu, self.workload), computation_time_ms=gpu.computation_time_ms,
-            roofline_gpu=trace.platform.roofline_gpu, vendor=self.platform_spec.get("vendor"),
+            roofline_gpu=trace.platform.roofline_gpu, platform_source=trace.platform.source,
+            vendor=self.platform_spec.get("vendor"),
             quality_verdicts={c.check_name: c.verdict for c in trace.gate.checks},
             facts=self.workload, phases=self.phases)
 
 
 def trace_platform(db: duckdb.DuckDBPyConnection, trace_id: str, chosen: str | None,
                    label: str, option: str) -> PlatformChoice:
-    """The platform given, else the one the trace's device name matches, else the default; a
-    warning when the roofline is drawn for a device the trace does not name or no row matches."""
+    """The platform given (--platform), else the platform tag when it names a platform row, else the
+    one the trace's device name matches, else the default, assumed: one warning line says which
+    roofline was assumed and how to choose, and so does one for a roofline of another device."""
     device = trace_overview.trace_device(db, trace_id)
-    detected, is_detected, device_name, gpu_events = (
-        device["platform"], device["platform_detected"], device["device_name"], device["gpu_event_count"])
-    platform = chosen or detected
-    # a device name no platform row matches is unknown, never passed off as the default platform
-    source = "given" if chosen else ("detected" if is_detected else ("unknown" if device_name else "default"))
-    # without GPU events no roofline is drawn, so the default platform is nothing to warn about
-    named = f"the device name {device_name!r} matches no known platform" if device_name else "the trace names no device"
-    warning = (f"{label}: {named}; the roofline uses {platform} (pass {option} to choose)"
-               if source in ("default", "unknown") and gpu_events else None)
-    # a platform given that is not the device the trace names: every roofline figure is that platform's
-    other_device = bool(chosen and is_detected and chosen != detected and gpu_events)
-    if other_device:
+    detected, device_name, gpu_events = device["platform"], device["device_name"], device["gpu_event_count"]
+    tagged = _known_platform(device["platform_tag"])
+    platform = chosen or tagged or detected
+    source = "flag" if chosen else ("tag" if tagged else device["platform_source"])
+    warning = None
+    # without GPU events no roofline is drawn, so an assumed platform is nothing to warn about
+    if source == "assumed" and gpu_events:
+        named = f"its device {device_name!r} is not in the platforms seed" if device_name else "it names no device"
+        warning = (f"{label}: roofline assumed {platform}, {named}; pass {option} PLATFORM to read it against "
+                   f"its GPU (tracelake platforms lists them)")
+    is_detected = device["platform_source"] == "trace device"
+    if source in ("flag", "tag") and is_detected and platform != detected and gpu_events:
+        given = f"{option} {platform}" if source == "flag" else f"the platform tag {platform}"
         warning = (f"{label} ran on {device_name} ({detected}), but its roofline is read against {platform} "
-                   f"({option} {platform}): every % of roofline, ridge point and attainable share is {platform}'s, "
-                   f"not this GPU's")
-    unknown = f"device {device_name!r} unknown" if device_name else "no device name in the trace"
-    title = f"{platform} roofline ({unknown})" if warning and not other_device else platform
-    roofline_gpu = ("this GPU" if is_detected and platform == detected
-                    else f"{platform} (the roofline's platform, not this trace's GPU)")
-    return PlatformChoice(platform, source, warning, title, roofline_gpu)
+                   f"({given}): every % of roofline, ridge point and attainable share is {platform}'s, not this GPU's")
+    # a flag or tag on a trace naming no known device is the user naming its GPU
+    named_gpu = (is_detected and platform == detected) or (not is_detected and source in ("flag", "tag"))
+    roofline_gpu = ("this GPU" if named_gpu else
+                    f"{platform}, assumed (this trace's GPU is not known)" if source == "assumed" else
+                    f"{platform} (the roofline's platform, not this trace's GPU)")
+    return PlatformChoice(platform, source, warning, device_name, roofline_gpu)
+
+
+def _known_platform(name: str | None) -> str | None:
+    """A platform tag's platform row, when it names one (a tag may be any label, e.g. a cluster's)."""
+    if not name:
+        return None
+    return next((p.platform for p in load_platforms() if p.platform.lower() == name.strip().lower()), None)
 
 
 def quality_gate(db: duckdb.DuckDBPyConnection, trace_id: str, captures_given: bool) -> QualityGate:

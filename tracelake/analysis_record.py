@@ -60,9 +60,9 @@ def _staged_rows(folder: Path, ctx: AnalysisContext, priority: PriorityData, res
         con.register("gap_claims", gap_claims)
         con.execute("insert into finding_kernels select * from kernel_claims")
         con.execute("insert into finding_gaps select * from gap_claims")
-        con.execute("insert into analyses values (?, ?, ?, ?, ?, ?, ?, ?)", [
+        con.execute("insert into analyses values (?, ?, ?, ?, ?, ?, ?, ?, ?)", [
             ctx.trace_id, ctx.trace2_id, ctx.comparison_scope, ctx.platform, str(out_dir),
-            str(out_dir / "analysis.md"), len(rows), now])
+            str(out_dir / "analysis.md"), len(rows), now, ctx.platform_source])
         for name in TABLE_COLUMNS:
             con.execute(f"copy {name} to '{sql_path(folder / f'{name}.parquet')}' (format parquet)")
 

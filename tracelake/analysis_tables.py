@@ -35,7 +35,8 @@ TABLE_COLUMNS = {
     "finding_gaps": "trace_id varchar, trace2_id varchar, finding_id varchar, gap_id bigint, claimed_us double",
     "analyses": """
         trace_id varchar, trace2_id varchar, comparison_scope varchar, platform varchar,
-        out_dir varchar, analysis_md varchar, finding_count integer, analyzed_at timestamptz""",
+        out_dir varchar, analysis_md varchar, finding_count integer, analyzed_at timestamptz,
+        platform_source varchar""",
 }
 ANALYSIS_TABLES = tuple(TABLE_COLUMNS)  # what `tracelake rm` cleans of a removed trace
 RECORD_LABEL = "output"  # the pending-area folder of one run's output folder
@@ -45,7 +46,8 @@ FINDINGS_COLUMNS = ", ".join(column.split()[0] for column in TABLE_COLUMNS["find
 
 # columns added since a table was first created in a user's warehouse (created by an older version)
 _ADDED_COLUMNS = {"findings": ("claimed_ms double", "claimed_gpu_events integer", "claimed_idle_gaps integer",
-                               "analysis_sql varchar", "ts_start_us double", "ts_end_us double", "steps bigint[]")}
+                               "analysis_sql varchar", "ts_start_us double", "ts_end_us double", "steps bigint[]"),
+                  "analyses": ("platform_source varchar",)}
 
 
 def sql_path(path: Path) -> str:

@@ -98,7 +98,7 @@ class Analysis(BaseModel):
 
     trace_id: str
     platform: str
-    platform_source: str  # given | detected | unknown (device matches no platform row) | default (no device name)
+    platform_source: str  # flag (--platform) | tag | trace device | assumed (no known device named)
     trace2_id: str | None
     platform2: str | None
     out_dir: Path

@@ -73,7 +73,9 @@ def write_analysis_report(db: duckdb.DuckDBPyConnection, trace: Path, compare: P
             category_times(db, facts.trace.trace_id, facts.trace.platform.name), categories.categories2,
             facts.platform_specs[comparison.platform2])
         fields.update(extra, reproduce_sql=fields["reproduce_sql"] + extra["reproduce_sql"])
-    fields.update(platform_title=facts.trace.platform.title, platform2_title=second.platform.title if second else None)
+    fields.update(platform_source=facts.trace.platform.source, device_name=facts.trace.platform.device_name,
+                  platform2_source=second.platform.source if second else None,
+                  device2_name=second.platform.device_name if second else None)
     markdown = render_analysis(ReportInputs(**fields))
     runner.write("analysis.html", render_analysis_html(markdown, f"{trace.name}: TraceLake analysis"))
     png = runner.plot_png()

@@ -29,7 +29,7 @@ class RunMetadata(BaseModel):
     trace_path: str
     trace_id: str | None = None
     platform: str | None = None
-    platform_source: str | None = None  # given | detected | unknown (no platform row matches) | default (no device)
+    platform_source: str | None = None  # flag (--platform) | tag | trace device | assumed (no known device named)
     mode: str | None = None
     mode_reason: str | None = None
     comparison_scope: str = "standalone"

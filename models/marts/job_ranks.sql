@@ -13,7 +13,7 @@ model_updates as (
 ),
 
 trace_platforms as (
-    select trace_id, platform from {{ ref('int_trace_platforms') }}
+    select trace_id, platform, is_detected from {{ ref('int_trace_platforms') }}
 ),
 
 members as (
@@ -31,6 +31,8 @@ members as (
         coalesce(try_cast(trace_files.tags['job_world_size'] as integer), trace_files.world_size) as world_size,
         trace_files.device_count,
         trace_platforms.platform,
+        case when trace_platforms.is_detected then 'trace device' else 'assumed' end as platform_source,
+        trace_files.device_name,
         trace_files.ts_base_us,
         -- Kineto writes ts relative to baseTimeNanoseconds (system clock floored to 3-month
         -- intervals, per process); 2023 traces have none and write epoch us
@@ -61,6 +63,8 @@ final as (
         end as node_source,
         tags['job_host'] as host,
         platform,
+        platform_source,
+        device_name,
         (ts_base_us + coalesce(base_time_ns // 1000, 0))::bigint as base_time_us,
         base_time_ns is not null as has_base_time
     from members

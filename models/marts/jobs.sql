@@ -27,7 +27,10 @@ rank_summary as (
         count(distinct rank) as rank_count,
         list(distinct rank order by rank) as ranks,
         count(distinct node_id) as node_count,
-        list(distinct platform order by platform) filter (where platform is not null) as platforms,
+        -- the GPUs the ranks name, never the roofline assumed for a rank naming none the seed knows
+        list(distinct coalesce(case when platform_source = 'trace device' then platform end, device_name)
+            order by coalesce(case when platform_source = 'trace device' then platform end, device_name))
+            filter (where platform_source = 'trace device' or device_name is not null) as platforms,
         min(base_time_us) as epoch_us,
         bool_or(has_base_time) as has_base_time
     from job_ranks

@@ -69,11 +69,14 @@ final as (
                     then '; ' || passes.graph_launch_count || ' GPU graph launches (graph replay)'
                 else ''
             end as mode_reason,
-        -- a trace without GPU work ran on no GPU platform (traces.platform is only a roofline default)
+        -- an assumed roofline platform is no label: a device the seed does not know is named as the
+        -- trace names it, and a trace naming no device ran on a platform nobody knows
         coalesce(
             traces.tags['platform'],
-            case when traces.platform_detected or traces.gpu_event_count > 0 then traces.platform end
+            case when traces.platform_source = 'trace device' then traces.platform end,
+            traces.device_name
         ) as platform,
+        case when traces.tags['platform'] is not null then 'tag' else traces.platform_source end as platform_source,
         traces.device_name,
         traces.tags,
         traces.quality_verdict,

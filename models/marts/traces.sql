@@ -48,6 +48,8 @@ final as (
         trace_files.device_name,
         trace_platforms.platform,
         trace_platforms.is_detected as platform_detected,
+        -- whose word the roofline platform is: the trace's own device, or the default assumed for it
+        case when trace_platforms.is_detected then 'trace device' else 'assumed' end as platform_source,
         trace_files.device_count,
         trace_files.runtime,
         trace_files.runtime_versions,

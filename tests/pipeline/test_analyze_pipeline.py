@@ -224,7 +224,7 @@ def test_cli_analyze_end_to_end(analysis_warehouse: Warehouse, tmp_path: Path) -
     result = run_cli("analyze", str(TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"),
                      "--warehouse", str(folder), "--out", str(out), "--quiet")
     assert result.returncode == 0, result.stderr
-    assert (out / "analysis.md").is_file() and "platform H100 (detected)" in result.stdout
+    assert (out / "analysis.md").is_file() and "platform H100 (trace device)" in result.stdout
     bad = run_cli("analyze", str(TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"),
                   "--warehouse", str(folder), "--agents", "llm")
     assert bad.returncode == 2 and "--llm-cmd" in bad.stderr
@@ -244,12 +244,12 @@ def test_out_folder_holding_the_warehouse_is_refused(tmp_path: Path) -> None:
 def test_default_platform_warns_only_when_a_roofline_is_drawn(analysis_warehouse: Warehouse, tmp_path: Path,
                                                               relative: str, warns: bool) -> None:
     outcome = run_analysis(TRACES / relative, analysis_warehouse, AnalyzeOptions(out_dir=tmp_path / "out"))
-    assert outcome.platform_source == "default"
-    assert any("the trace names no device; the roofline uses MI300X" in w for w in outcome.warnings) == warns
+    assert outcome.platform_source == "assumed"
+    assert any("roofline assumed MI300X, it names no device; pass --platform" in w for w in outcome.warnings) == warns
     markdown = (tmp_path / "out" / "analysis.md").read_text()
-    assert ("the trace names no device" in markdown) == warns
-    assert markdown.splitlines()[0].endswith(
-        " - MI300X roofline (no device name in the trace) Standalone Analysis" if warns else " - MI300X Standalone Analysis")
+    assert ("> **Assumed roofline.** The trace names no device" in markdown) == warns
+    # the title says the platform is assumed either way: a CPU-only trace ran on no known GPU either
+    assert markdown.splitlines()[0].endswith(" - MI300X roofline, assumed (the trace names no device) Standalone Analysis")
 
 
 def test_a_reused_output_folder_points_only_at_its_latest_report(analysis_warehouse: Warehouse,
