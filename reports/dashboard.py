@@ -79,8 +79,7 @@ class Page:
 
     def value_bar(self, value: float, maximum: float) -> Markup:
         share = 100 * value / maximum if maximum > 0 else 0.0
-        return Markup('<div class="bar value-bar"><span style="width: {:.3f}%; background: {}"></span></div>').format(
-            share, self.data.timeline_colours["Exposed communication"])
+        return Markup('<div class="bar value-bar"><span style="width: {:.3f}%"></span></div>').format(share)
 
     def swatch(self, colour: str) -> Markup:
         return Markup('<span class="swatch" style="background: {}"></span>').format(colour)

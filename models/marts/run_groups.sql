@@ -144,8 +144,12 @@ final as (
         -- an integer, as the dashboard has always keyed its runs (the hash order of its aggregates follows the type)
         dense_rank() over (partition by group_key order by run_position)::integer as run_index,
         run_label,
-        -- the ranks of one run are told apart by their rank
-        run_label || case when rank is not null then ' · rank ' || rank else '' end as trace_label,
+        -- the traces of one run are told apart by their rank, else (a shared run tag) their file name
+        run_label || case
+            when rank is not null then ' · rank ' || rank
+            when count(*) over (partition by group_key, run_identity) > 1 then ' · ' || file_name
+            else ''
+        end as trace_label,
         count(*) over (partition by group_key, run_identity) as run_trace_count,
         count(*) filter (where has_gpu_timeline) over (partition by group_key, run_identity) as run_gpu_trace_count,
         has_gpu_timeline,
