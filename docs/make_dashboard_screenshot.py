@@ -21,7 +21,9 @@ consecutive runs:
 
 Runs r1 and r3 of bert-small are analyzed (`tracelake analyze`), so their rows link to analysis.md.
 The screenshot is Chromium at 1400 px wide, the page's full height (or --height), saved as an
-adaptive-palette PNG (< 1 MB). Needs the `chromium` package (apt-get install chromium).
+adaptive-palette PNG (< 1 MB), taken once the page's Vega charts have drawn (tests/reports/headless.py
+gives the scripts virtual time first); a console message from the page fails it. Needs the
+`chromium` package (apt-get install chromium).
 """
 
 from __future__ import annotations

@@ -29,7 +29,9 @@ TOP_MODE_CATEGORIES = 5  # categories listed per side in the training vs inferen
 REST_CATEGORY = "smaller categories"  # the dbt var dashboard_rest_category: the rest, summed
 UNKNOWN = "unknown"
 REQUIRED_TABLES = ("runs", "run_groups", "run_group_categories", "run_category_changes", "run_mode_breakdowns",
-                   "run_mode_categories")
+                   "run_mode_categories", "chart_colours")
+TIMELINE_ROLE = "timeline"  # chart_colours.role of the GPU time breakdown's parts
+SPARE_ROLE = "spare"  # chart_colours.role of the colours for categories the seed does not list
 
 
 # ---- the contract ---------------------------------------------------------------------------------
@@ -95,6 +97,7 @@ class TraceRun(BaseModel):
     group_key: str
     run_index: int  # 1-based position of its run in its group (the ranks of one job share it)
     run_label: str  # the run tag, else the job's folder (ranks), else the ingest time
+    trace_label: str  # the trace within its run: `run_label · rank N` for a rank, else run_label
     run_trace_count: int  # traces of its run: the ranks of one job, or traces sharing a run tag
     reports: list[ReportLink]
 
@@ -152,6 +155,7 @@ class CategoryChange(BaseModel):
 class ModeSide(BaseModel):
     mode: Literal["training", "inference"]
     trace_ids: list[str]  # in run order
+    run_count: int = 0  # run_mode_breakdowns: the ranks of one job are one run
     mean_breakdown: TimeBreakdown  # mean over the side's runs that have a GPU timeline
     top_categories: list[CategoryTime]  # mean kernel time per run; percent of the side's kernel time
 
@@ -183,6 +187,9 @@ class DashboardData(BaseModel):
     limits: DashboardLimits
     notes: list[str] = []  # what the page chose not to compare, and why (traces sharing a run tag)
     jobs: list[JobRow] = []  # multi-rank jobs (reports/dashboard_jobs.py), by name
+    capture_trace_count: int = 0  # graph-capture traces: merged into their replays, not workloads of their own
+    timeline_colours: dict[str, str] = {}  # the GPU time breakdown's parts, in stacking order (chart_colours)
+    colours: dict[str, str] = {}  # every category on the page -> its colour (chart_colours, then its spares)
 
 
 # ---- SQL: reads of the run-group marts (models/marts/run_*.sql) ------------------------------------
@@ -191,6 +198,8 @@ _RUNS_SQL = "select * from run_groups order by run_position, trace_position"
 _CATEGORY_SQL = "select * from run_group_categories order by group_key, run_index, category_rank"
 _REGRESSION_SQL = "select * from run_category_changes order by change_ms desc, group_key, op_category limit ?"
 _MODE_BREAKDOWN_SQL = "select * from run_mode_breakdowns"
+_CAPTURE_COUNT_SQL = "select count(*) from runs anti join run_groups on run_groups.trace_id = runs.trace_id"
+_COLOURS_SQL = "select name, role, colour from chart_colours order by role, name"
 _MODE_CATEGORY_SQL = ("select * from run_mode_categories where category_rank <= ? "
                       "order by model, group_platform, mode, category_rank")
 
@@ -204,7 +213,7 @@ select
     a.analysis_md, a.finding_count, a.analyzed_at,
     f.title as top_finding_title, f.impact_mid_percent as top_finding_impact_percent
 from analyses a
-join runs t on t.trace_id = a.trace_id
+join run_groups t on t.trace_id = a.trace_id  -- a report of a graph-capture trace is not a workload's
 left join runs t2 on t2.trace_id = a.trace2_id
 left join top_findings f on f.trace_id = a.trace_id and f.trace2_id is not distinct from a.trace2_id
 order by a.analyzed_at desc nulls last, a.trace_id
@@ -287,7 +296,8 @@ def _trace_run(row: dict[str, Any], reports: dict[str, list[ReportLink]]) -> Tra
         tags=dict(row["tags"] or {}), quality_verdict=row["quality_verdict"],
         breakdown=_breakdown(row), profiler_step_count=row["profiler_step_count"] or 0,
         median_step_kernel_time_ms=row["median_step_kernel_time_ms"], group_key=row["group_key"],
-        run_index=row["run_index"], run_label=row["run_label"], run_trace_count=row["run_trace_count"],
+        run_index=row["run_index"], run_label=row["run_label"], trace_label=row["trace_label"],
+        run_trace_count=row["run_trace_count"],
         reports=reports.get(row["trace_id"], []),
     )
 
@@ -337,8 +347,9 @@ def _regressions(db: duckdb.DuckDBPyConnection) -> list[CategoryChange]:
 
 
 def _mode_comparisons(db: duckdb.DuckDBPyConnection, gpu_traces: list[TraceRun]) -> list[ModeComparison]:
-    breakdowns = {(r["model"], r["group_platform"], r["mode"]): _with_percents(r)
-                  for r in _rows(db, _MODE_BREAKDOWN_SQL)}
+    breakdown_rows = _rows(db, _MODE_BREAKDOWN_SQL)
+    breakdowns = {(r["model"], r["group_platform"], r["mode"]): _with_percents(r) for r in breakdown_rows}
+    run_counts = {(r["model"], r["group_platform"], r["mode"]): r["run_count"] for r in breakdown_rows}
     categories: dict[tuple[str, str, str], list[CategoryTime]] = {}
     for row in _rows(db, _MODE_CATEGORY_SQL, [TOP_MODE_CATEGORIES]):
         categories.setdefault((row["model"], row["group_platform"], row["mode"]), []).append(CategoryTime(
@@ -353,8 +364,8 @@ def _mode_comparisons(db: duckdb.DuckDBPyConnection, gpu_traces: list[TraceRun])
 
     def side(pair: tuple[str, str], mode: Literal["training", "inference"]) -> ModeSide:
         key = (*pair, mode)
-        return ModeSide(mode=mode, trace_ids=sides[pair][mode], mean_breakdown=breakdowns.get(key, TimeBreakdown()),
-                        top_categories=categories.get(key, []))
+        return ModeSide(mode=mode, trace_ids=sides[pair][mode], run_count=run_counts.get(key, 0),
+                        mean_breakdown=breakdowns.get(key, TimeBreakdown()), top_categories=categories.get(key, []))
 
     comparisons = [ModeComparison(model=pair[0], platform=platforms[pair], training=side(pair, "training"),
                                   inference=side(pair, "inference")) for pair in sides]
@@ -382,6 +393,24 @@ def _reports(db: duckdb.DuckDBPyConnection, tables: set[str], page_dir: Path) ->
     return links
 
 
+def _colours(db: duckdb.DuckDBPyConnection, categories: set[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(timeline part -> colour, category -> colour): the chart_colours seed's, and for each category
+    the seed does not list (in name order) one of its spare colours, so no two categories share one."""
+    rows = _rows(db, _COLOURS_SQL)
+    timeline = {r["name"]: r["colour"] for r in rows if r["role"] == TIMELINE_ROLE}
+    named = {r["name"]: r["colour"] for r in rows if r["role"] not in (TIMELINE_ROLE, SPARE_ROLE)}
+    spares = [r["colour"] for r in rows if r["role"] == SPARE_ROLE]
+    unlisted = sorted(categories - named.keys())
+    return timeline, {**named, **{c: spares[i % len(spares)] for i, c in enumerate(unlisted)}}
+
+
+def _page_categories(groups: list[RunGroup], jobs: list[JobRow], modes: list[ModeComparison],
+                     regressions: list[CategoryChange]) -> set[str]:
+    return ({c for g in groups for c in g.categories} | {c for j in jobs for c in j.categories}
+            | {c.op_category for m in modes for side in (m.training, m.inference) for c in side.top_categories}
+            | {c.op_category for c in regressions})
+
+
 def gather_dashboard(db: duckdb.DuckDBPyConnection, request: DashboardRequest) -> DashboardData:
     """Everything the dashboard shows, from a read-only connection to the warehouse."""
     tables = _tables(db)
@@ -398,11 +427,14 @@ def gather_dashboard(db: duckdb.DuckDBPyConnection, request: DashboardRequest) -
     # a trace without GPU work is listed in its group but has no kernel time to compare: it is not a
     # run of the regression pairs or of the training / inference means (the marts leave it out)
     gpu_traces = [t for t in traces if t.breakdown.total_time_ms is not None]
+    groups = _groups(db, traces, {row["trace_id"]: row["kernel_time_ms"] for row in rows})
+    modes, regressions, jobs = _mode_comparisons(db, gpu_traces), _regressions(db), gather_jobs(db, tables)
+    timeline, colours = _colours(db, _page_categories(groups, jobs, modes, regressions))
+    capture_count = db.execute(_CAPTURE_COUNT_SQL).fetchone()
     return DashboardData(
         warehouse=request.warehouse, generated_at=request.generated_at, tracelake_version=request.tracelake_version,
-        trace_count=len(traces), traces=traces,
-        groups=_groups(db, traces, {row["trace_id"]: row["kernel_time_ms"] for row in rows}),
-        mode_comparisons=_mode_comparisons(db, gpu_traces), regressions=_regressions(db), reports=reports,
-        analyses_recorded="analyses" in tables, limits=DashboardLimits(), notes=_shared_tag_notes(traces),
-        jobs=gather_jobs(db, tables),
+        trace_count=len(traces), traces=traces, groups=groups, mode_comparisons=modes, regressions=regressions,
+        reports=reports, analyses_recorded="analyses" in tables, limits=DashboardLimits(),
+        notes=_shared_tag_notes(traces), jobs=jobs, capture_trace_count=capture_count[0] if capture_count else 0,
+        timeline_colours=timeline, colours=colours,
     )

@@ -1,7 +1,9 @@
 {#- One row per trace, placed in the dashboard's run groups: a group is one (model, mode, platform,
     serving phases); inside it the runs are ordered by the `run` tag (natural order: r2 before r10;
     untagged runs last), then by ingest time, rank and trace id. The traces of one run tag, or
-    (untagged) the ranks of one distributed job (its `job` tag, else its folder), are one run. A view. -#}
+    (untagged) the ranks of one distributed job (its `job` tag, else its folder), are one run. A
+    graph-capture trace (TraceLens' capture folder) is not a workload: its ops are merged into the
+    replay trace that lists it, so it is in no group. A view. -#}
 {{ config(materialized='view') }}
 
 with runs as (
@@ -26,6 +28,17 @@ serving_phases as (
     from phases
     where phase in ('prefill', 'decode', 'mixed', 'denoise')
     group by trace_id
+),
+
+capture_traces as (
+    -- listed by a replay trace, or tagged as a capture (its batch size / mode) at ingest
+    select unnest(string_split(tags['graph_capture_traces'], ',')) as trace_id
+    from runs
+    where tags['graph_capture_traces'] <> ''
+    union
+    select trace_id
+    from runs
+    where tags['graph_capture_batch_size'] is not null or tags['graph_capture_mode'] is not null
 ),
 
 trace_kernel_time as (
@@ -56,6 +69,7 @@ labelled as (
     inner join traces on traces.trace_id = runs.trace_id
     left join serving_phases on serving_phases.trace_id = runs.trace_id
     left join trace_kernel_time on trace_kernel_time.trace_id = runs.trace_id
+    where runs.trace_id not in (select capture_traces.trace_id from capture_traces)
 ),
 
 grouped as (
@@ -130,6 +144,12 @@ final as (
         -- an integer, as the dashboard has always keyed its runs (the hash order of its aggregates follows the type)
         dense_rank() over (partition by group_key order by run_position)::integer as run_index,
         run_label,
+        -- the traces of one run are told apart by their rank, else (a shared run tag) their file name
+        run_label || case
+            when rank is not null then ' · rank ' || rank
+            when count(*) over (partition by group_key, run_identity) > 1 then ' · ' || file_name
+            else ''
+        end as trace_label,
         count(*) over (partition by group_key, run_identity) as run_trace_count,
         count(*) filter (where has_gpu_timeline) over (partition by group_key, run_identity) as run_gpu_trace_count,
         has_gpu_timeline,

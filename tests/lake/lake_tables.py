@@ -16,7 +16,8 @@ from tracelake.lakehouse import LakeWarehouse
 CLOCK_COLUMNS = frozenset({"ingested_at", "models_updated_at", "parquet_committed_at", "ingest_seconds"})
 # run_groups places untagged runs by ingest time: their label is the ingest time, their positions
 # follow the order the writers happened to commit in (models/marts/run_groups.sql)
-INGEST_ORDER_COLUMNS = {"main.run_groups": frozenset({"run_label", "run_index", "run_position", "trace_position"})}
+INGEST_ORDER_COLUMNS = {"main.run_groups": frozenset({"run_label", "trace_label", "run_index", "run_position",
+                                                        "trace_position"})}
 RAW_SCHEMA = "raw"
 
 

@@ -38,6 +38,9 @@ def console_messages(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if _CONSOLE_LINE.search(line)]
 
 
+SCRIPT_TIME_MS = 10_000  # virtual time the page's scripts get before the DOM dump or screenshot (charts draw async)
+
+
 def open_page(page: Path, *, screenshot: Path | None = None, window: tuple[int, int] = (1400, 2200),
               timeout: float = 120) -> BrowserRun:
     """Load page (a local file) once: the DOM after scripts ran on stdout, or a PNG to screenshot."""
@@ -50,10 +53,18 @@ def open_page(page: Path, *, screenshot: Path | None = None, window: tuple[int, 
             binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
             "--no-first-run", "--disable-extensions", "--hide-scrollbars", f"--user-data-dir={profile}",
             "--enable-logging=stderr", "--v=1", f"--window-size={window[0]},{window[1]}",
+            f"--virtual-time-budget={SCRIPT_TIME_MS}",
             *action, page.resolve().as_uri(),
         ]
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, errors="replace")
     return BrowserRun(done.returncode, done.stdout, done.stderr)
+
+
+def with_script(html: str, snippet: str) -> str:
+    """The page with snippet added at the end of its body (the last `</body>`: the inlined chart
+    bundles hold that text inside their scripts)."""
+    head, tag, tail = html.rpartition("</body>")
+    return head + snippet + tag + tail
 
 
 def page_height(page: Path, width: int = 1400) -> int:
@@ -61,7 +72,7 @@ def page_height(page: Path, width: int = 1400) -> int:
     probe = page.with_name(f".height-probe-{page.name}")
     html = page.read_text(encoding="utf-8")
     marker = "<script>document.title = 'height=' + document.documentElement.scrollHeight;</script>"
-    probe.write_text(html.replace("</body>", marker + "</body>"), encoding="utf-8")
+    probe.write_text(with_script(html, marker), encoding="utf-8")
     try:
         run = open_page(probe, window=(width, 1000))
     finally:

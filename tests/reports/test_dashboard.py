@@ -1,4 +1,4 @@
-"""`tracelake dashboard`: the data, the SVG helpers, the page in a real headless Chromium, bad input.
+"""`tracelake dashboard`: the data, the colours and charts, the page in a real headless Chromium, bad input.
 
 One warehouse for the module, from real test traces (TraceLens, MIT licence) and synthetic later
 runs of one of them (tests/reports/trace_variants.py), tagged as two runs of an inference model and
@@ -8,8 +8,12 @@ the first run is analyzed, so its row links to analysis.md.
 
 from __future__ import annotations
 
+import csv
+import html as html_module
+import json
 import re
 import shutil
+import tomllib
 from pathlib import Path
 
 import duckdb
@@ -18,11 +22,11 @@ from PIL import Image
 
 from tests.cli.conftest import snapshot
 from tests.conftest import HTA_TRACES, TRACES, run_cli
-from tests.reports.headless import browser, console_messages, open_page
+from tests.reports.headless import browser, console_messages, open_page, with_script
 from tests.reports.trace_variants import write_slower_run
 from tracelake.dbt_runner import run_dbt
 from tracelake.folders import MARKER_NAME
-from tracelake.reports import svg_charts
+from tracelake.reports import dashboard_charts
 from tracelake.reports.dashboard import DATA_JSON, INDEX, render_dashboard
 from tracelake.reports.dashboard_data import DashboardData, report_href
 from tracelake.warehouse import Warehouse
@@ -33,6 +37,10 @@ GPU_ONLY = TRACES / "mi210" / "gpu_only_trace" / "gpu_only_trace.json.gz"
 HTA_RANKS = HTA_TRACES  # sampled_rank-0 and sampled_rank-1 of one job
 GEMM_KERNELS = "gemm|cutlass"
 GEMM_FACTOR = 1.5
+ROOT = Path(__file__).resolve().parents[2]
+SEEDS = ROOT / "seeds"
+SGLANG = TRACES / "inference" / "sglang_decode" / "sglang_Qwen3-8B_decode.json.gz"
+SGLANG_CAPTURES = ROOT / "tests" / "data" / "captures" / "inference__sglang_decode"
 SECTION_HEADINGS = ("GPU time breakdown per trace", "Kernel time by category, run over run", "Training vs inference",
                     "Largest regressions between consecutive runs", "Analysis reports")
 
@@ -129,6 +137,7 @@ def test_training_and_inference_side_by_side(data: DashboardData) -> None:
     pair = data.mode_comparisons[0]  # models run both ways come first
     assert (pair.model, pair.platform) == ("bert", "H100")
     assert len(pair.training.trace_ids) == 2 and len(pair.inference.trace_ids) == 2
+    assert (pair.training.run_count, pair.inference.run_count) == (1, 2)  # the training pair share the tag r1
     assert pair.inference.top_categories[0].op_category == "GEMM"
     mean = pair.inference.mean_breakdown
     parts = [mean.computation_time_ms, mean.exposed_comm_time_ms, mean.exposed_memcpy_time_ms, mean.idle_time_ms]
@@ -201,6 +210,42 @@ def test_rank_0_of_the_128_rank_job_spends_65_percent_of_its_kernel_time_in_coll
     assert "collectives" in (tmp_path / "page" / INDEX).read_text()
 
 
+def test_a_two_rank_job_is_one_run_everywhere_and_its_ranks_are_named(built: dict[str, Path],
+                                                                     data: DashboardData) -> None:
+    """Issue 28: a two-rank job was "1 run" in the category charts and "2 runs", both labelled by the
+    run, in training vs inference. A run is run_groups' run everywhere; each rank is named."""
+    group = next(g for g in data.groups if g.model == "hta")
+    side = next(p for p in data.mode_comparisons if p.model == "hta").training
+    assert len(group.runs) == 1 and side.run_count == 1 and len(side.trace_ids) == 2
+    assert sorted(t.trace_label for t in data.traces if t.model == "hta") == ["j1 \u00b7 rank 0", "j1 \u00b7 rank 1"]
+    page = built["index"].read_text()
+    modes = page[page.index('<section id="modes">'):page.index('<section id="regressions">')]
+    hta_row = modes[modes.index('data-model="hta"'):]
+    hta_row = hta_row[:hta_row.index("</tr>")]
+    assert "1 run (2 traces)" in hta_row and "2 runs" not in hta_row
+    assert ">j1 \u00b7 rank 0<" in hta_row and ">j1 \u00b7 rank 1<" in hta_row
+    header = page[page.index('<article class="card chart-card"'):]
+    assert re.search(r"<h3>hta</h3>\s*<span class=\"sub\">training · [^<]* · 1 run</span>", header)
+
+
+def test_graph_capture_traces_are_not_workloads(tmp_path: Path) -> None:
+    """Issue 28: a capture-folder trace (`bs_32`, 0.011 ms) was listed as a workload. Its ops are
+    merged into the replay trace that lists it: the page lists the replay only and says so."""
+    serve = tmp_path / "serve"
+    (serve / "capture_traces").mkdir(parents=True)
+    shutil.copyfile(SGLANG, serve / SGLANG.name)
+    for source in SGLANG_CAPTURES.iterdir():
+        shutil.copyfile(source, serve / "capture_traces" / source.name)
+    warehouse = tmp_path / "warehouse"
+    _ok("ingest", str(serve), "--warehouse", str(warehouse), "--quiet")
+    _ok("dashboard", "--warehouse", str(warehouse), "--out", str(tmp_path / "page"))
+    page = DashboardData.model_validate_json((tmp_path / "page" / DATA_JSON).read_text())
+    assert [t.file_name for t in page.traces] == [SGLANG.name] and page.trace_count == 1
+    assert page.capture_trace_count == 1 and [g.model for g in page.groups] == ["sglang_Qwen3-8B_decode"]
+    html = (tmp_path / "page" / INDEX).read_text()
+    assert "bs_32" not in html and "1 graph-capture trace merged into its replay" in html
+
+
 def test_traces_sharing_a_run_tag_get_a_note_not_a_renamed_run(data: DashboardData) -> None:
     training = [t for t in data.traces if t.group_key == "bert | training | H100"]
     assert {t.run_label for t in training} == {"r1"} and all("(2)" not in t.run_label for t in data.traces)
@@ -215,10 +260,12 @@ def test_run_group_rules_pass_their_dbt_unit_tests(suite_warehouse: Warehouse, t
     consecutive-run pairs) are dbt unit tests beside the marts, run here on a copy of the warehouse."""
     copy = tmp_path / "warehouse.duckdb"
     shutil.copyfile(suite_warehouse.db_path, copy)  # dbt runs on the classic layout; unit tests bring their rows
-    selected = [f"{model},test_type:unit" for model in ("run_groups", "run_group_categories", "run_category_changes")]
+    selected = [f"{model},test_type:unit" for model in ("run_groups", "run_group_categories", "run_category_changes",
+                                                        "run_mode_breakdowns")]
     results = run_dbt(copy, tmp_path / "dbt", ["test", "--select", *selected])
     names = sorted(r.node.name for r in results.results)
-    assert "run_groups_split_serving_phases" in names and len(names) == 5
+    assert {"run_groups_split_serving_phases", "run_groups_leave_out_graph_capture_traces",
+            "run_mode_breakdowns_count_a_jobs_ranks_as_one_run"} <= set(names) and len(names) == 7
     assert all(str(r.status) == "pass" for r in results.results)
 
 
@@ -245,10 +292,21 @@ def test_page_escapes_text_from_the_warehouse(data: DashboardData) -> None:
 
 # ---- the page ----------------------------------------------------------------------------------------
 
+def _outside_scripts(html: str) -> str:
+    return re.sub(r"<script\b[^>]*>.*?</script>", "<script></script>", html, flags=re.DOTALL | re.IGNORECASE)
+
+
 def test_page_has_no_network_references(built: dict[str, Path]) -> None:
+    """The chart libraries are inlined: every script is inline (no src), and outside the scripts'
+    code the page names no URL, stylesheet, image or frame."""
     html = built["index"].read_text()
-    assert "http://" not in html and "https://" not in html
-    assert not re.search(r"<(link|img|iframe|object|embed)\b|\bsrc\s*=|@import|url\(", html, re.IGNORECASE)
+    tags = re.findall(r"<script\b[^>]*>", html, re.IGNORECASE)
+    assert len(tags) >= 5 and not [t for t in tags if re.search(r"\bsrc\s*=", t)]
+    markup = _outside_scripts(html)
+    assert "http://" not in markup and "https://" not in markup
+    assert not re.search(r"<(link|img|iframe|object|embed)\b|\bsrc\s*=|@import|url\(", markup, re.IGNORECASE)
+    for spec in re.findall(r'<script type="application/json" data-chart-for="[^"]+">(.*?)</script>', html):
+        assert "http" not in spec  # no $schema URL, no data URL: the specs carry their rows
 
 
 def test_page_renders_in_headless_chromium(built: dict[str, Path], data: DashboardData, chromium: str,
@@ -279,6 +337,7 @@ def test_dom_after_scripts_has_every_trace_section_and_link(built: dict[str, Pat
     for heading in SECTION_HEADINGS:
         assert f">{heading}</h2>" in dom
     assert re.search(r'<div id="filters" class="filters">', dom), "the filter script did not run"
+    assert ">chart not drawn:" not in dom  # what the page writes in place of a chart that failed
     assert "8 of 8 traces shown" in dom
     hrefs = re.findall(r'href="([^"#][^"]*analysis\.html)"', dom)
     assert hrefs and all((built["index"].parent / h).resolve() == built["analysis_md"].with_name("analysis.html").resolve()
@@ -306,20 +365,33 @@ INTERACTIONS = """<script>
   out.sortState = heads[change].getAttribute("aria-sort");
   heads[change].click();
   out.descending = Array.prototype.map.call(table.tBodies[0].rows, function (r) { return parseFloat(r.cells[change].textContent.replace(/[,+]/g, "")); });
-  var zoom = document.querySelector("button.zoom");
-  var before = zoom.closest(".chart-card").querySelector("svg").getBoundingClientRect().width;
-  zoom.click();
-  out.zoomed = zoom.closest(".chart-card").classList.contains("zoomed");
-  out.widthRatio = zoom.closest(".chart-card").querySelector("svg").getBoundingClientRect().width / before;
-  out.tooltips = document.querySelectorAll(".chart-card svg title").length;
-  document.title = "RESULT" + JSON.stringify(out);
+  // the charts draw asynchronously: hover and zoom one once it is drawn
+  setTimeout(function () {
+    var charts = document.querySelectorAll("div.chart");
+    out.charts = charts.length;
+    out.drawn = Array.prototype.filter.call(charts, function (c) { return c.querySelectorAll(".mark-rect path").length > 0; }).length;
+    out.legends = Array.prototype.map.call(charts, function (c) {
+      return Array.prototype.map.call(c.querySelectorAll(".role-legend-label text"), function (t) { return t.textContent; });
+    });
+    var chart = document.querySelector('[aria-label^="kernel time per category and run, hta"]');
+    var bars = chart.querySelectorAll(".mark-rect path");
+    function ticks() { return Array.prototype.map.call(chart.querySelectorAll(".role-axis-label text"), function (t) { return t.textContent; }).join("|"); }
+    var box = bars[0].getBoundingClientRect(), x = box.left + box.width / 2, y = box.top + box.height / 2;
+    bars[0].dispatchEvent(new PointerEvent("pointermove", {bubbles: true, clientX: x, clientY: y}));
+    var tip = document.getElementById("vg-tooltip-element");
+    out.tooltip = tip && tip.classList.contains("visible") ? tip.textContent : null;
+    out.ticksBefore = ticks();
+    bars[0].dispatchEvent(new WheelEvent("wheel", {bubbles: true, cancelable: true, deltaY: -400, clientX: x, clientY: y}));
+    setTimeout(function () { out.ticksAfter = ticks(); document.title = "RESULT" + JSON.stringify(out); }, 500);
+  }, 1500);
 })();
 </script>"""
 
 
-def test_search_sort_zoom_and_tooltips_work_in_chromium(built: dict[str, Path], chromium: str) -> None:
+def test_search_sort_tooltips_and_zoom_work_in_chromium(built: dict[str, Path], data: DashboardData,
+                                                       chromium: str) -> None:
     probe = built["index"].with_name("interactions.html")
-    probe.write_text(built["index"].read_text().replace("</body>", INTERACTIONS + "</body>"))
+    probe.write_text(with_script(built["index"].read_text(), INTERACTIONS))
     try:
         run = open_page(probe)
     finally:
@@ -327,22 +399,28 @@ def test_search_sort_zoom_and_tooltips_work_in_chromium(built: dict[str, Path], 
     assert run.console_messages == [], run.console_messages
     found = re.search(r"<title>RESULT(.*?)</title>", run.stdout)
     assert found, run.stdout[-2000:]
-    import html as html_module
-    import json
-
     out = json.loads(html_module.unescape(found.group(1)))
     assert out["regressions"] >= 2 and 1 <= out["regressionsShown"] < out["regressions"]  # only GEMM rows
     assert out["nothingShown"].startswith("0 of")
     assert out["ascending"] == sorted(out["ascending"]) and out["sortState"] == "ascending"
     assert out["descending"] == sorted(out["descending"], reverse=True)
-    assert out["zoomed"] and out["widthRatio"] > 1.5
-    assert out["tooltips"] > 4
+    # every chart drew its bars, and each legend lists its categories in chart order, collectives included
+    expected = [g.categories for g in data.groups if g.categories] + [j.categories for j in data.jobs if j.categories]
+    assert out["charts"] == out["drawn"] == len(expected)
+    assert out["legends"] == expected
+    assert sum("collectives" in legend for legend in out["legends"]) == 2  # the hta run and the hta job
+    # hovering the hta run's largest bar (collectives) gives its numbers
+    run_collectives = next(c for c in next(g for g in data.groups if g.model == "hta").runs[0].categories
+                           if c.op_category == "collectives")
+    assert out["tooltip"] and "collectives" in out["tooltip"] and f"{run_collectives.kernel_time_ms:,.3f}" in out["tooltip"]
+    assert "mean of 2 ranks" in out["tooltip"]
+    assert out["ticksAfter"] != out["ticksBefore"]  # the wheel zoomed the time axis
 
 
 def test_console_check_catches_page_errors(built: dict[str, Path], chromium: str, tmp_path: Path) -> None:
     broken = tmp_path / "broken.html"
     html = built["index"].read_text()
-    broken.write_text(html.replace("</body>", "<script>throw new Error('injected failure')</script></body>"))
+    broken.write_text(with_script(html, "<script>throw new Error('injected failure')</script>"))
     messages = open_page(broken).console_messages
     assert any("Uncaught Error: injected failure" in line for line in messages), messages
 
@@ -388,38 +466,60 @@ def test_empty_warehouse_is_bad_input(tmp_path: Path, kind: str) -> None:
     assert snapshot(tmp_path) == before and not (tmp_path / "dash").exists()
 
 
-# ---- the SVG helpers ---------------------------------------------------------------------------------
+# ---- colours and the vendored chart libraries ------------------------------------------------------
 
-def test_svg_text_is_escaped() -> None:
-    nasty = "<script>alert('x')</script> & \"quoted\""
-    segments = [svg_charts.Segment(nasty, 1.0, "#3274a1", nasty)]
-    chart = svg_charts.column_chart([svg_charts.Column(nasty, nasty, tuple(segments))], unit=nasty)
-    for svg in (svg_charts.stacked_bar(segments, label=nasty), chart):
-        assert "<script>" not in svg and "&lt;script&gt;" in svg
-        assert svg.startswith("<svg ") and svg.endswith("</svg>")
+# the op categories the models make besides the seeds' (macros/op_category.sql), and the
+# communication kernels' category (trace_category_kernel_time)
+MACRO_CATEGORIES = {"triton", "record_param_comms", "elementwise", "reduce", "multi_tensor_apply", "other", "collectives"}
 
 
-def test_empty_and_zero_charts_draw_without_errors() -> None:
-    assert "no time recorded" in svg_charts.stacked_bar([svg_charts.Segment("Idle", 0.0, "#b0b0b0")])
-    assert "no runs" in svg_charts.column_chart([], unit="ms")
-    assert svg_charts.value_bar(1.0, 0.0, colour="#c03d3e").count("<rect") == 2
+def _seed(name: str) -> list[dict[str, str]]:
+    with (SEEDS / f"{name}.csv").open(newline="") as handle:
+        return list(csv.DictReader(handle))
 
 
-@pytest.mark.parametrize(("maximum", "ticks"), [
-    (0.459, [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]), (31.9, [0.0, 10.0, 20.0, 30.0, 40.0]),
-    (11.6, [0.0, 2.5, 5.0, 7.5, 10.0, 12.5]), (0.0, [0.0, 1.0]),
-])
-def test_nice_ticks(maximum: float, ticks: list[float]) -> None:
-    assert svg_charts.nice_ticks(maximum) == ticks
+def test_every_op_category_has_its_own_colour_and_none_is_the_exposed_communication_red() -> None:
+    colours = _seed("chart_colours")
+    reserved = next(r["colour"] for r in colours if r["name"] == "Exposed communication")
+    named = {r["name"]: r["colour"] for r in colours if r["role"] != "timeline"}
+    compiled = {r["compiled_op_category"] for r in _seed("agent_categories") if r["compiled_op_category"]}
+    categories = ({r["category"] for r in _seed("op_categories")} | MACRO_CATEGORIES | compiled
+                  | {c.replace("_fwd", "_bwd") for c in compiled}
+                  | {r["category"] for r in _seed("agent_categories") if r["category_kind"] == "op"})
+    assert categories - named.keys() == set()  # every category the models make has its own colour
+    assert len(set(named.values())) == len(named)  # no two categories (or spares) share a colour
+    assert reserved not in named.values()
+    assert named["MoE_fused"] != named["RoPE_fwd"]  # the collision issue 28 found
+    assert all(re.fullmatch(r"#[0-9a-f]{6}", r["colour"]) for r in colours)
 
 
-def test_breakdown_colours_match_the_report_plot() -> None:
+def test_the_page_takes_its_colours_from_the_seed(data: DashboardData) -> None:
+    seed = {r["name"]: r["colour"] for r in _seed("chart_colours")}
+    on_page = {c for g in data.groups for c in g.categories} | {c for j in data.jobs for c in j.categories}
+    assert "collectives" in on_page and data.colours["collectives"] == seed["collectives"]
+    assert {c: data.colours[c] for c in on_page} == {c: seed[c] for c in on_page}
+    assert data.timeline_colours == {r["name"]: r["colour"] for r in _seed("chart_colours") if r["role"] == "timeline"}
+
+
+def test_breakdown_colours_match_the_report_plot(data: DashboardData) -> None:
     from tracelake.reports.plot import _BREAKDOWN
 
-    assert [(label, colour) for label, _, _, colour in _BREAKDOWN] == list(svg_charts.BREAKDOWN_SEGMENTS)
+    assert {label: colour for label, _, _, colour in _BREAKDOWN} == data.timeline_colours
 
 
-def test_category_colours_are_stable() -> None:
-    assert svg_charts.category_colour("GEMM") == "#3274a1"
-    assert svg_charts.category_colour("SomeNewCategory") == svg_charts.category_colour("SomeNewCategory")
+def test_vendored_chart_libraries_ship_with_their_licences() -> None:
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert "vendor/*" in package_data["tracelake.reports"]
+    for name in dashboard_charts.VENDOR_SCRIPTS:
+        bundle = (dashboard_charts.VENDOR / name).read_text()
+        assert len(bundle) > 50_000 and "</script" not in bundle.lower()  # safe to inline
+        licence = dashboard_charts.VENDOR / name.replace(".min.js", ".LICENSE")
+        assert "Redistribution and use in source and binary forms" in licence.read_text()
+    assert "d3-scale" in (dashboard_charts.VENDOR / "THIRD_PARTY_LICENSES.txt").read_text()
 
+
+def test_chart_specs_stay_inside_their_script_element() -> None:
+    nasty = {"column": "</script><script>alert(1)</script> & <b>"}
+    text = str(dashboard_charts.spec_json(nasty))
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert json.loads(text) == nasty

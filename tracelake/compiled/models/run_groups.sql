@@ -24,6 +24,17 @@ serving_phases as (
     group by trace_id
 ),
 
+capture_traces as (
+    -- listed by a replay trace, or tagged as a capture (its batch size / mode) at ingest
+    select unnest(string_split(tags['graph_capture_traces'], ',')) as trace_id
+    from runs
+    where tags['graph_capture_traces'] <> ''
+    union
+    select trace_id
+    from runs
+    where tags['graph_capture_batch_size'] is not null or tags['graph_capture_mode'] is not null
+),
+
 trace_kernel_time as (
     select trace_id, sum(kernel_time_ms) as kernel_time_ms
     from category_time
@@ -52,6 +63,7 @@ labelled as (
     inner join traces on traces.trace_id = runs.trace_id
     left join serving_phases on serving_phases.trace_id = runs.trace_id
     left join trace_kernel_time on trace_kernel_time.trace_id = runs.trace_id
+    where runs.trace_id not in (select capture_traces.trace_id from capture_traces)
 ),
 
 grouped as (
@@ -133,6 +145,12 @@ final as (
         -- an integer, as the dashboard has always keyed its runs (the hash order of its aggregates follows the type)
         dense_rank() over (partition by group_key order by run_position)::integer as run_index,
         run_label,
+        -- the traces of one run are told apart by their rank, else (a shared run tag) their file name
+        run_label || case
+            when rank is not null then ' · rank ' || rank
+            when count(*) over (partition by group_key, run_identity) > 1 then ' · ' || file_name
+            else ''
+        end as trace_label,
         count(*) over (partition by group_key, run_identity) as run_trace_count,
         count(*) filter (where has_gpu_timeline) over (partition by group_key, run_identity) as run_gpu_trace_count,
         has_gpu_timeline,

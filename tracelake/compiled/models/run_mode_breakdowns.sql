@@ -5,7 +5,7 @@ with run_groups as (
 ),
 
 sides as (
-    select model, group_platform, split_part(mode, '-', 1) as mode, total_time_ms, computation_time_ms,
+    select model, group_platform, split_part(mode, '-', 1) as mode, group_key, run_index, total_time_ms, computation_time_ms,
         exposed_comm_time_ms, exposed_memcpy_time_ms, idle_time_ms
     from run_groups
     where has_gpu_timeline and split_part(mode, '-', 1) in ('training', 'inference')
@@ -20,7 +20,9 @@ final as (
         avg(computation_time_ms) as computation_time_ms,
         avg(exposed_comm_time_ms) as exposed_comm_time_ms,
         avg(exposed_memcpy_time_ms) as exposed_memcpy_time_ms,
-        avg(idle_time_ms) as idle_time_ms
+        avg(idle_time_ms) as idle_time_ms,
+        count(distinct (group_key, run_index)) as run_count,
+        count(*) as trace_count
     from sides
     group by model, group_platform, mode
 )
