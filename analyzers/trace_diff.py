@@ -14,10 +14,12 @@ returns it, so both read the same numbers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import duckdb
 import polars as pl
+
+if TYPE_CHECKING:
+    import duckdb
 
 DiffStatus = Literal["added", "removed", "changed", "unchanged"]
 OP_SIGNATURE_KEYS = ("name", "input_dims", "input_type", "input_strides", "concrete_inputs")
@@ -117,6 +119,15 @@ class OpKernelDiff:
     candidate_ids: list[str]
     ops: pl.DataFrame
     kernels: pl.DataFrame
+
+    def counts(self) -> pl.DataFrame:
+        """Rows per status of `ops` and of `kernels`, with each side's ms (HTA's counts diff)."""
+        return pl.concat([
+            frame.group_by("status").agg(pl.len().alias("rows"), pl.col("baseline_ms").sum(),
+                                         pl.col("candidate_ms").sum(), pl.col("delta_ms").sum())
+            .with_columns(pl.lit(what).alias("what"))
+            for what, frame in (("ops", self.ops), ("kernels", self.kernels))
+        ]).select("what", "status", "rows", "baseline_ms", "candidate_ms", "delta_ms").sort("what", "status")
 
     def signature_overlap_percent(self) -> float:
         """The smaller of the two sides' shares of op kernel time spent in signatures both sides
