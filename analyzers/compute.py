@@ -194,8 +194,10 @@ def run_agent(
     if extra:
         _add_extra_groups(ops, kept, dropped, extra)
     findings = [
+        # a card of trace 2's gap claims none of trace 1's GPU time (its time is on trace 2's timeline)
         build_finding(rank, group, agent, data).model_copy(update={
-            "claimed_kernels": claimed_kernels(db, ctx, [op.signature_key for op in group.members])})
+            "claimed_kernels": claimed_kernels(db, ctx, [op.signature_key for op in group.members])
+            if group.slower_trace == 1 else {}})
         for rank, group in enumerate(kept, start=1)
     ]
     metrics = metrics_model(

@@ -39,7 +39,6 @@ from tracelake.core.errors import TraceLakeError, WarehouseError
 if TYPE_CHECKING:
     import duckdb
     import polars
-
     from matplotlib.figure import Figure
 
     from tracelake.analyze_options import AnalyzeOptions
