@@ -126,7 +126,7 @@ def _overall(pairs: list[WorkloadPair]) -> VerdictKind:
     kinds = {p.verdict.verdict for p in pairs}
     for kind in ("regression", "improvement", "no_change"):
         if kind in kinds:
-            return kind  # type: ignore[return-value]
+            return kind
     return "not_comparable"
 
 
