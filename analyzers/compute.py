@@ -269,7 +269,8 @@ def _op_summary(ops: Sequence[OpRecord], ctx: AnalysisContext) -> dict[str, Any]
         "top_operations": [
             TopOperation(
                 name=op.name, shape=op.shape, args=op.args, count=op.count, time_ms=op.time_ms,
-                percent_of_e2e=op.percent_of_e2e, efficiency_percent=op.efficiency_percent, bound=op.bound,
+                # the "% Roofline" column: trace 1's, also in comparative scope (where efficiency is 100 t2 / t1)
+                percent_of_e2e=op.percent_of_e2e, efficiency_percent=op.roofline_percent, bound=op.bound,
                 library=op.library, relabelled_from=op.relabelled_from,
             )
             for op in ops[:DATA_TABLE_ROWS]
