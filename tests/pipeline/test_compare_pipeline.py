@@ -212,8 +212,9 @@ def test_comparative_evidence_sql_reproduces_each_finding(comparisons, compare_w
     assert compute or folded
     with compare_warehouse.connect_read_only() as con:
         for finding in compute:
-            # the agent's own query over the marts (evidence_sql is the claims ledger's)
-            rows = con.execute(finding.analysis_sql).fetchall()
+            # the agent's own query over the marts (evidence_sql is the claims ledger's; a card of trace 2's
+            # gap claims none of trace 1's GPU time, so its evidence_sql stays the agent's)
+            rows = con.execute(finding.analysis_sql or finding.evidence_sql).fetchall()
             members = finding.evidence["members"]
             assert len(rows) == len(members), finding.title
             assert sorted(r[3] for r in rows) == pytest.approx(sorted(m["time_ms"] for m in members))
