@@ -12,6 +12,7 @@ lock like the command does.
     wh.jobs()                                              # one row per multi-rank job (docs/jobs.md)
     job = wh.job("dlrm_8rank")
     job.ranks(), job.collectives(), job.instances(), job.stragglers(), job.signatures(), job.spread()
+    wh.queue_length("rank0.json.gz").plot()                # HTA's analyses per trace (docs/hta_parity.md)
     result = wh.analyze("trace.json.gz", out="report/")    # or tracelake.analyze(..., warehouse=...)
     result.findings[0].title
     job = wh.analyze("runs/job42/", gpus_per_node=8)        # a folder (or a list of files): one job
@@ -35,6 +36,18 @@ from tracelake.analyzers.contracts import RankedFinding
 from tracelake.analyzers.trace_diff import OpKernelDiff
 from tracelake.config import default_jobs, default_warehouse
 from tracelake.core.errors import TraceLakeError, WarehouseError
+from tracelake.trace_frames import (
+    ANNOTATIONS,
+    IDLE_BREAKDOWN,
+    LAUNCH_STATS,
+    MEMORY_BANDWIDTH,
+    MEMORY_BANDWIDTH_SUMMARY,
+    QUEUE_LENGTH,
+    QUEUE_SUMMARY,
+    SEQUENCES,
+    TraceFrame,
+    read_mart,
+)
 
 if TYPE_CHECKING:
     import duckdb
@@ -233,6 +246,40 @@ class WarehouseHandle:
             raise WarehouseError(f"no job {name!r} in {self.path}" + (f"; its jobs: {held}" if names else
                                  "; it holds no job (ingest a folder of rank traces, or pass --job NAME)"))
         return JobHandle(self, name)
+
+    # HTA's analyses, one trace each (docs/hta_parity.md): a TraceFrame (.frame, .sql, .plot())
+    def queue_length(self, trace: str) -> TraceFrame:
+        """The launch queue of each stream over time (`stream_queue_lengths`); `.plot()` steps."""
+        return read_mart(self, trace, "stream_queue_lengths", "device, stream, ts_us, queue_length desc", QUEUE_LENGTH)
+
+    def queue_summary(self, trace: str) -> TraceFrame:
+        """Per stream, queue length statistics and time blocked on a full queue (`stream_queue_summary`)."""
+        return read_mart(self, trace, "stream_queue_summary", "device, stream", QUEUE_SUMMARY)
+
+    def memory_bandwidth(self, trace: str) -> TraceFrame:
+        """Memory-copy bandwidth over time per copy kind (`memcpy_bandwidth_series`); `.plot()` steps."""
+        return read_mart(self, trace, "memcpy_bandwidth_series", "device, copy_kind, ts_us, bandwidth_change",
+                         MEMORY_BANDWIDTH)
+
+    def memory_bandwidth_summary(self, trace: str) -> TraceFrame:
+        """Per copy kind, bandwidth statistics (`memcpy_bandwidth_summary`)."""
+        return read_mart(self, trace, "memcpy_bandwidth_summary", "device, copy_kind", MEMORY_BANDWIDTH_SUMMARY)
+
+    def launch_stats(self, trace: str) -> TraceFrame:
+        """Per GPU op, its launch call's CPU duration, GPU duration and launch delay (`kernel_launch_stats`)."""
+        return read_mart(self, trace, "kernel_launch_stats", "launch_ts_us, event_idx", LAUNCH_STATS)
+
+    def idle_breakdown(self, trace: str) -> TraceFrame:
+        """Idle time per stream: host wait, kernel wait, other (`stream_idle_breakdown`)."""
+        return read_mart(self, trace, "stream_idle_breakdown", "device, stream, idle_category", IDLE_BREAKDOWN)
+
+    def annotation_breakdown(self, trace: str) -> TraceFrame:
+        """GPU time per GPU user annotation, longest first (`gpu_annotation_breakdown`)."""
+        return read_mart(self, trace, "gpu_annotation_breakdown", "total_us desc, name", ANNOTATIONS)
+
+    def kernel_sequences(self, trace: str) -> TraceFrame:
+        """Frequent sequences of consecutive kernels on a stream, most GPU time first (`kernel_sequences`)."""
+        return read_mart(self, trace, "kernel_sequences", "total_gpu_time_us desc, sequence", SEQUENCES)
 
     def _require_job_marts(self) -> None:
         if "jobs" not in self.tables():

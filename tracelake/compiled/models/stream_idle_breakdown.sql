@@ -1,0 +1,53 @@
+
+
+with stream_ops as (
+    select
+        gpu_ops.trace_id,
+        gpu_ops.event_idx,
+        gpu_ops.device,
+        gpu_ops.stream,
+        gpu_ops.ts_us,
+        gpu_ops.end_us,
+        launches.launch_ts_us
+    from "warehouse"."main"."kernels" as gpu_ops
+    left join "warehouse"."intermediate"."int_kernel_host_launches" as launches
+        on gpu_ops.trace_id = launches.trace_id
+        and gpu_ops.event_idx = launches.event_idx
+),
+
+ordered as (
+    select
+        *,
+        lag(end_us) over (partition by trace_id, device, stream order by ts_us, event_idx) as previous_end_us
+    from stream_ops
+),
+
+gaps as (
+    select
+        trace_id,
+        device,
+        stream,
+        ts_us - previous_end_us as idle_us,
+        case
+            when launch_ts_us > previous_end_us then 'host_wait'
+            when ts_us - previous_end_us < 30.0 then 'kernel_wait'
+            else 'other'
+        end as idle_category
+    from ordered
+    where previous_end_us is not null
+),
+
+final as (
+    select
+        trace_id,
+        device,
+        stream,
+        idle_category,
+        count(*) as gap_count,
+        sum(idle_us) as idle_us,
+        sum(idle_us) / nullif(sum(sum(idle_us)) over (partition by trace_id, device, stream), 0) as idle_share
+    from gaps
+    group by trace_id, device, stream, idle_category
+)
+
+select * from final
