@@ -200,8 +200,10 @@ def run_agent(
     if extra:
         _add_extra_groups(ops, kept, dropped, extra)
     findings = [
+        # a card of trace 2's gap claims none of trace 1's GPU time (its time is on trace 2's timeline)
         build_finding(rank, group, agent, data).model_copy(update={
-            "claimed_kernels": claimed_kernels(db, ctx, [op.signature_key for op in group.members])})
+            "claimed_kernels": claimed_kernels(db, ctx, [op.signature_key for op in group.members])
+            if group.slower_trace == 1 else {}})
         for rank, group in enumerate(kept, start=1)
     ]
     metrics = metrics_model(
@@ -273,7 +275,8 @@ def _op_summary(ops: Sequence[OpRecord], ctx: AnalysisContext) -> dict[str, Any]
         "top_operations": [
             TopOperation(
                 name=op.name, shape=op.shape, args=op.args, count=op.count, time_ms=op.time_ms,
-                percent_of_e2e=op.percent_of_e2e, efficiency_percent=op.efficiency_percent, bound=op.bound,
+                # the "% Roofline" column: trace 1's, also in comparative scope (where efficiency is 100 t2 / t1)
+                percent_of_e2e=op.percent_of_e2e, efficiency_percent=op.roofline_percent, bound=op.bound,
                 library=op.library, relabelled_from=op.relabelled_from,
             )
             for op in ops[:DATA_TABLE_ROWS]

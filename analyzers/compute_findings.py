@@ -21,7 +21,7 @@ from tracelake.analyzers.compute_records import (
     OpGroup,
     OpRecord,
 )
-from tracelake.analyzers.compute_text import fmt
+from tracelake.analyzers.compute_text import fmt, slower_side
 from tracelake.analyzers.confidence import at_most, lowered
 from tracelake.analyzers.contracts import AnalysisContext, Confidence, Finding
 from tracelake.core.markdown_text import sql_literal
@@ -145,6 +145,8 @@ def group_title(group: OpGroup, assumed_platform: str | None = None) -> str:
     library = f" ({group.library})" if group.library != "Unknown" else ""
     if group.comparative:
         t2 = trace2_time_ms(group)
+        if group.slower_trace == 2:
+            return f"{dominant.label}{more}: trace 2 takes {t2 / group.time_ms:.2f}x the time of trace 1{library}"
         ratio = f"{group.time_ms / t2:.2f}x the time of trace 2" if t2 > 0 else "no time on trace 2"
         return f"{dominant.label}{more}: trace 1 takes {ratio}{library}"
     if group.estimate_method == "heuristic":
@@ -177,6 +179,10 @@ def lead_insight(group: OpGroup, noun: str) -> str:
         capped = sum(op.efficiency_capped for op in group.members)
         cap = (f" For {capped} of them trace 1 already runs close to its roofline, so the recoverable time is "
                "capped at the roofline gap." if capped else "")
+        if group.slower_trace == 2:
+            return (f"{scope} ({calls}) {verb} {group.time_ms:.3f} ms on trace 1 ({group.percent_of_e2e:.2f} % of E2E) "
+                    f"and {t2:.3f} ms on trace 2{where}: trace 2 takes {t2 / group.time_ms:.2f}x trace 1's time, "
+                    f"{t2 - group.time_ms:.3f} ms that trace 2 loses against trace 1.")
         return (
             f"{scope} ({calls}) {verb} {group.time_ms:.3f} ms on trace 1 ({group.percent_of_e2e:.2f} % of E2E) "
             f"and {t2:.3f} ms on trace 2{where}: trace 1 is {slower:.1f} % slower.{cap}"
@@ -209,7 +215,7 @@ def relabel_sentence(ops: Sequence[OpRecord], noun: str, group_size: int) -> str
 
 def comparative_members_table(group: OpGroup) -> str:
     lines = [
-        "| Operation | Shape | Count (T1/T2) | Trace 1 (ms) | Trace 2 (ms) | Difference (ms) | Efficiency (100·t2/t1) "
+        "| Operation | Shape | Count (T1/T2) | Trace 1 (ms) | Trace 2 (ms) | Difference (ms) | Slower side (time ratio) "
         "| % Roofline (T1) | Bound (T1) | Impact mid (% E2E) |",
         "|---|---|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
@@ -217,7 +223,7 @@ def comparative_members_table(group: OpGroup) -> str:
         match = op.comparison
         t2 = match.time_trace2_ms if match else None
         count2 = f"{match.count_trace2:.0f}" if match else "—"
-        efficiency = fmt(op.efficiency_percent, 1) + (" (capped)" if op.efficiency_capped else "")
+        efficiency = slower_side(op.time_ms, t2) + (" (impact capped at the roofline)" if op.efficiency_capped else "")
         name = op.name.replace("|", "\\|")
         lines.append(
             f"| `{name}` | {op.args or op.shape or '—'} | {op.count}/{count2} | {op.time_ms:.3f} | "
@@ -248,7 +254,13 @@ def members_table(group: OpGroup) -> str:
 def impact_explanation(group: OpGroup, e2e_ms: float, roofline_gpu: str = "this GPU") -> str:
     i = group.impact
     recoverable = i.mid * e2e_ms / 100.0
-    if group.comparative:
+    if group.comparative and group.slower_trace == 2:
+        formula = (
+            "trace 2 is the slower side: per member, impact = {0.75, 0.875, 1.0} x (t2 - t1) / E2E(trace 1) x 100, "
+            "the time trace 2 loses against trace 1 on this report's E2E scale, summed over the members; it "
+            "claims none of trace 1's GPU time"
+        )
+    elif group.comparative:
         formula = (
             "per member, efficiency = 100 x t2 / t1 (raised to trace 1's roofline value when lower), "
             "gap = 1 - efficiency / 100 and impact = {0.75, 0.875, 1.0} x gap x t1 / E2E(trace 1) x 100, "

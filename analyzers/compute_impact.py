@@ -63,10 +63,14 @@ def estimate_op_impact(op: OpRecord, ctx: AnalysisContext) -> Impact | None:
     if op.excluded or op.name in ctx.fusion_flagged_ops or op.time_ms <= 0 or ctx.e2e_time_ms <= 0:
         return None
     if ctx.comparison_scope == "comparative":
-        # the measured gap to trace 2 and nothing else: no heuristic for unmatched ops
-        if op.comparison is None or op.efficiency_percent is None or op.efficiency_percent >= 100.0:
+        # the measured gap between the traces and nothing else: no heuristic for unmatched ops
+        if op.comparison is None or op.efficiency_percent is None or op.efficiency_percent == 100.0:
             return None
-        impact = quantified_impact(op.time_ms, ctx.e2e_time_ms, op.efficiency_percent)
+        if op.slower_trace == 2:  # trace 2's gap to trace 1: t2 - t1, on the report's E2E (trace 1's)
+            time2_ms = op.comparison.time_trace2_ms
+            impact = quantified_impact(time2_ms, ctx.e2e_time_ms, 100.0 * op.time_ms / time2_ms)
+        else:
+            impact = quantified_impact(op.time_ms, ctx.e2e_time_ms, op.efficiency_percent)
         return impact if impact.high >= settings.MIN_OP_IMPACT_HIGH else None
     if op.efficiency_percent is not None and op.has_perf_model:
         if op.is_anomaly or op.is_near_roofline:
@@ -145,7 +149,9 @@ def group_ops(ops: Sequence[OpRecord], family: Callable[[OpRecord], str],
             continue
         key: tuple[str, ...]
         if op.impact.method == "quantified":
-            bucket = "all" if comparative else efficiency_bucket(op.efficiency_percent)
+            # comparative: one bucket per slower trace (TraceLens has only "all": trace 1's gaps)
+            bucket = ("all" if op.slower_trace == 1 else "trace2-slower") if comparative else efficiency_bucket(
+                op.efficiency_percent)
             # latency-bound ops group apart: their lever (fusing into a neighbour) is not tuning
             bound = "latency" if op.is_latency_bound else (op.bound or "unknown")
             key = ("quantified", bound, op.library, bucket, family(op))

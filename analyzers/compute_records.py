@@ -113,6 +113,12 @@ class OpRecord(BaseModel):
     impact: Impact | None = None
 
     @property
+    def slower_trace(self) -> int:
+        """Comparative scope: 2 when trace 2 takes longer for the op (the gap is trace 2's to
+        recover, and its card says so), else 1."""
+        return 2 if self.comparison is not None and (self.efficiency_percent or 0.0) > 100.0 else 1
+
+    @property
     def is_anomaly(self) -> bool:
         """Above the roofline: a measurement or perf-model problem (a comparative efficiency above
         100 % only means trace 2 is slower)."""
@@ -175,6 +181,11 @@ class OpGroup(BaseModel):
     @property
     def time_ms(self) -> float:
         return sum(op.time_ms for op in self.members)
+
+    @property
+    def slower_trace(self) -> int:
+        """Comparative scope: the trace whose gap the group's card ranks (group_ops keeps the two apart)."""
+        return self.dominant.slower_trace if self.comparative else 1
 
     @property
     def percent_of_e2e(self) -> float:

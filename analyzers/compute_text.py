@@ -7,6 +7,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from tracelake.analyzers.settings import SAME_SPEED_RATIO
+
 
 def parse_json_list(text: str | None) -> list[Any]:
     if not text:
@@ -87,3 +89,14 @@ def base_op_name(name: str) -> str:
     """`aten::add_` -> `add`: the op without namespace and in-place suffix."""
     base = name.split("::")[-1].split("->")[0].strip()
     return base.rstrip("_").lstrip("_") or base
+
+
+def slower_side(time_trace1_ms: float | None, time_trace2_ms: float | None) -> str:
+    """Which trace of a matched op is slower and by how many times ("T2 3.04x slower"); "same"
+    within settings.SAME_SPEED_RATIO; "—" when a side has no time."""
+    if not time_trace1_ms or not time_trace2_ms or time_trace1_ms <= 0 or time_trace2_ms <= 0:
+        return "—"
+    ratio = max(time_trace1_ms, time_trace2_ms) / min(time_trace1_ms, time_trace2_ms)
+    if ratio < SAME_SPEED_RATIO:
+        return "same"
+    return f"T{1 if time_trace1_ms > time_trace2_ms else 2} {ratio:.2f}x slower"

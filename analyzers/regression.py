@@ -21,7 +21,10 @@ Gating: a metric fails the run when the candidate is slower by more than the thr
 more than the noise band. Total, busy and kernel time always gate; a category or op signature
 gates only when it holds at least the minimum share of the baseline's busy time on one side.
 New or gone categories and ops are listed and never fail the run by themselves (their time is in
-the headline metrics).
+the headline metrics). The op signatures come from the op diff (analyzers/trace_diff.py, also
+`tracelake.diff`); when the two sides share too little of their op kernel time
+(settings.COMPARE_MIN_SIGNATURE_OVERLAP_PERCENT) they ran different work: the verdict is
+`not_comparable` and nothing fails.
 """
 
 from __future__ import annotations
@@ -30,16 +33,18 @@ import math
 from typing import Literal
 
 import duckdb
+import polars as pl
 from pydantic import BaseModel, Field
 
 from tracelake.analyzers import settings
 from tracelake.analyzers.common import query_rows
 from tracelake.analyzers.contracts import Confidence
+from tracelake.analyzers.trace_diff import OpKernelDiff, diff_traces
 from tracelake.core.errors import TraceLakeError
 
 MetricKind = Literal["headline", "category", "op"]
 ChangeStatus = Literal["slower", "faster", "within_noise", "unchanged", "new", "gone"]
-VerdictKind = Literal["regression", "improvement", "no_change"]
+VerdictKind = Literal["regression", "improvement", "no_change", "not_comparable"]
 SampleSource = Literal["profiler_steps", "traces"]
 
 CATEGORY_SOURCE = "ops_summary_by_category + collectives from kernels.is_comm"
@@ -74,7 +79,6 @@ from sides inner join {mart} as facts on facts.trace_id = sides.trace_id
 group by all
 """
 CATEGORY_KEYS = ("category",)
-OP_SIGNATURE_KEYS = ("name", "input_dims", "input_type", "input_strides", "concrete_inputs")
 
 
 class ComparisonError(TraceLakeError):
@@ -88,6 +92,7 @@ class CompareSettings(BaseModel):
     min_item_share_percent: float = Field(default=settings.COMPARE_MIN_ITEM_SHARE_PERCENT, ge=0)
     noise_standard_errors: float = Field(default=settings.COMPARE_NOISE_STANDARD_ERRORS, ge=0)
     min_samples_high_confidence: int = Field(default=settings.COMPARE_MIN_SAMPLES_HIGH_CONFIDENCE, ge=2)
+    min_signature_overlap_percent: float = Field(default=settings.COMPARE_MIN_SIGNATURE_OVERLAP_PERCENT, ge=0, le=100)
 
 
 class SideSamples(BaseModel):
@@ -156,6 +161,8 @@ class RegressionVerdict(BaseModel):
 
     verdict: VerdictKind
     regression: bool  # the CLI exits 1 when true
+    # the smaller of the two sides' shares of op kernel time in op signatures both sides run
+    signature_overlap_percent: float
     summary: str  # the verdict line
     confidence: Confidence
     deciding_metric: str  # label of the metric the summary and confidence rest on
@@ -324,23 +331,18 @@ def _op_label(row: dict) -> str:
     return f"{row['name']} {row['input_dims']}".strip()
 
 
-def _ops(db: duckdb.DuckDBPyConnection, params: dict, busy_ms: float, noise: NoiseEstimate,
-         config: CompareSettings) -> list[OpSignatureChange]:
-    aggregates = {"op_category": "min(facts.op_category)",
-                  "calls": "sum(facts.calls) / any_value(sides.trace_count)",
-                  "kernel_time_ms": "sum(facts.kernel_time_ms) / any_value(sides.trace_count)"}
-    rows = _with_time(_side_means(db, params, "trace_op_signature_time", OP_SIGNATURE_KEYS, aggregates))
+def _ops(diff: OpKernelDiff, busy_ms: float, noise: NoiseEstimate, config: CompareSettings) -> list[OpSignatureChange]:
+    """Each op signature of the op diff with kernel time on either side, judged like a category."""
     ops = []
-    for row in rows:
-        baseline_ms, candidate_ms = _mean_time(row, "baseline"), _mean_time(row, "candidate")
+    for row in diff.ops.filter(pl.col("baseline_ms").fill_null(0.0) + pl.col("candidate_ms").fill_null(0.0) > 0
+                               ).iter_rows(named=True):
+        baseline_ms, candidate_ms = row["baseline_ms"] or None, row["candidate_ms"] or None
         change = metric_change("op", row["name"], _op_label(row), baseline_ms, candidate_ms,
                                busy_ms=busy_ms, gate=True, noise=noise, config=config)
         ops.append(OpSignatureChange(
-            **change.model_dump(),
-            op_category=min(row[f"{side}_op_category"] for side in ("baseline", "candidate") if f"{side}_op_category" in row),
-            input_dims=row["input_dims"], input_type=row["input_type"], input_strides=row["input_strides"],
-            concrete_inputs=row["concrete_inputs"], baseline_calls=row.get("baseline_calls"),
-            candidate_calls=row.get("candidate_calls"),
+            **change.model_dump(), op_category=row["op_category"], input_dims=row["input_dims"],
+            input_type=row["input_type"], input_strides=row["input_strides"], concrete_inputs=row["concrete_inputs"],
+            baseline_calls=row["baseline_count"], candidate_calls=row["candidate_count"],
         ))
     # largest absolute change first
     return sorted(ops, key=lambda o: (-abs((o.candidate_ms or 0.0) - (o.baseline_ms or 0.0)), o.name, o.input_dims,
@@ -460,6 +462,26 @@ def _pooled_means(rows: list[dict]) -> dict[str, float]:
     return {column: sum(float(r[column] or 0.0) for r in rows) / len(rows) for column, _, _ in HEADLINE_METRICS}
 
 
+def _not_comparable(overlap: float, headline: list[MetricChange], categories: list[MetricChange],
+                    ops: list[OpSignatureChange], baseline: SideSamples, candidate: SideSamples,
+                    noise: NoiseEstimate, config: CompareSettings) -> RegressionVerdict:
+    """The sides share too little of their op kernel time to say that one is slower at the same
+    work: every metric is listed, none gates."""
+    for metric in [*headline, *categories, *ops]:
+        metric.gating = metric.fails = False
+    new = sum(op.status == "new" for op in ops)
+    gone = sum(op.status == "gone" for op in ops)
+    summary = (f"NOT COMPARABLE: the sides share {overlap:.1f} % of their op kernel time in common op signatures "
+               f"(at least {config.min_signature_overlap_percent:g} % needed; {new + gone} of {len(ops)} signatures "
+               "new or gone): they ran different work, so no regression is called")
+    return RegressionVerdict(
+        verdict="not_comparable", regression=False, signature_overlap_percent=overlap, summary=summary,
+        confidence="low", deciding_metric="op signature overlap", settings=config, baseline=baseline,
+        candidate=candidate, noise=noise, headline=headline, categories=categories, ops=ops, failures=[],
+        device_warning=device_warning(baseline, candidate),
+    )
+
+
 def compare(
     db: duckdb.DuckDBPyConnection,
     baseline_ids: list[str],
@@ -479,11 +501,16 @@ def compare(
     headline = _headline(means, noise, config)
     busy = means["baseline"]["busy_time_ms"]
     categories = _categories(db, params, busy, noise, config)
-    ops = _ops(db, params, busy, noise, config)
+    diff = diff_traces(db, params["baseline"], params["candidate"])
+    ops = _ops(diff, busy, noise, config)
+    overlap = diff.signature_overlap_percent()
+    if overlap < config.min_signature_overlap_percent:
+        return _not_comparable(overlap, headline, categories, ops, baseline, candidate, noise, config)
     verdict, confidence, deciding, summary = _verdict(headline, [*categories, *ops], noise, baseline, candidate, config)
     failures = [m.label for m in [*headline, *categories, *ops] if m.fails]
     return RegressionVerdict(
-        verdict=verdict, regression=verdict == "regression", summary=summary, confidence=confidence,
+        verdict=verdict, regression=verdict == "regression", signature_overlap_percent=overlap,
+        summary=summary, confidence=confidence,
         deciding_metric=deciding.label, settings=config, baseline=baseline, candidate=candidate,
         noise=noise, headline=headline, categories=categories, ops=ops, failures=failures,
         device_warning=device_warning(baseline, candidate),

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from tracelake.analyzers import settings
+from tracelake.analyzers.compute_text import slower_side
 from tracelake.analyzers.contracts import PriorityData, TracePhases
 from tracelake.analyzers.model_id import UNKNOWN, ModelInfo
 from tracelake.core.kernel_names import short_kernel_name, shortens
@@ -95,8 +96,7 @@ def top_operation_rows(inputs: ReportInputs) -> list[dict[str, str]]:
             "time2_ms": fmt_ms(row.get("time2_ms")) if row.get("time2_ms") is not None else DASH,
             "difference_ms": (fmt_signed_ms(row["time2_ms"] - row["time_ms"])
                               if row.get("time2_ms") is not None and row.get("time_ms") is not None else DASH),
-            "efficiency": (Markdown(f"{fmt_pct(row['efficiency_percent'])}%")
-                           if finite(row.get("efficiency_percent")) is not None else DASH),
+            "slower_side": slower_side(row.get("time_ms"), row.get("time2_ms")),
             "matched_by": {"name_and_shapes": "name + shapes", "module_path": "model layer"}.get(
                 str(row.get("matched_by")), "not matched"),
         })

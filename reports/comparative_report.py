@@ -74,7 +74,8 @@ def matching_note(comparison: OpComparison) -> str:
         + f": {len(comparison.matched)} matched op(s) cover "
         f"{share(comparison.matched_time_trace1_ms, comparison.time_trace1_ms)} of trace 1's op kernel time and "
         f"{share(comparison.matched_time_trace2_ms, comparison.time_trace2_ms)} of trace 2's. "
-        "Efficiency = 100 x t2 / t1: below 100 % trace 1 is slower."
+        "Slower side: the trace that takes longer for the op and its time over the other's (T2 3.04x slower: "
+        "trace 2 takes 3.04 times trace 1's time); a card ranks the gap on the slower side."
     ]
     for label, ops in (("trace 1", comparison.only_in_trace1), ("trace 2", comparison.only_in_trace2)):
         if ops:

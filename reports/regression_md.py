@@ -11,11 +11,13 @@ from pathlib import Path
 
 from tracelake.analyzers import settings
 from tracelake.analyzers.regression import MetricChange, OpSignatureChange, RegressionVerdict, SideSamples
+from tracelake.analyzers.workload_pairs import SideTrace, WorkloadComparison
 from tracelake.core.markdown_text import Markdown, code, one_line, text
 from tracelake.core.templates import markdown_environment
 
 TEMPLATES = Path(__file__).parent / "templates"
 TEMPLATE = "regression.md.j2"
+PAIRS_TEMPLATE = "workload_comparison.md.j2"
 DASH = "—"
 DIMS_CHARS = 60  # input dims longer than this are cut in the op table; --format json has them whole
 NAME_CHARS = 70
@@ -126,4 +128,34 @@ def render_regression_md(verdict: RegressionVerdict, top_ops: int = settings.COM
         gone_ops=[_op_row(op) for op in verdict.ops if op.status == "gone"],
         failures=verdict.failures,
         failures_text=_failures_text(verdict.failures),
+    )
+
+
+def _traces_cell(traces: list[SideTrace]) -> Markdown:
+    return Markdown(", ".join(f"{code(t.trace_id)} {_cell(t.file_name)}" for t in traces))
+
+
+def render_workload_comparison_md(result: WorkloadComparison, top_ops: int = settings.COMPARE_TOP_OPS) -> str:
+    """One pair and nothing unpaired: that pair's verdict as it always read. Else the verdict line,
+    the pairing (each pair, its op-signature overlap and verdict; the unpaired traces), then each
+    pair's verdict under its workload's heading."""
+    if len(result.pairs) == 1 and not result.unpaired_baseline and not result.unpaired_candidate:
+        return render_regression_md(result.pairs[0].verdict, top_ops)
+    sections = [
+        (_cell(pair.workload, NAME_CHARS),
+         Markdown(render_regression_md(pair.verdict, top_ops).replace("\n## ", "\n### ")))
+        for pair in result.pairs
+    ]
+    return _environment.get_template(PAIRS_TEMPLATE).render(
+        result=result,
+        pairs=[{"workload": _cell(p.workload, NAME_CHARS), "source": p.baseline_traces[0].workload_source,
+                "baseline": _traces_cell(p.baseline_traces), "candidate": _traces_cell(p.candidate_traces),
+                "overlap": _share(p.verdict.signature_overlap_percent),
+                "verdict": p.verdict.verdict.replace("_", " ")} for p in result.pairs],
+        unpaired=[{"side": side, "workload": _cell(t.workload, NAME_CHARS), "source": t.workload_source,
+                   "trace": _traces_cell([t])}
+                  for side, traces in (("baseline", result.unpaired_baseline), ("candidate", result.unpaired_candidate))
+                  for t in traces],
+        min_overlap=f"{settings.COMPARE_MIN_SIGNATURE_OVERLAP_PERCENT:g} %",
+        sections=sections,
     )

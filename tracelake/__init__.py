@@ -14,7 +14,7 @@ are the handle's methods.
 __version__ = "0.1.0"
 
 # the API is imported on first use: the command line starts without pydantic and polars
-_API = ("open", "analyze", "WarehouseHandle", "IngestResult", "IngestedTrace", "Analysis", "JobAnalysis")
+_API = ("open", "analyze", "diff", "TraceDiff", "WarehouseHandle", "IngestResult", "IngestedTrace", "Analysis", "JobAnalysis")
 __all__ = ["__version__", *_API]
 
 

@@ -17,6 +17,8 @@ lock like the command does.
     result.findings[0].title
     job = wh.analyze("runs/job42/", gpus_per_node=8)        # a folder (or a list of files): one job
     job.rank_reports[7], job.missing_ranks
+    d = tracelake.diff("run=nightly-41", "run=nightly-42")   # or wh.diff(...): the op and kernel diff `compare` judges
+    d.ops, d.kernels, d.counts(), d.plot()                 # frames (added / removed / changed / unchanged), bars
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from tracelake.analyzers.contracts import RankedFinding
+from tracelake.analyzers.trace_diff import OpKernelDiff
 from tracelake.config import default_jobs, default_warehouse
 from tracelake.core.errors import TraceLakeError, WarehouseError
 from tracelake.trace_frames import (
@@ -49,6 +52,7 @@ from tracelake.trace_frames import (
 if TYPE_CHECKING:
     import duckdb
     import polars
+    from matplotlib.figure import Figure
 
     from tracelake.analyze_options import AnalyzeOptions
     from tracelake.warehouse import Warehouse
@@ -109,6 +113,23 @@ class Analysis(BaseModel):
 
     def markdown(self) -> str:
         return self.analysis_md.read_text()
+
+
+class TraceDiff(OpKernelDiff):
+    """HTA's TraceDiff for two traces (or two sets of traces, each side the mean per trace): `ops`
+    one row per op signature, `kernels` one per kernel name, each with status added / removed /
+    changed / unchanged, count and ms on each side and their deltas; the rows `tracelake compare`
+    judges (analyzers/trace_diff.py)."""
+
+    def plot(self, what: str = "ops", top: int = 15) -> Figure:
+        """Bars of the `top` largest time changes of `ops` or `kernels` (a matplotlib Figure)."""
+        from tracelake.reports.diff_plot import plot_top_changes  # noqa: PLC0415 - matplotlib only when asked
+
+        if what not in ("ops", "kernels"):
+            raise TraceLakeError(f"plot shows 'ops' or 'kernels', not {what!r}")
+        frame = self.ops if what == "ops" else self.kernels
+        sides = f"{', '.join(self.baseline_ids)} -> {', '.join(self.candidate_ids)}"
+        return plot_top_changes(frame, f"Top {what} changes: {sides}", top)
 
 
 class JobAnalysis(BaseModel):
@@ -279,6 +300,14 @@ class WarehouseHandle:
         analyze`); the options of `tracelake.analyze`."""
         return analyze(trace, out, platform, warehouse=self.path, **options)
 
+    def diff(self, baseline: str | Iterable[str], candidate: str | Iterable[str]) -> TraceDiff:
+        """The op and kernel diff of `candidate` against `baseline` (each a selector as `table`
+        takes, or several); the same rows `tracelake compare` judges."""
+        from tracelake.analyzers.trace_diff import diff_traces  # noqa: PLC0415
+
+        found = diff_traces(self.connection().cursor(), self.trace_ids(baseline), self.trace_ids(candidate))
+        return TraceDiff(found.baseline_ids, found.candidate_ids, found.ops, found.kernels)
+
     def trace_ids(self, trace: str | Iterable[str]) -> list[str]:
         """The trace ids a selector (or several) names; nothing is ingested."""
         from tracelake.selectors import resolve_traces  # noqa: PLC0415
@@ -358,6 +387,12 @@ def open(warehouse: PathLike | None = None, create: bool = False) -> WarehouseHa
     """A handle on a warehouse (default: $TRACELAKE_WAREHOUSE, else the per-user one); `create=True`
     accepts a folder that holds no warehouse yet (its first `ingest` makes it)."""
     return WarehouseHandle(Path(warehouse) if warehouse is not None else default_warehouse(), create)
+
+
+def diff(baseline: str | Iterable[str], candidate: str | Iterable[str], warehouse: PathLike | None = None) -> TraceDiff:
+    """The op and kernel diff of two traces (or sets of traces) of a warehouse, as `WarehouseHandle.diff`."""
+    with open(warehouse) as handle:
+        return handle.diff(baseline, candidate)
 
 
 def ingest(paths: PathLike | Iterable[PathLike], warehouse: PathLike | None = None,

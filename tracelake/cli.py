@@ -438,32 +438,18 @@ def compare(
     jobs: Annotated[int | None, typer.Option(
         "--jobs", min=1, help="Parse workers for trace files (default: cores).")] = None,
 ) -> None:
-    """Regression verdict for CI: exit 0 = no regression beyond the threshold, 1 = regression, 2 = bad input,
-    3 = internal error."""
-    from tracelake.analyzers.regression import CompareSettings  # noqa: PLC0415 - see the note on the imports
-    from tracelake.compare_command import compare_selectors  # noqa: PLC0415
-    from tracelake.job_commands import compare_jobs_command, job_comparison_sides  # noqa: PLC0415
-    from tracelake.reports.regression_md import render_regression_md  # noqa: PLC0415
+    """Regression verdict for CI, like with like: the traces of the two sides are paired by workload and each
+    pair judged. Exit 0 = no regression beyond the threshold, 1 = regression, 2 = bad input, 3 = internal error,
+    4 = not comparable (no workload in common, or too few op signatures in common for a verdict)."""
+    from tracelake.analyzers.regression import CompareSettings  # noqa: PLC0415
+    from tracelake.compare_command import run_compare  # noqa: PLC0415
 
     if threshold_pct is not None and not (math.isfinite(threshold_pct) and threshold_pct >= 0):
         raise typer.BadParameter(f"{threshold_pct:g} is not a percentage >= 0", param_hint="--threshold-pct")
     config = CompareSettings() if threshold_pct is None else CompareSettings(threshold_percent=threshold_pct)
     _state["internal_error_exit"] = EXIT_COMPARE_CRASHED
-    wh = _warehouse(warehouse)
-    job_sides = job_comparison_sides(baseline, candidate)  # job:A job:B (tracelake/job_commands.py)
-    if job_sides is not None:
-        printed, regressed = compare_jobs_command(wh, job_sides, config.threshold_percent, output_format.value)
-        print(printed, end="")
-        raise typer.Exit(EXIT_FAILED if regressed else 0)
-    verdict = compare_selectors(wh, baseline, candidate, config, jobs or default_jobs())
-    if output_format is CompareFormat.json:
-        print(verdict.model_dump_json(indent=1))
-    else:
-        print(render_regression_md(verdict), end="")
-    if verdict.device_warning:
-        print(f"warning: {verdict.device_warning}", file=sys.stderr)
-    if verdict.regression:
-        raise typer.Exit(EXIT_FAILED)
+    run_compare(_warehouse(warehouse), baseline, candidate, config, output_format.value, jobs or default_jobs())
+
 
 def main(argv: list[str] | None = None) -> None:
     """The console script. Run as the `tracelake` command (no `argv`), the process ends without

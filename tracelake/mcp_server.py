@@ -24,6 +24,7 @@ from tracelake.core.errors import TraceLakeError
 from tracelake.query import default_timeout
 
 if TYPE_CHECKING:
+    from tracelake.analyzers.regression import RegressionVerdict
     from tracelake.warehouse import Warehouse
 
 SERVER_NAME = "tracelake"
@@ -76,12 +77,20 @@ def _comparison(wh: "Warehouse", baseline: str, candidate: str, threshold_pct: f
         text, regressed = compare_jobs_command(wh, job_sides, config.threshold_percent, "md")
         return {"sql": None, "regression": regressed, "report_md": text[:answers.MAX_REPORT_CHARS],
                 "report_chars": len(text), "truncated": len(text) > answers.MAX_REPORT_CHARS}
-    verdict = compare_selectors(wh, baseline, candidate, config, jobs=1, ingest_new=False)
+    result = compare_selectors(wh, baseline, candidate, config, jobs=1, ingest_new=False)
+    return {"sql": None, "verdict": result.verdict, "regression": result.regression, "summary": result.summary,
+            "unpaired_baseline": [t.trace_id for t in result.unpaired_baseline],
+            "unpaired_candidate": [t.trace_id for t in result.unpaired_candidate],
+            "pairs": [_pair_answer(pair.workload, pair.verdict, top) for pair in result.pairs]}
+
+
+def _pair_answer(workload: str, verdict: "RegressionVerdict", top: int) -> dict[str, Any]:
+    """One paired workload's verdict, its headline and the `top` largest changes."""
     sides = {name: side.model_dump(include={"trace_ids", "file_names", "devices", "sample_source", "sample_count",
                                             "kernel_time_mean_ms"})
              for name, side in (("baseline", verdict.baseline), ("candidate", verdict.candidate))}
-    return {"sql": None, "verdict": verdict.verdict, "regression": verdict.regression, "summary": verdict.summary,
-            "confidence": verdict.confidence, "deciding_metric": verdict.deciding_metric,
+    return {"workload": workload, "verdict": verdict.verdict, "regression": verdict.regression,
+            "summary": verdict.summary, "confidence": verdict.confidence, "deciding_metric": verdict.deciding_metric,
             "device_warning": verdict.device_warning, "failures": verdict.failures, **sides,
             "noise_band_percent": verdict.noise.band_percent,
             "headline": [change.model_dump(mode="json") for change in verdict.headline],

@@ -46,9 +46,13 @@ class CompareWarehouse:
         return run_cli("compare", *args, "--warehouse", str(self.folder))
 
     def compare_json(self, *args: str) -> tuple[int, dict]:
+        """The exit code and the verdict of the one workload pair the sides make."""
         result = self.compare(*args, "--format", "json")
         assert result.returncode in (0, 1), result.stderr
-        return result.returncode, json.loads(result.stdout)
+        comparison = json.loads(result.stdout)
+        assert len(comparison["pairs"]) == 1 and not comparison["unpaired_baseline"] + comparison["unpaired_candidate"]
+        assert comparison["verdict"] == comparison["pairs"][0]["verdict"]["verdict"]
+        return result.returncode, comparison["pairs"][0]["verdict"]
 
 
 def _ingest(folder: Path, *args: str) -> None:
@@ -192,7 +196,8 @@ def test_json_output_fields(cwh: CompareWarehouse) -> None:
         "candidate", "noise", "category_source", "headline", "categories", "ops", "failures",
     }
     assert set(verdict["settings"]) == {"threshold_percent", "min_item_share_percent", "noise_standard_errors",
-                                        "min_samples_high_confidence"}
+                                        "min_samples_high_confidence", "min_signature_overlap_percent"}
+    assert verdict["signature_overlap_percent"] == pytest.approx(100.0)  # a slowed copy runs the same op signatures
     assert [m["name"] for m in verdict["headline"]][:3] == list(HEADLINE_GATES)
     assert all(m["gating"] for m in verdict["headline"] if m["name"] in HEADLINE_GATES)
     assert not any(m["gating"] for m in verdict["headline"] if m["name"] not in HEADLINE_GATES)

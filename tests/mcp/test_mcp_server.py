@@ -168,8 +168,10 @@ def test_compare_and_export_reuse_the_commands(analyzed: AnalyzedWarehouse, tmp_
     async def script(call: Call, fail: Fail) -> None:
         compared = await call("compare", baseline=analyzed.h100, candidate=analyzed.mi300, top=3)
         assert (compared["summary"], compared["regression"]) == (verdict["summary"], verdict["regression"])
-        assert compared["baseline"]["devices"] != compared["candidate"]["devices"] and compared["device_warning"]
-        assert len(compared["ops"]) == min(3, compared["ops_total"]) and compared["ops_total"] == len(verdict["ops"])
+        assert len(compared["pairs"]) == len(verdict["pairs"]) == 1  # BERT on both sides: one workload
+        pair, cli_pair = compared["pairs"][0], verdict["pairs"][0]["verdict"]
+        assert pair["baseline"]["devices"] != pair["candidate"]["devices"] and pair["device_warning"]
+        assert len(pair["ops"]) == min(3, pair["ops_total"]) and pair["ops_total"] == len(cli_pair["ops"])
 
         exported = await call("export_window", trace=analyzed.h100, finding="P1", out=str(tmp_path / "p1.json"))
         assert exported["summary"] == cli_export.stdout.strip().replace("cli.json", "p1.json")

@@ -23,6 +23,7 @@ RULE_UNIT_TESTS = {
     "replay_gpu_nodes_bind_each_event_to_the_later_of_its_launch_and_its_stream": "replay_gpu_nodes",
     "op_fused_steps_match_op_and_kernel_names": "op_fused_steps",
     "op_best_observed_takes_the_fastest_other_trace_on_the_same_platform": "op_best_observed",
+    "trace_workloads_prefer_the_model_tag_then_the_identified_model": "trace_workloads",
 }
 
 
