@@ -21,15 +21,15 @@ import pyarrow as pa
 from tracelake import __version__
 from tracelake.core.errors import BadTraceError, NotATraceError, TraceLakeError
 from tracelake.crashpoints import crash_point
+from tracelake.folders import MARKER_NAME
 from tracelake.graph_captures import REPLAY_TAG, CaptureFile, folder_capture_links
 from tracelake.ingest.prefetch import take_prefetched
 from tracelake.ingest.process_lifetime import die_with_parent
 from tracelake.ingest.reader import PreRead, file_sha256, is_trace_file, read_and_hash
 from tracelake.ingest.staged import StagedTrace
 from tracelake.ingest.trace_ingest import stage_trace, trace_id_from_sha256
-from tracelake.memory import release_free_memory
-from tracelake.folders import MARKER_NAME
 from tracelake.lake_catalog import LAKE_FILE
+from tracelake.memory import release_free_memory
 from tracelake.warehouse import DATABASE_FILE, PreparedUpdate, Warehouse
 
 # Files a process needs open besides the staging locks: Python, DuckDB, pyarrow, the pool's pipes.
