@@ -13,7 +13,6 @@ analysis_tables (the other tables); analysis_validation checks a rendered report
 
 from __future__ import annotations
 
-import base64
 import re
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from tracelake.reports.analysis_format import (
     fmt_signed_pct,
     shown_name as shown_name,
 )
+from tracelake.reports.analysis_html import PLOT_FILE
 from tracelake.reports.analysis_summary import (
     failed_checks,
     gpu_view,
@@ -168,11 +168,12 @@ def _job_view(inputs: ReportInputs) -> dict[str, Any] | None:
             "link": Markdown(f"[the job's report]({job.job_report})")}  # our relative path, pattern-checked
 
 
-def embed_plot(markdown: str, png: bytes) -> str:
-    """`markdown` rendered with plot_png_base64=PLOT_PENDING, with the plot in place."""
+def embed_plot(markdown: str) -> str:
+    """`markdown` rendered with plot_png_base64=PLOT_PENDING, its image linking the plot file written
+    beside it (inline, the PNG's base64 was one line of ~100,000 characters in the markdown)."""
     if markdown.count(PLOT_PENDING) != 1:
         raise ValueError("the rendered report does not hold exactly one pending plot")
-    return markdown.replace(PLOT_PENDING, base64.b64encode(png).decode())
+    return markdown.replace(f"data:image/png;base64,{PLOT_PENDING}", PLOT_FILE)
 
 
 def render_analysis(inputs: ReportInputs) -> str:
