@@ -34,6 +34,7 @@ from tracelake.reports.analysis_format import (
 )
 from tracelake.reports.analysis_html import PLOT_FILE
 from tracelake.reports.analysis_summary import (
+    analysis_window_view,
     failed_checks,
     gpu_view,
     linked_share_failed,
@@ -92,6 +93,8 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
     timeline_missing = linked_share_failed(failed) is not None and not finite(inputs.gpu_utilization.get("total_time_ms"))
     gpu1 = gpu_view(None if timeline_missing else inputs.gpu_utilization)
     gpu2 = gpu_view(inputs.gpu_utilization2) if inputs.comparison_scope == "comparative" and inputs.gpu_utilization2 else None
+    # a standalone table is of the analysis window when the window-edge idle is left out (the impacts' window)
+    window = analysis_window_view(inputs, gpu1) if gpu2 is None else None
     ranked = sorted(inputs.priority.findings, key=lambda f: f.global_rank)
     trace_strings = trace_strings_by_agent(inputs.agent_results)
     # rank order, whatever the tier
@@ -125,7 +128,8 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "kernel_categories": kernel_category_rows(inputs),
         "big_op_percent": settings.BIG_OP_PERCENT_OF_E2E,
         "finding_floor": settings.MIN_PITEM_IMPACT_SCORE,
-        "metric_rows": metric_rows(inputs, gpu1, gpu2),
+        "metric_rows": metric_rows(inputs, window or gpu1, gpu2),
+        "metric_window_ms": window and window["total_time_ms"],
         "plot": Markdown(inputs.plot_png_base64) if inputs.plot_png_base64 else None,  # base64, or PLOT_PENDING
         "gpu": gpu1,
         "top_operations": top_operation_rows(inputs),
