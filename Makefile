@@ -11,7 +11,7 @@ export DO_NOT_TRACK := 1
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,dbt]'
 	$(BIN)/python -m compileall -q core ingest tracelake analyzers agents reports
 	touch $@
 

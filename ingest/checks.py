@@ -8,14 +8,19 @@ are dbt models; both land in the `trace_quality` mart.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 
 from tracelake.ingest.limits import DROPPED_EVENTS_MAX, MAX_HOST_OP_NESTING, MAX_HOST_TREE_DEPTH, MAX_LABEL_CHARS
+from tracelake.ingest.metadata import clip_label
 
 # The count of clipped labels travels with the repaired values (by reason) and gets a row of its own.
 CLIPPED_LABELS = "clipped_labels"
+# The masked_secrets check names the keys it masked (never their values), this many, then "and N more":
+# a trace's environment holds a handful of credentials (HF_TOKEN, GITHUB_TOKEN, ...); a page of keys is noise.
+MASKED_KEYS_NAMED = 5
 
 CHECK_SCHEMA = pa.schema(
     [
@@ -36,6 +41,13 @@ def _counted(name: str, count: int, verdict: str, detail: str, detail_when_none:
     """A check that passes at a count of zero and has `verdict` otherwise."""
     return {"check_name": name, "value": float(count), "threshold": 0.0, "verdict": verdict if count else "pass",
             "detail": detail if count else detail_when_none}
+
+
+def _named_keys(key_paths: Sequence[str]) -> str:
+    """The metadata keys whose values were masked (each once, clipped), never the values."""
+    keys = [clip_label(key) for key in dict.fromkeys(key_paths)]
+    more = len(keys) - MASKED_KEYS_NAMED
+    return ", ".join(keys[:MASKED_KEYS_NAMED]) + (f" and {more} more keys" if more > 0 else "")
 
 
 @dataclass(frozen=True)
@@ -72,7 +84,7 @@ def _device_work_checks(counts: DeviceWorkCounts) -> list[dict[str, object]]:
 
 def ingest_checks(
     event_count: int, dropped: Counter[str], phases: Counter[str], repaired: Counter[str] | None = None,
-    masked_secrets: int = 0, device_work: DeviceWorkCounts | None = None, too_deep_events: int = 0,
+    masked_keys: Sequence[str] = (), device_work: DeviceWorkCounts | None = None, too_deep_events: int = 0,
 ) -> pa.Table:
     """`dropped`: events left out, by reason; `repaired`: values changed or nulled so the trace
     decodes and fits its columns (invalid UTF-8, NaN literals, too deep nesting, a bool rank, a number
@@ -108,9 +120,9 @@ def ingest_checks(
         _counted("repaired_values", repaired_total, "warn",
                  f"{repaired_total} values could not be stored as written and were replaced or nulled "
                  f"({_by_reason(repaired)})", "every value stored as written"),
-        _counted("masked_secrets", masked_secrets, "info",
-                 f"{masked_secrets} secret-looking metadata values (tokens, keys, passwords) stored as ***",
-                 "no secret-looking metadata values"),
+        _counted("masked_secrets", len(masked_keys), "info",
+                 f"{len(masked_keys)} secret-looking metadata values (tokens, keys, passwords) stored as ***, "
+                 f"under {_named_keys(masked_keys)}", "no secret-looking metadata values"),
         _counted(CLIPPED_LABELS, clipped_labels, "warn",
                  f"{clipped_labels} process, thread or nn.Module names longer than {MAX_LABEL_CHARS} characters "
                  f"clipped to {MAX_LABEL_CHARS} (each is copied onto every op row of its thread or module)",

@@ -53,7 +53,11 @@ TOKEN_SHAPES = re.compile(
 class Metadata:
     values: dict[str, Any]
     repaired: Counter[str]  # values nulled or replaced, by reason
-    masked_secrets: int
+    masked_keys: tuple[str, ...]  # the key path of each value masked (`env.HF_TOKEN`, `config[0].url`), never the value
+
+    @property
+    def masked_secrets(self) -> int:
+        return len(self.masked_keys)
 
 
 def decode_metadata(top: dict[str, msgspec.Raw]) -> Metadata:
@@ -70,29 +74,30 @@ def decode_metadata(top: dict[str, msgspec.Raw]) -> Metadata:
                 values[key] = None
                 repaired["metadata_field_nulled"] += 1
     masked = _clean(values, repaired)
-    return Metadata(values=values, repaired=Counter({k: v for k, v in repaired.items() if v}), masked_secrets=masked)
+    return Metadata(values=values, repaired=Counter({k: v for k, v in repaired.items() if v}), masked_keys=tuple(masked))
 
 
 def _mask_string(text: str) -> tuple[str, int]:
     return TOKEN_SHAPES.subn(MASK, text) if len(text) >= 8 else (text, 0)
 
 
-def _clean(root: dict[str, Any], repaired: Counter[str]) -> int:
-    """Clean `root` in place, walking it with an explicit stack (any depth); returns the number
-    of masked values."""
-    masked = 0
-    stack: list[tuple[Any, int]] = [(root, 1)]  # dicts and lists, indexed by key or position
+def _clean(root: dict[str, Any], repaired: Counter[str]) -> list[str]:
+    """Clean `root` in place, walking it with an explicit stack (any depth); returns the key path of
+    each masked value (a string with two tokens in it: its path twice)."""
+    masked: list[str] = []
+    stack: list[tuple[Any, int, str]] = [(root, 1, "")]  # dicts and lists, indexed by key or position
     while stack:
-        container, depth = stack.pop()
+        container, depth, path = stack.pop()
         items = container.items() if isinstance(container, dict) else enumerate(container)
         for key, value in list(items):
+            where = f"{path}.{key}" if isinstance(key, str) and path else (key if isinstance(key, str) else f"{path}[{key}]")
             if isinstance(key, str) and isinstance(value, (str, dict, list)) and SECRET_KEY.search(key):
                 if value != MASK:
                     container[key] = MASK
-                    masked += 1
+                    masked.append(where)
             elif isinstance(value, str):
                 container[key], count = _mask_string(value)
-                masked += count
+                masked += [where] * count
             elif type(value) is float and not math.isfinite(value):
                 container[key] = None
                 repaired["non_finite_numbers"] += 1
@@ -101,8 +106,8 @@ def _clean(root: dict[str, Any], repaired: Counter[str]) -> int:
                     container[key] = None
                     repaired["nesting_too_deep"] += 1
                 else:
-                    stack.append((value, depth + 1))
-    return masked
+                    stack.append((value, depth + 1, where))
+    return sorted(masked)
 
 
 def clip_label(text: str, limit: int = MAX_LABEL_CHARS) -> str:

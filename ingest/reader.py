@@ -83,7 +83,7 @@ class TraceDocument:
     metadata: dict[str, Any]
     uncompressed_bytes: int
     repaired: Counter[str] = field(default_factory=Counter)  # values changed so the JSON decodes
-    masked_secrets: int = 0  # metadata values stored as "***"
+    masked_keys: tuple[str, ...] = ()  # the key paths of the metadata values stored as "***"
 
 
 def is_trace_file(path: Path) -> bool:
@@ -311,5 +311,5 @@ def parse_trace_document(path: Path, data: bytes) -> TraceDocument:
         metadata=metadata.values,
         uncompressed_bytes=uncompressed_bytes,
         repaired=repaired + metadata.repaired,
-        masked_secrets=metadata.masked_secrets,
+        masked_keys=metadata.masked_keys,
     )

@@ -71,7 +71,7 @@ def _stage(
             write_table,
             ingest_checks(
                 decoded.event_count, decoded.dropped, decoded.phase_counts,
-                document.repaired + decoded.repaired + columns.nulled, document.masked_secrets,
+                document.repaired + decoded.repaired + columns.nulled, document.masked_keys,
                 DeviceWorkCounts(decoded.gpu.num_rows, decoded.unrecognized_device, decoded.begin_end_paired,
                                  decoded.begin_end_unmatched),
                 too_deep_events=tree.too_deep_events,

@@ -13,7 +13,6 @@ analysis_tables (the other tables); analysis_validation checks a rendered report
 
 from __future__ import annotations
 
-import base64
 import re
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,9 @@ from tracelake.reports.analysis_format import (
     fmt_signed_pct,
     shown_name as shown_name,
 )
+from tracelake.reports.analysis_html import PLOT_FILE
 from tracelake.reports.analysis_summary import (
+    analysis_window_view,
     failed_checks,
     gpu_view,
     linked_share_failed,
@@ -92,6 +93,8 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
     timeline_missing = linked_share_failed(failed) is not None and not finite(inputs.gpu_utilization.get("total_time_ms"))
     gpu1 = gpu_view(None if timeline_missing else inputs.gpu_utilization)
     gpu2 = gpu_view(inputs.gpu_utilization2) if inputs.comparison_scope == "comparative" and inputs.gpu_utilization2 else None
+    # a standalone table is of the analysis window when the window-edge idle is left out (the impacts' window)
+    window = analysis_window_view(inputs, gpu1) if gpu2 is None else None
     ranked = sorted(inputs.priority.findings, key=lambda f: f.global_rank)
     trace_strings = trace_strings_by_agent(inputs.agent_results)
     # rank order, whatever the tier
@@ -125,7 +128,8 @@ def _context(inputs: ReportInputs) -> dict[str, Any]:
         "kernel_categories": kernel_category_rows(inputs),
         "big_op_percent": settings.BIG_OP_PERCENT_OF_E2E,
         "finding_floor": settings.MIN_PITEM_IMPACT_SCORE,
-        "metric_rows": metric_rows(inputs, gpu1, gpu2),
+        "metric_rows": metric_rows(inputs, window or gpu1, gpu2),
+        "metric_window_ms": window and window["total_time_ms"],
         "plot": Markdown(inputs.plot_png_base64) if inputs.plot_png_base64 else None,  # base64, or PLOT_PENDING
         "gpu": gpu1,
         "top_operations": top_operation_rows(inputs),
@@ -168,11 +172,12 @@ def _job_view(inputs: ReportInputs) -> dict[str, Any] | None:
             "link": Markdown(f"[the job's report]({job.job_report})")}  # our relative path, pattern-checked
 
 
-def embed_plot(markdown: str, png: bytes) -> str:
-    """`markdown` rendered with plot_png_base64=PLOT_PENDING, with the plot in place."""
+def embed_plot(markdown: str) -> str:
+    """`markdown` rendered with plot_png_base64=PLOT_PENDING, its image linking the plot file written
+    beside it (inline, the PNG's base64 was one line of ~100,000 characters in the markdown)."""
     if markdown.count(PLOT_PENDING) != 1:
         raise ValueError("the rendered report does not hold exactly one pending plot")
-    return markdown.replace(PLOT_PENDING, base64.b64encode(png).decode())
+    return markdown.replace(f"data:image/png;base64,{PLOT_PENDING}", PLOT_FILE)
 
 
 def render_analysis(inputs: ReportInputs) -> str:

@@ -45,6 +45,22 @@ def gpu_view(values: dict[str, float] | None) -> dict[str, float | None]:
     return out
 
 
+def analysis_window_view(inputs: ReportInputs, gpu1: dict) -> dict[str, float | None] | None:
+    """`gpu1` over the analysis window (E2E) when the window-edge idle is left out of it (workload_facts:
+    the first or last gap long enough to be host set-up): the same window the impacts are a % of. All
+    the GPU work is inside the window; only idle time is outside it. None when the window is the timeline."""
+    measured, window = finite(gpu1.get("total_time_ms")), finite(inputs.priority.e2e_time_ms)
+    if not measured or not window or abs(measured - window) < 1e-9:
+        return None
+    view: dict[str, float | None] = {"total_time_ms": window}
+    for key in ("computation", "idle", "exposed_comm", "exposed_memcpy", "busy"):
+        in_window = gpu1.get(f"{key}_ms")
+        if key == "idle" and in_window is not None:
+            in_window -= measured - window
+        view[f"{key}_ms"], view[f"{key}_percent"] = in_window, None if in_window is None else 100.0 * in_window / window
+    return view
+
+
 def metric_rows(inputs: ReportInputs, gpu1: dict, gpu2: dict | None) -> list[dict[str, str]]:
     def diff(a: float | None, b: float | None) -> float | None:
         return None if a is None or b is None else b - a

@@ -8,6 +8,7 @@ import re
 
 from tracelake.analyzers.contracts import PriorityData
 from tracelake.core.markdown_text import blank_code, one_line
+from tracelake.reports.analysis_cards import finding_kind
 from tracelake.reports.analysis_format import card_title
 from tracelake.reports.report_inputs import PLOT_PENDING
 
@@ -21,9 +22,10 @@ SECTIONS = (
     "Appendix",
 )
 OPTIONAL_SECTIONS = frozenset({"Warnings"})
-# Every P-item card, of whatever tier, stands here in rank order (priority_data.json's), so that P1 is
-# the first finding a reader sees; the fusion and system sections list their tier's P-items.
-CARDS_SECTION = "Compute Kernel Optimizations"
+# Each P-item card stands in the section of its kind (reports/analysis_cards.finding_kind), in rank
+# order there; the Executive Summary's table ranks them all.
+CARDS_SECTION = {"compute": "Compute Kernel Optimizations", "fusion": "Kernel Fusion Opportunities (Experimental)",
+                 "system": "System-Level Optimizations"}
 METRIC_ROWS = ("Total Time", "Compute %", "Idle %", "Exposed Communication %", "Top Bottleneck Category")
 
 _DATA_URI = re.compile(r"\(data:image/[a-z]+;base64,[A-Za-z0-9+/=\s]*\)")
@@ -136,8 +138,9 @@ def _check_markers(markdown: str, sections: list[tuple[str, int, int]], priority
         if expected_title != title:
             problems.append(f"card P{rank} is titled {title!r} but the finding ranked {rank} is {expected_title!r}")
         section = next((name for name, start, end in sections if start <= position < end), None)
-        if section != CARDS_SECTION:
-            problems.append(f"card P{rank} is under '{section}' but belongs under '{CARDS_SECTION}'")
+        belongs = CARDS_SECTION[finding_kind(finding)]
+        if section != belongs:
+            problems.append(f"card P{rank} is under '{section}' but belongs under '{belongs}'")
     for rank, count in sorted(seen.items()):
         if count > 1 and rank in by_rank:
             problems.append(f"finding P{rank} has {count} cards (expected exactly one)")
@@ -145,8 +148,9 @@ def _check_markers(markdown: str, sections: list[tuple[str, int, int]], priority
         if rank not in seen:
             problems.append(f"ranked finding P{rank} ({one_line(finding.title)!r}) has no card")
     ranks = [r for r, _, _ in cards]
-    if ranks != sorted(ranks):
-        problems.append("the cards are not in rank order: " + ", ".join(f"P{r}" for r in ranks))
+    if ranks != sorted(ranks, key=lambda r: (SECTIONS.index(CARDS_SECTION[finding_kind(by_rank[r])])
+                                              if r in by_rank else -1, r)):
+        problems.append("the cards are not in rank order within their sections: " + ", ".join(f"P{r}" for r in ranks))
     unknown = sorted({int(m.group(1)) for m in _P_REFERENCE.finditer(_prose(markdown))} - set(by_rank))
     if unknown:
         problems.append("references to P-items that do not exist: " + ", ".join(f"P{r}" for r in unknown))

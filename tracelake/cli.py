@@ -53,6 +53,7 @@ from tracelake.cli_options import (
     WarehouseOption,
     parse_tags,
     show_flags_as_flags,
+    usage_message,
 )
 from tracelake.config import default_jobs, default_warehouse
 from tracelake.core.errors import TraceLakeError, WarehouseError
@@ -384,20 +385,12 @@ def mcp(warehouse: WarehouseOption = None) -> None:
 def remove(
     selectors: Annotated[list[str], typer.Argument(help="Traces to remove: " + STORED_TRACE_HELP + ".")],
     warehouse: WarehouseOption = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be removed; change nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List the traces it would remove; change nothing.")] = False,
 ) -> None:
     """Remove traces from the warehouse: their Parquet, their rows in every table and their findings."""
-    from tracelake.selectors import resolve_traces  # noqa: PLC0415
+    from tracelake.cli_remove import remove_command  # noqa: PLC0415 - see the note on the imports
 
-    wh = _warehouse(warehouse)
-    wh.require_existing()
-    trace_ids = list(dict.fromkeys(t for selector in selectors for t in resolve_traces(wh, selector, ingest_new=False)))
-    if not dry_run:
-        wh.prepare_for_writing()
-        with wh.write_lock():
-            wh.remove_traces(trace_ids)
-    for trace_id in trace_ids:
-        print(f"{'would remove' if dry_run else 'removed'} {trace_id}")
+    remove_command(_warehouse(warehouse), selectors, dry_run)
 
 
 @app.command(epilog="Example: tracelake tag model=bert,run=nightly-42 commit=3f2a1c --remove stale_key")
@@ -507,7 +500,7 @@ def _dispatch(args: list[str]) -> None:
         print("tracelake: aborted", file=sys.stderr)
         sys.exit(EXIT_FAILED)
     except ClickException as exc:
-        print(f"tracelake: usage error: {exc.format_message()}", file=sys.stderr)
+        print(f"tracelake: usage error: {usage_message(exc)}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
     except TraceLakeError as exc:
         exit_if_stopped()  # dbt and `sql` report a signal as their own failure

@@ -32,10 +32,9 @@ def print_ingest_report(report: IngestReport, quiet: bool) -> None:
     for outcome in report.failed:
         print(f"tracelake: error: {outcome.message}", file=sys.stderr)
     if not quiet:
-        new = len(report.new_trace_ids)
-        print(f"{new} new, {len(report.outcomes) - new - len(report.failed)} unchanged, "
-              f"{len(report.failed)} failed in {report.seconds:.2f}s (models: {report.model_update})",
-              file=sys.stderr)
+        counts = {status: sum(o.status == status for o in report.outcomes) for status in ("new", "known", "skipped")}
+        print(f"{len(report.new_trace_ids)} new, {counts['known']} unchanged, {counts['skipped']} skipped, "
+              f"{len(report.failed)} failed in {report.seconds:.2f}s (models: {report.model_update})", file=sys.stderr)
 
 
 def analyze_job(paths: list[Path], options: AnalyzeOptions, wh: Warehouse, show_progress: bool, quiet: bool) -> None:

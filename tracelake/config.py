@@ -6,6 +6,11 @@ import os
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# The dbt project: the repository's root in a source checkout; in an installed wheel, its copy shipped as
+# the package data of tracelake.dbt_project (pyproject.toml), which `pip install 'tracelake[dbt]'` can run
+IN_CHECKOUT = (PROJECT_ROOT / "dbt_project.yml").is_file()
+DBT_PROJECT_DIR = PROJECT_ROOT if IN_CHECKOUT else Path(__file__).resolve().parent / "dbt_project"
+DBT_EXTRA = "pip install 'tracelake[dbt]'"
 # What dbt compiled from the project, shipped in the package: its layout and reading are tracelake/shipped_plan.py
 SHIPPED_DIR = Path(__file__).resolve().parent / "compiled"
 WAREHOUSE_ENV = "TRACELAKE_WAREHOUSE"

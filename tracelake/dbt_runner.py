@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tracelake import __version__
-from tracelake.config import PROJECT_ROOT
+from tracelake.config import DBT_EXTRA, DBT_PROJECT_DIR, IN_CHECKOUT, PROJECT_ROOT
 from tracelake.core.errors import WarehouseError
 from tracelake.shipped_plan import (
     NEW_TRACE_IDS_PLACEHOLDER,
@@ -35,7 +35,7 @@ _PROJECT_PARTS = ("dbt_project.yml", "profiles.yml", "models", "macros", "seeds"
 def project_fingerprint() -> str:
     """A hash of the dbt project's files; without the project (an installed wheel), the fingerprint
     of the plans shipped with the package, which are then the project."""
-    if not (PROJECT_ROOT / "dbt_project.yml").is_file():
+    if not IN_CHECKOUT:
         try:
             return shipped_fingerprint()
         except (OSError, ValueError):
@@ -90,13 +90,17 @@ def run_dbt(db_path: Path, work_dir: Path, args: list[str], manifest: Any = None
     """Invoke dbt in this process (on `manifest` when given, else parsing the project); raise with
     the failing nodes' messages if it fails, else return dbt's result object. `on_node_done` hears
     of each node dbt finishes."""
-    if not (PROJECT_ROOT / "dbt_project.yml").is_file():
+    if not (DBT_PROJECT_DIR / "dbt_project.yml").is_file():
         raise WarehouseError("running dbt needs the dbt project (models/, seeds/, ...), which this installation "
-                             "does not include: install TraceLake from a source checkout (pip install -e .)")
+                             "does not include: reinstall TraceLake")
     os.environ["DO_NOT_TRACK"] = "1"
     os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
     os.environ["TRACELAKE_DUCKDB_PATH"] = str(db_path)
-    from dbt.cli.main import dbtRunner  # noqa: PLC0415 - ~1 s, only paid when dbt really runs
+    try:
+        from dbt.cli.main import dbtRunner  # noqa: PLC0415 - ~1 s, only paid when dbt really runs
+    except ImportError:
+        raise WarehouseError(f"this runs the dbt project, and dbt is not installed (TraceLake's light install "
+                             f"analyzes without it): {DBT_EXTRA}") from None
 
     parse_cache = parse_cache_path()
     # dbt reads a partial parse from this path but writes its own into the target folder: it is
@@ -113,8 +117,8 @@ def run_dbt(db_path: Path, work_dir: Path, args: list[str], manifest: Any = None
             result = dbtRunner(manifest=manifest, callbacks=callbacks).invoke(
                 [
                     *args,
-                    "--project-dir", str(PROJECT_ROOT),
-                    "--profiles-dir", str(PROJECT_ROOT),
+                    "--project-dir", str(DBT_PROJECT_DIR),
+                    "--profiles-dir", str(DBT_PROJECT_DIR),
                     "--target-path", str(private.path / "target"),
                     "--log-path", str(private.path / "logs"),
                     *cache_args,

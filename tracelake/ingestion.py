@@ -21,17 +21,22 @@ import pyarrow as pa
 from tracelake import __version__
 from tracelake.core.errors import BadTraceError, NotATraceError, TraceLakeError
 from tracelake.crashpoints import crash_point
+from tracelake.folders import MARKER_NAME
 from tracelake.graph_captures import REPLAY_TAG, CaptureFile, folder_capture_links
 from tracelake.ingest.prefetch import take_prefetched
 from tracelake.ingest.process_lifetime import die_with_parent
 from tracelake.ingest.reader import PreRead, file_sha256, is_trace_file, read_and_hash
 from tracelake.ingest.staged import StagedTrace
 from tracelake.ingest.trace_ingest import stage_trace, trace_id_from_sha256
+from tracelake.lake_catalog import LAKE_FILE
 from tracelake.memory import release_free_memory
-from tracelake.warehouse import PreparedUpdate, Warehouse
+from tracelake.warehouse import DATABASE_FILE, PreparedUpdate, Warehouse
 
 # Files a process needs open besides the staging locks: Python, DuckDB, pyarrow, the pool's pipes.
 OPEN_FILE_HEADROOM = 256
+# The files whose presence marks a folder TraceLake wrote (tracelake/folders.py, tracelake/lake_catalog.py,
+# tracelake/warehouse.py): ingesting a folder does not descend into one
+TRACELAKE_FOLDER_MARKERS = (MARKER_NAME, LAKE_FILE, DATABASE_FILE)
 
 
 @dataclass
@@ -115,9 +120,23 @@ class _Candidate:
     pre_read: PreRead | None = None
 
 
+def written_by_tracelake(folder: Path) -> bool:
+    """A folder TraceLake wrote: an output folder (its marker file) or a warehouse (its layout file, or
+    the classic layout's database). Its JSON files are reports, dbt artifacts or catalogs, never traces."""
+    return any((folder / name).is_file() for name in TRACELAKE_FOLDER_MARKERS)
+
+
 def trace_files_in(folder: Path) -> list[Path]:
-    """The .json / .json.gz files under `folder`, recursively, in path order."""
-    return sorted(p for p in folder.rglob("*") if is_trace_file(p))
+    """The .json / .json.gz files under `folder`, recursively, in path order; the folders TraceLake
+    wrote (reports, dashboards, warehouses) are not searched."""
+    found: list[Path] = []
+    for current, subfolders, files in os.walk(folder):
+        here = Path(current)
+        if here != folder and written_by_tracelake(here):
+            subfolders.clear()
+            continue
+        found.extend(here / name for name in files if is_trace_file(here / name))
+    return sorted(found)
 
 
 def find_trace_files(paths: list[Path]) -> list[_Candidate]:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracelake.core.errors import BadTraceError
-from tracelake.folders import MARKER_NAME
 from tracelake.ingestion import IngestProgress, IngestReport, ingest_paths, trace_files_in
 from tracelake.job_assembly import JOB_TAG, JOB_TAGS, JobAssembly, JobError, RankFile, assemble_job
 from tracelake.warehouse import Warehouse
@@ -47,16 +46,6 @@ def check_job_name(name: str) -> str:
     return text
 
 
-def _report_folders(folder: Path) -> list[Path]:
-    """Folders under `folder` that TraceLake wrote (a report, a dashboard): their JSON is no rank."""
-    return [marker.parent for marker in folder.rglob(MARKER_NAME)]
-
-
-def _folder_traces(folder: Path) -> list[Path]:
-    reports = _report_folders(folder)
-    return [p for p in trace_files_in(folder) if not any(p.is_relative_to(r) for r in reports)]
-
-
 def job_input(paths: list[Path], name: str | None) -> JobInput:
     """A folder's trace files (TraceLake's own report folders in it left out), or the files given."""
     for path in paths:
@@ -67,7 +56,7 @@ def job_input(paths: list[Path], name: str | None) -> JobInput:
         raise BadTraceError(f"{folders[0]} is a folder: a job is one folder or several trace files, not both")
     if folders:
         root = folders[0]
-        files = _folder_traces(root)
+        files = trace_files_in(root)
         if not files:
             raise BadTraceError(f"{root}: folder holds no .json or .json.gz trace files")
     else:

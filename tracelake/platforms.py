@@ -7,10 +7,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from tracelake.config import PROJECT_ROOT, SHIPPED_DIR
+from tracelake.config import DBT_PROJECT_DIR, SHIPPED_DIR
 from tracelake.core.errors import TraceLakeError
 
-SEEDS = PROJECT_ROOT / "seeds"
+SEEDS = DBT_PROJECT_DIR / "seeds"
 
 
 class PlatformSpec(BaseModel):

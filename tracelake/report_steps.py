@@ -17,7 +17,7 @@ from tracelake.analyzers.comparison import category_times
 from tracelake.analyzers.contracts import AgentResult, PriorityData
 from tracelake.analyzers.model_id import ModelInfo
 from tracelake.finding_steps import AgentRun
-from tracelake.reports.analysis_html import render_analysis_html
+from tracelake.reports.analysis_html import PLOT_FILE, render_analysis_html
 from tracelake.reports.analysis_md import embed_plot, render_analysis, validate_analysis
 from tracelake.reports.comparative_report import report_fields
 from tracelake.reports.report_inputs import PLOT_PENDING, ReportInputs
@@ -79,8 +79,8 @@ def write_analysis_report(db: duckdb.DuckDBPyConnection, trace: Path, compare: P
     markdown = render_analysis(ReportInputs(**fields))
     runner.write("analysis.html", render_analysis_html(markdown, f"{trace.name}: TraceLake analysis"))
     png = runner.plot_png()
-    runner.write("perf_improvement.png", png)
-    markdown = embed_plot(markdown, png)
+    runner.write(PLOT_FILE, png)
+    markdown = embed_plot(markdown)
     problems = validate_analysis(markdown, priority)
     runner.write("analysis.md", markdown)
     return problems

@@ -389,6 +389,10 @@ def test_secrets_in_metadata_are_masked(hostile_warehouse: Path, tmp_path: Path)
     assert metadata["environment"] == {"HF_TOKEN": "***", "GITHUB_TOKEN": "***", "PATH": "/usr/bin", "TOKENIZERS_PARALLELISM": "false"}
     masked = _quality(hostile_warehouse, trace_id)["masked_secrets"]
     assert (masked["value"], masked["verdict"]) == (7, "info")
+    # the check names the keys it masked, never their values (issue 28, friction 10)
+    assert masked["detail"].endswith("stored as ***, under config.aws, config.db.password, config.header, "
+                                     "config.openai, distributedInfo.store_auth and 2 more keys"), masked["detail"]
+    assert not [secret for secret in SECRET_VALUES if secret in masked["detail"]]
 
 
 def _run_with_timeout(*args: str) -> subprocess.CompletedProcess[str]:

@@ -121,6 +121,8 @@ def test_secrets_are_masked_anywhere_in_the_metadata() -> None:
         "credentials": "***",
     }
     assert metadata.masked_secrets == 6
+    # the key of each masked value, never the value (a string with two tokens: its key twice)
+    assert metadata.masked_keys == ("config[0].url", "config[0].url", "config[1]", "config[2]", "credentials", "env.HF_TOKEN")
 
 
 def test_a_byte_order_mark_is_dropped_and_a_repaired_list_is_still_no_trace(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from tracelake.analyzers.contracts import PriorityData
 from tracelake.core.kernel_names import KERNEL_NAME_MAX_CHARS
 from tracelake.folders import OutputFolderError
 from tracelake.pipeline import AnalyzeOptions, run_analysis
+from tracelake.reports.analysis_cards import finding_kind
 from tracelake.reports.analysis_md import NAME_MAX_CHARS, validate_analysis
 from tracelake.warehouse import Warehouse
 
@@ -343,8 +344,10 @@ def test_priority_data_and_analysis_md_rank_the_same_findings(analyses, relative
     table = markdown.split("**All findings, by recoverable time**", 1)
     rows = RANKED_ROW.findall(table[1].split("\n\n", 2)[1]) if len(table) == 2 else []
     assert [(int(r[0]), r[2], r[4]) for r in rows] == [(f.global_rank, f.category, f.confidence) for f in priority.findings]
-    # the cards follow the same order, whatever the tier: P1 is the first finding a reader meets
-    assert card_ranks(markdown) == [f.global_rank for f in priority.findings]
+    # the cards stand in their kind's section (compute, fusion, system), in rank order there
+    kinds = ("compute", "fusion", "system")
+    assert card_ranks(markdown) == [f.global_rank for f in sorted(priority.findings, key=lambda f: (
+        kinds.index(finding_kind(f)), f.global_rank))]
     scored = [f for f in priority.findings if f.impact_score is not None]
     # priorities: every tier's categories, in the order of their best-ranked finding (P1's first)
     expected = list(dict.fromkeys(f.category for f in scored))[: settings.MAX_CATEGORY_PRIORITIES]

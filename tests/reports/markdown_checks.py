@@ -15,7 +15,8 @@ from tracelake.core.kernel_names import is_kernel_name
 RENDERER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 # the only raw HTML the templates write: the card, Detailed Analysis and SQL anchors and the findings' comments
 OUR_HTML = re.compile(r'<a id="(?:detail-|sql-)?p\d+">|</a>|<!-- reasoning-candidate tier=\w+ rank=\d+ -->')
-TAGS = re.compile(r"<script\b|<img\b(?! src=\"data:image/png;base64,)", re.IGNORECASE)  # the plot is ours
+# the plot is ours: the file beside the report (or inline, where a test renders it so)
+TAGS = re.compile(r"<script\b|<img\b(?! src=\"(perf_improvement\.png|data:image/png;base64,))", re.IGNORECASE)
 
 
 def tokens(markdown: str) -> Iterator[Token]:

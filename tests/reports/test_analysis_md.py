@@ -109,24 +109,27 @@ def test_metric_table_and_plot(findings):
     assert "![Performance improvement](data:image/png;base64,iVBOR" in summary  # a PNG, base64-encoded
 
 
-def test_cards_in_rank_order_whatever_the_tier(findings):
-    """P1 is the first card a reader sees: every card stands in rank order, the tier sections list theirs."""
+def test_each_section_holds_the_cards_of_its_own_kind(findings):
+    """Issue 28: "Compute Kernel Optimizations" held every card, the system ones too. Each section now
+    holds its own kind's cards, in rank order; the Executive Summary's table ranks them all."""
     markdown = render_analysis(_inputs(findings))
     compute = markdown.split("## Compute Kernel Optimizations")[1].split("\n## ")[0]
     fusion = markdown.split("## Kernel Fusion Opportunities (Experimental)")[1].split("\n## ")[0]
     system = markdown.split("## System-Level Optimizations")[1].split("\n## ")[0]
-    assert re.findall(r"^### P(\d+):", compute, re.MULTILINE) == ["1", "2", "3", "4"]  # gemm, cpu_idle, fusion, copies
-    assert re.findall(r"^- \[P(\d+):", fusion, re.MULTILINE) == ["3"]
-    assert re.findall(r"^- \[P(\d+):", system, re.MULTILINE) == ["2", "4"]
-    assert not re.findall(r"^### P\d+:", fusion + system, re.MULTILINE)
+    assert re.findall(r"^### P(\d+):", compute, re.MULTILINE) == ["1"]  # the GEMM
+    assert re.findall(r"^### P(\d+):", fusion, re.MULTILINE) == ["3"]  # the RMSNorm chain
+    assert re.findall(r"^### P(\d+):", system, re.MULTILINE) == ["2", "4"]  # launch-bound, copies
+    ranked = markdown.split("**All findings, by recoverable time**")[1].split("\n\n")[1]
+    assert re.findall(r"^\| P(\d+) \|", ranked, re.MULTILINE) == ["1", "2", "3", "4"]
+    assert validate_analysis(markdown, _priority(findings)) == []
     card = compute.split("### P1: BF16 GEMMs at 60% of roofline")[1]
     assert "**Insight**: BF16 GEMMs at 60% of roofline: the numbers" in card
     assert "**Action**: Do the gemm fix." in card
     # 12-16 % of 12.5 ms = 1.500-2.000 ms, mid 14 % = 1.750 ms
     assert "**Impact**: 12.0–16.0% of E2E (1.500–2.000 ms; mid 14.0% ≈ 1.750 ms); estimate: quantified; " \
            "confidence: high" in card
-    assert "not quantifiable from trace data" in compute.split("### P4: Host-to-device copies")[1]
-    assert "[how to reproduce P1](#sql-p1)" in card.split("### P2")[0]
+    assert "not quantifiable from trace data" in system.split("### P4: Host-to-device copies")[1]
+    assert "[how to reproduce P1](#sql-p1)" in card.split("### Top Operations")[0]
     assert "| 1 | `aten::mm` | GEMM | 48 | 4.055 | 32.4 | 61.7% | compute-bound |" in compute
     assert "| 2 | `aten::cat` | other | 48 | 2.014 | 16.1 | — | — |" in compute
 
@@ -263,10 +266,13 @@ def test_validation_catches_mutations(findings):
     assert any("P1 is under 'Kernel Fusion Opportunities (Experimental)'" in p for p in problems)
     assert any("not in rank order" in p for p in problems)
 
-    p2 = re.search(r"<a id=\"p2\"></a>\n\n### P2: .*?(?=<a id=\"p3\">)", markdown, re.DOTALL).group(0)
-    swapped_cards = markdown.replace(p2, "", 1).replace("## Kernel Fusion", "", 0)
-    swapped_cards = swapped_cards.replace('<a id="p4"></a>', p2 + '<a id="p4"></a>', 1)
-    assert any("not in rank order: P1, P3, P2, P4" in p for p in validate_analysis(swapped_cards, priority))
+    p2 = re.search(r"<a id=\"p2\"></a>\n\n### P2: .*?(?=<a id=\"p4\">)", markdown, re.DOTALL).group(0)
+    swapped_cards = markdown.replace(p2, "", 1).replace("## Detailed Analysis", p2 + "## Detailed Analysis", 1)
+    problems = validate_analysis(swapped_cards, priority)
+    assert any("not in rank order within their sections: P1, P3, P4, P2" in p for p in problems), problems
+    misplaced = markdown.replace(p2, "", 1).replace("## Kernel Fusion", p2 + "## Kernel Fusion", 1)
+    assert any("P2 is under 'Compute Kernel Optimizations' but belongs under 'System-Level Optimizations'" in p
+               for p in validate_analysis(misplaced, priority))
 
     dangling = markdown.replace("**Action**: Do the gemm fix.", "**Action**: Do the gemm fix, then see P9.")
     assert any("P9" in p for p in validate_analysis(dangling, priority))
