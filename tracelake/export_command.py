@@ -54,7 +54,7 @@ def export_window(wh: Warehouse, request: ExportRequest) -> ExportResult:
     mistake is typer.BadParameter, anything else the user can fix a TraceLakeError."""
     from tracelake.job_commands import export_job_command  # noqa: PLC0415
     from tracelake.output import write_json_file  # noqa: PLC0415
-    from tracelake.reports.trace_counters import counter_summary  # noqa: PLC0415
+    from tracelake.reports.trace_counters import COUNTER_CATEGORY, counter_summary  # noqa: PLC0415
     from tracelake.reports.trace_export import (  # noqa: PLC0415
         FINDINGS_PID,
         finding_window,
@@ -96,8 +96,9 @@ def export_window(wh: Warehouse, request: ExportRequest) -> ExportResult:
             window = whole_trace(con, trace_id)
         document = trimmed_trace(con, trace_id, window, request.critical_path, request.counters)
     write_json_file(out, document)
-    counters = [e for e in document["traceEvents"] if e["ph"] == "C"]
-    events = sum(1 for e in document["traceEvents"] if e.get("pid") != FINDINGS_PID and e["ph"] not in ("M", "C"))
+    counters = [e for e in document["traceEvents"] if e.get("cat") == COUNTER_CATEGORY]
+    events = sum(1 for e in document["traceEvents"]
+                 if e.get("pid") != FINDINGS_PID and e["ph"] != "M" and e.get("cat") != COUNTER_CATEGORY)
     marked = sum(1 for e in document["traceEvents"] if "critical_path" in (e.get("args") or {}))
     path_note = f", {marked} on the critical path" if request.critical_path else ""
     path_note += counter_summary(counters) if request.counters else ""
