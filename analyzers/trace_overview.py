@@ -73,9 +73,10 @@ def with_finding_phases(db: duckdb.DuckDBPyConnection, trace_id: str, phases: Tr
 
 def trace_device(db: duckdb.DuckDBPyConnection, trace_id: str) -> dict[str, Any]:
     """The roofline platform of the device name, whose word it is (trace device / assumed), the
-    device name, the platform tag and the GPU event count."""
-    return query_rows(db, "select platform, platform_source, device_name, tags['platform'] as platform_tag, "
-                          "gpu_event_count from traces where trace_id = ?", [trace_id])[0]
+    runtime an assumed one is the default of, the device name, the platform tag and the GPU event count."""
+    return query_rows(db, "select platform, platform_source, platform_assumed_for, device_name, "
+                          "tags['platform'] as platform_tag, gpu_event_count from traces where trace_id = ?",
+                      [trace_id])[0]
 
 
 def op_perf_table(db: duckdb.DuckDBPyConnection, trace_id: str, platform: str) -> pa.Table:

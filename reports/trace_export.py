@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 
 from tracelake.core.errors import TraceLakeError
+from tracelake.reports.trace_counters import counter_events
 from tracelake.reports.trace_window_events import trace_header, window_event_rows
 
 FINDINGS_PID = "TraceLake findings"  # the annotation track's process name (a string pid: no clash with the trace's)
@@ -172,16 +173,19 @@ def _annotations(con: duckdb.DuckDBPyConnection, trace_id: str, window: Window) 
 
 
 def trimmed_trace(con: duckdb.DuckDBPyConnection, trace_id: str, window: Window,
-                  critical_path: bool = False) -> dict[str, Any]:
+                  critical_path: bool = False, counters: bool = False) -> dict[str, Any]:
     """The trace's events of `window` (reports/trace_window_events.py: with the host side of its GPU
     work and only whole flows; its metadata events too; with `critical_path`, the critical path's
-    nodes marked and chained), the findings track and the source's header."""
-    rows = window_event_rows(con, trace_id, window.gpu_span_us or (window.start_us, window.end_us), window.host_span_us,
-                             critical_path)
+    nodes marked and chained; with `counters`, the bandwidth and queue counter tracks of its GPU span:
+    reports/trace_counters.py), the findings track and the source's header."""
+    gpu_span = window.gpu_span_us or (window.start_us, window.end_us)
+    rows = window_event_rows(con, trace_id, gpu_span, window.host_span_us, critical_path)
     if not any(row[0] != "M" for row in rows):
         raise TraceLakeError(f"no event of trace {trace_id} lies in {window.start_us:.1f}-{window.end_us:.1f} us; "
                              "the trace's time range is in `select min(ts_us), max(end_us) from events`")
     events = [_event(*row) for row in rows] + _annotations(con, trace_id, window)
+    if counters:
+        events += counter_events(con, trace_id, *gpu_span)
     document: dict[str, Any] = {**trace_header(con, trace_id), "traceEvents": events}
     document.setdefault("displayTimeUnit", "ms")
     document["tracelake_export"] = {"trace_id": trace_id, "window": window.label, "start_us": window.start_us,

@@ -14,6 +14,8 @@ from tracelake.analyzers.contracts import AnalysisContext, RunMode, TracePhases,
 from tracelake.platforms import load_platforms
 from tracelake.run_contracts import GpuUtilization, QualityCheck, QualityGate
 
+RUNTIME_NAMES = {"cuda": "CUDA", "rocm": "ROCm"}  # traces.platform_assumed_for, as a warning names it
+
 
 @dataclass(frozen=True)
 class PlatformChoice:
@@ -85,8 +87,10 @@ def trace_platform(db: duckdb.DuckDBPyConnection, trace_id: str, chosen: str | N
     # without GPU events no roofline is drawn, so an assumed platform is nothing to warn about
     if source == "assumed" and gpu_events:
         named = f"its device {device_name!r} is not in the platforms seed" if device_name else "it names no device"
-        warning = (f"{label}: roofline assumed {platform}, {named}; pass {option} PLATFORM to read it against "
-                   f"its GPU (tracelake platforms lists them)")
+        runtime = RUNTIME_NAMES.get(device["platform_assumed_for"] or "")
+        default = f"the default for a {runtime} trace" if runtime else "the default when its runtime is not known either"
+        warning = (f"{label}: roofline assumed {platform} ({default}), {named}; pass {option} PLATFORM to read it "
+                   f"against its GPU (tracelake platforms lists them)")
     is_detected = device["platform_source"] == "trace device"
     if source in ("flag", "tag") and is_detected and platform != detected and gpu_events:
         given = f"{option} {platform}" if source == "flag" else f"the platform tag {platform}"

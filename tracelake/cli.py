@@ -364,13 +364,16 @@ def export(
     force: Annotated[bool, typer.Option("--force", help="Replace --out if it exists.")] = False,
     critical_path: Annotated[bool, typer.Option("--critical-path", help=(
         "Mark the critical path's events (args.critical_path) and chain them with flow arrows."))] = False,
+    counters: Annotated[bool, typer.Option("--counters", help=(
+        "Add counter tracks: memcpy bandwidth per copy kind and launch-queue length per stream."))] = False,
     warehouse: WarehouseOption = None,
 ) -> None:
     """Write a window of a trace (a finding's, a step's or START:END; default the whole trace) as a
     Chrome trace for Perfetto or chrome://tracing, with the findings on a track of their own."""
     from tracelake.export_command import ExportRequest, export_window  # noqa: PLC0415
 
-    print(export_window(_warehouse(warehouse), ExportRequest(trace, out, finding, window, step, force, critical_path)).summary)
+    print(export_window(_warehouse(warehouse), ExportRequest(trace, out, finding, window, step, force, critical_path,
+                                                                         counters)).summary)
 
 
 @app.command(epilog="Example: tracelake mcp --warehouse runs/wh   (an agent runner starts it: docs/mcp.md)")

@@ -25,6 +25,10 @@ class ExportRequest:
     step: int | None = None  # ProfilerStep#N
     force: bool = False
     critical_path: bool = False  # mark the critical_path mart's nodes and chain them with flow arrows
+    # bandwidth and queue-length counter tracks (reports/trace_counters.py); off by default, as HTA
+    # writes them into a separate augmented trace: they add ~2 events per kernel (each launch and
+    # start changes its stream's queue), about doubling the GPU side of an export
+    counters: bool = False
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,7 @@ def export_window(wh: Warehouse, request: ExportRequest) -> ExportResult:
     mistake is typer.BadParameter, anything else the user can fix a TraceLakeError."""
     from tracelake.job_commands import export_job_command  # noqa: PLC0415
     from tracelake.output import write_json_file  # noqa: PLC0415
+    from tracelake.reports.trace_counters import COUNTER_CATEGORY, counter_summary  # noqa: PLC0415
     from tracelake.reports.trace_export import (  # noqa: PLC0415
         FINDINGS_PID,
         finding_window,
@@ -72,8 +77,9 @@ def export_window(wh: Warehouse, request: ExportRequest) -> ExportResult:
     if out.exists() and not request.force:
         raise TraceLakeError(f"{out} exists; pass --force to replace it, or choose another --out")
     if request.trace.strip().lower().startswith("job:"):  # a job: its ranks on the job clock (tracelake/job_commands.py)
-        if rank is not None or request.step is not None or request.critical_path:
-            raise typer.BadParameter("a job is exported whole or by --window START:END (job-clock us)")
+        if rank is not None or request.step is not None or request.critical_path or request.counters:
+            raise typer.BadParameter("a job is exported whole or by --window START:END (job-clock us), without "
+                                     "--critical-path or --counters")
         return ExportResult(out, export_job_command(wh, request.trace, request.window, out), None, None, None)
     trace_ids = resolve_traces(wh, request.trace, ingest_new=False)
     if len(trace_ids) != 1:
@@ -88,11 +94,14 @@ def export_window(wh: Warehouse, request: ExportRequest) -> ExportResult:
             window = within_trace(con, trace_id, parse_window(request.window))
         else:
             window = whole_trace(con, trace_id)
-        document = trimmed_trace(con, trace_id, window, request.critical_path)
+        document = trimmed_trace(con, trace_id, window, request.critical_path, request.counters)
     write_json_file(out, document)
-    events = sum(1 for e in document["traceEvents"] if e.get("pid") != FINDINGS_PID and e["ph"] != "M")
+    counters = [e for e in document["traceEvents"] if e.get("cat") == COUNTER_CATEGORY]
+    events = sum(1 for e in document["traceEvents"]
+                 if e.get("pid") != FINDINGS_PID and e["ph"] != "M" and e.get("cat") != COUNTER_CATEGORY)
     marked = sum(1 for e in document["traceEvents"] if "critical_path" in (e.get("args") or {}))
     path_note = f", {marked} on the critical path" if request.critical_path else ""
+    path_note += counter_summary(counters) if request.counters else ""
     summary = (f"wrote {out}: {window.label}, {events} events{path_note} in {window.start_us:.1f}-{window.end_us:.1f} us "
                f"({(window.end_us - window.start_us) / 1000:.3f} ms); open it in https://ui.perfetto.dev or chrome://tracing")
     return ExportResult(out, summary, events, window.start_us, window.end_us)

@@ -457,8 +457,9 @@ derived_checks as (
                 then 'device ' || coalesce('''' || trace_files.device_name || '''', '?') || ' is ' || trace_platforms.platform
             when trace_files.device_name is null
                 then 'the trace names no device; the roofline falls back to ' || trace_platforms.platform
+                    || {{ assumed_platform_reason('trace_platforms.assumed_for_runtime') }}
             else 'device ''' || trace_files.device_name || ''' matches no platform in seeds/platforms.csv; the roofline falls back to '
-                || trace_platforms.platform
+                || trace_platforms.platform || {{ assumed_platform_reason('trace_platforms.assumed_for_runtime') }}
         end
     from gpu_stats
     inner join trace_files on gpu_stats.trace_id = trace_files.trace_id

@@ -50,6 +50,7 @@ final as (
         trace_platforms.is_detected as platform_detected,
         -- whose word the roofline platform is: the trace's own device, or the default assumed for it
         case when trace_platforms.is_detected then 'trace device' else 'assumed' end as platform_source,
+        trace_platforms.assumed_for_runtime as platform_assumed_for,
         trace_files.device_count,
         trace_files.runtime,
         trace_files.runtime_versions,

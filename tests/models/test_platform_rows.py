@@ -115,7 +115,8 @@ def test_every_platform_row_has_peaks_and_a_source() -> None:
 
 
 def test_an_unknown_device_is_reported_as_unknown(tmp_path: Path) -> None:
-    """A device name no row matches: platform_source says assumed (never a silent MI300X), with a warning."""
+    """A device name no row matches: platform_source says assumed (never silently), with a warning naming the
+    roofline assumed for the trace's runtime (this torch.compile trace ran on ROCm: MI300X)."""
     trace = tmp_path / "foo_gpu.json.gz"
     write_with_device_name(SOURCE, trace, "Foo GPU")
     out = tmp_path / "report"
@@ -123,5 +124,5 @@ def test_an_unknown_device_is_reported_as_unknown(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     run = json.loads((out / "metadata" / "run.json").read_text())
     assert run["platform_source"] == "assumed"
-    assert "roofline assumed MI300X, its device 'Foo GPU' is not in the platforms seed" in result.stderr
+    assert "roofline assumed MI300X (the default for a ROCm trace), its device 'Foo GPU' is not in the platforms seed" in result.stderr
     assert "(device `Foo GPU` not in the platforms seed)" in (out / "analysis.md").read_text().splitlines()[0]

@@ -89,7 +89,7 @@ def test_default_platform_roofline_is_flagged(db, scope_db, scope_traces) -> Non
     assert _checks(db, "h100/gaunernst_bert-small-uncased__1016001.json.gz")["platform_detected"] == (1.0, "pass")
     assert _checks(db, "cpu_only/cpu_mlp_training.json.gz")["platform_detected"] == (0.0, "pass")  # no roofline drawn
     value, verdict, detail = _scope_checks(scope_db, scope_traces.unknown_device)["platform_detected"]
-    assert (value, verdict) == (0.0, "warn") and "'Foo GPU'" in detail and "falls back to MI300X" in detail
+    assert (value, verdict) == (0.0, "warn") and "'Foo GPU'" in detail and "falls back to H100 (the default for a CUDA trace)" in detail
 
 
 def test_capture_trace_is_flagged(scope_db, scope_traces) -> None:

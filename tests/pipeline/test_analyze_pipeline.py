@@ -239,14 +239,15 @@ def test_out_folder_holding_the_warehouse_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("relative", "warns"), [
-    ("inference/vllm_decode_full/graph_execution.json.gz", True),  # GPU work, no device name
+    ("inference/vllm_decode_full/graph_execution.json.gz", True),  # ROCm GPU work, no device name: MI300X
     ("cpu_only/cpu_mlp_training.json.gz", False),  # no GPU work: no roofline, nothing to warn about
 ])
 def test_default_platform_warns_only_when_a_roofline_is_drawn(analysis_warehouse: Warehouse, tmp_path: Path,
                                                               relative: str, warns: bool) -> None:
     outcome = run_analysis(TRACES / relative, analysis_warehouse, AnalyzeOptions(out_dir=tmp_path / "out"))
     assert outcome.platform_source == "assumed"
-    assert any("roofline assumed MI300X, it names no device; pass --platform" in w for w in outcome.warnings) == warns
+    assert any("roofline assumed MI300X (the default for a ROCm trace), it names no device; pass --platform" in w
+               for w in outcome.warnings) == warns
     markdown = (tmp_path / "out" / "analysis.md").read_text()
     assert ("> **Assumed roofline.** The trace names no device" in markdown) == warns
     # the title says the platform is assumed either way: a CPU-only trace ran on no known GPU either

@@ -47,4 +47,4 @@ def test_a_workload_trace_opens_with_its_summary(scope_warehouse, scope_traces, 
 
 def test_an_unknown_device_is_named_in_the_title(scope_warehouse, scope_traces, tmp_path: Path) -> None:
     lines, _ = _analyze(scope_warehouse, scope_traces.unknown_device, tmp_path / "out")
-    assert lines[0] == "# BERT-small - MI300X roofline, assumed (device `Foo GPU` not in the platforms seed) Standalone Analysis"
+    assert lines[0] == "# BERT-small - H100 roofline, assumed (device `Foo GPU` not in the platforms seed) Standalone Analysis"

@@ -450,8 +450,17 @@ derived_checks as (
                 then 'device ' || coalesce('''' || trace_files.device_name || '''', '?') || ' is ' || trace_platforms.platform
             when trace_files.device_name is null
                 then 'the trace names no device; the roofline falls back to ' || trace_platforms.platform
+                    || case trace_platforms.assumed_for_runtime
+        when 'cuda' then ' (the default for a CUDA trace)'
+        when 'rocm' then ' (the default for a ROCm trace)'
+        else ' (the default when the runtime is not known either)'
+    end
             else 'device ''' || trace_files.device_name || ''' matches no platform in seeds/platforms.csv; the roofline falls back to '
-                || trace_platforms.platform
+                || trace_platforms.platform || case trace_platforms.assumed_for_runtime
+        when 'cuda' then ' (the default for a CUDA trace)'
+        when 'rocm' then ' (the default for a ROCm trace)'
+        else ' (the default when the runtime is not known either)'
+    end
         end
     from gpu_stats
     inner join trace_files on gpu_stats.trace_id = trace_files.trace_id
