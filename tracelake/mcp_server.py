@@ -5,6 +5,7 @@ clear tool error (never a traceback), as the CLI turns them into one stderr line
 
 # No `from __future__ import annotations` here: the SDK reads the tools' annotations (Annotated
 # with their descriptions) to publish their input schemas, and they are closures.
+import dataclasses
 import json
 import math
 import sys
@@ -25,6 +26,7 @@ from tracelake.query import default_timeout
 
 if TYPE_CHECKING:
     from tracelake.analyzers.regression import RegressionVerdict
+    from tracelake.export_command import ExportRequest
     from tracelake.warehouse import Warehouse
 
 SERVER_NAME = "tracelake"
@@ -99,12 +101,12 @@ def _pair_answer(workload: str, verdict: "RegressionVerdict", top: int) -> dict[
             "ops_total": len(verdict.ops), "ops": [change.model_dump(mode="json") for change in verdict.ops[:top]]}
 
 
-def _export(wh: "Warehouse", trace: str, out: str | None, finding: str | None, window: str | None,
-            step: int | None, force: bool) -> dict[str, Any]:
-    from tracelake.export_command import ExportRequest, export_window  # noqa: PLC0415
+def _export(wh: "Warehouse", out: str | None, request: "ExportRequest") -> dict[str, Any]:
+    """`request` written to `out` (default: a new temporary folder's trace.json.gz)."""
+    from tracelake.export_command import export_window  # noqa: PLC0415
 
     target = Path(out) if out else Path(tempfile.mkdtemp(prefix=EXPORT_FOLDER_PREFIX)) / "trace.json.gz"
-    result = export_window(wh, ExportRequest(trace, target, finding, window, step, force))
+    result = export_window(wh, dataclasses.replace(request, out=target))
     return {"sql": None, "out": str(result.out.resolve()), "bytes": result.out.stat().st_size, "summary": result.summary,
             "events": result.event_count, "start_us": result.start_us, "end_us": result.end_us}
 
@@ -185,10 +187,16 @@ def build_server(wh: "Warehouse", timeout_s: float | None = None) -> MCPServer:
                       finding: Annotated[str | None, Field(description="P<n>: that finding's window.")] = None,
                       window: Annotated[str | None, Field(description="START:END in trace microseconds.")] = None,
                       step: Annotated[int | None, Field(description="ProfilerStep#N's span.")] = None,
-                      force: Annotated[bool, Field(description="Replace `out` if it exists.")] = False) -> CallToolResult:
+                      force: Annotated[bool, Field(description="Replace `out` if it exists.")] = False,
+                      critical_path: Annotated[bool, Field(description="Mark the critical path's events.")] = False,
+                      counters: Annotated[bool, Field(description="Add memcpy bandwidth and queue length counter tracks.")]
+                      = False) -> CallToolResult:
         """Write a window of a trace as Chrome-trace JSON for Perfetto (as `tracelake export`); answers where it was
         written and what it holds, not the JSON."""
-        return _answer(lambda: _export(wh, trace, out, finding, window, step, force))
+        from tracelake.export_command import ExportRequest  # noqa: PLC0415
+
+        request = ExportRequest(trace, Path(), finding, window, step, force, critical_path, counters)
+        return _answer(lambda: _export(wh, out, request))
 
     return server
 

@@ -182,6 +182,12 @@ def test_compare_and_export_reuse_the_commands(analyzed: AnalyzedWarehouse, tmp_
         default = await call("export_window", trace=analyzed.mi300, window="0:1000000000000000000")
         assert Path(default["out"]).is_file() and default["bytes"] > 1000
         assert "exists" in await fail("export_window", trace=analyzed.h100, out=str(tmp_path / "p1.json"))
+        marked = await call("export_window", trace=analyzed.h100, finding="P1", out=str(tmp_path / "marked.json"),
+                            critical_path=True, counters=True)
+        cli_marked = run_cli("export", analyzed.h100, "--finding", "P1", "--critical-path", "--counters",
+                             "--out", str(tmp_path / "cli_marked.json"), "--warehouse", str(analyzed.root))
+        assert marked["summary"] == cli_marked.stdout.strip().replace("cli_marked.json", "marked.json")
+        assert "on the critical path" in marked["summary"] and "counter track" in marked["summary"]
     in_session(analyzed.root, script)
 
 
