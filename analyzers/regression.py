@@ -5,8 +5,9 @@ Metrics (per side, the mean over the side's traces; each from a per-trace mart):
 - headline (`trace_gpu_metrics`): `gpu_timeline` total, busy, computation, exposed comm / memcpy
   and idle time, plus the GPU kernel time (sum of the linked GPU events' durations, `kernels`);
 - categories (`trace_category_kernel_time`): `ops_summary_by_category` (TraceLens op categories,
-  as in analysis.md) plus one `collectives` row from `kernels.is_comm`, since that table leaves
-  collectives out; together they cover all linked GPU kernel time;
+  as in analysis.md), one `collectives` row (every `kernels.is_comm` kernel, which that table leaves
+  out) and the kernels no op categorizes under their kernel category (or `unlinked`); together they
+  cover all GPU kernel time, while the headline kernel time stays linked-only like its noise samples;
 - op signatures (`trace_op_signature_time`): `op_perf` on one platform per trace (kernel time
   does not depend on it), keyed by name + input dims + input types + strides + concrete inputs,
   summed over threads.
@@ -47,7 +48,7 @@ ChangeStatus = Literal["slower", "faster", "within_noise", "unchanged", "new", "
 VerdictKind = Literal["regression", "improvement", "no_change", "not_comparable"]
 SampleSource = Literal["profiler_steps", "traces"]
 
-CATEGORY_SOURCE = "ops_summary_by_category + collectives from kernels.is_comm"
+CATEGORY_SOURCE = "ops_summary_by_category + collectives from kernels.is_comm + unlinked kernels by kernel category"
 COLLECTIVES = "collectives"
 SUMMARY_LABEL_CHARS = 80  # an op signature named in the verdict line is cut here
 
