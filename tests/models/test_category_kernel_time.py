@@ -28,7 +28,7 @@ select category, kernel_time_ms from trace_category_kernel_time
 where category in ('CONV', 'NORM', 'memcpy', 'memset')
 order by category
 """
-FLOAT_MS = 0.001  # ops_summary_by_category's direct time passes through float32: its sums differ by < 1 µs
+FLOAT_MS = 1e-6  # summed in another order
 
 
 @pytest.fixture(scope="module")
