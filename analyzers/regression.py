@@ -4,9 +4,11 @@ verdict with every compared metric out.
 Metrics (per side, the mean over the side's traces; each from a per-trace mart):
 - headline (`trace_gpu_metrics`): `gpu_timeline` total, busy, computation, exposed comm / memcpy
   and idle time, plus the GPU kernel time (sum of the linked GPU events' durations, `kernels`);
-- categories (`trace_category_kernel_time`): `ops_summary_by_category` (TraceLens op categories,
-  as in analysis.md) plus one `collectives` row from `kernels.is_comm`, since that table leaves
-  collectives out; together they cover all linked GPU kernel time;
+- categories (`trace_category_kernel_time`): every GPU kernel's duration once, under the op
+  category of the op that launched it (TraceLens op categories, as in analysis.md), `collectives`
+  (every `kernels.is_comm` kernel, linked or not) or, launched by no op, its kernel category (or
+  `unlinked`); together they are all GPU kernel time, while the headline kernel time stays
+  linked-only like its noise samples;
 - op signatures (`trace_op_signature_time`): `op_perf` on one platform per trace (kernel time
   does not depend on it), keyed by name + input dims + input types + strides + concrete inputs,
   summed over threads.
@@ -47,7 +49,7 @@ ChangeStatus = Literal["slower", "faster", "within_noise", "unchanged", "new", "
 VerdictKind = Literal["regression", "improvement", "no_change", "not_comparable"]
 SampleSource = Literal["profiler_steps", "traces"]
 
-CATEGORY_SOURCE = "ops_summary_by_category + collectives from kernels.is_comm"
+CATEGORY_SOURCE = "trace_category_kernel_time: op categories, collectives (kernels.is_comm), unlinked kernels by kernel category"
 COLLECTIVES = "collectives"
 SUMMARY_LABEL_CHARS = 80  # an op signature named in the verdict line is cut here
 

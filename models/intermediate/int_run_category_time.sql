@@ -1,7 +1,7 @@
 {#- Kernel time per category of each run of the dashboard's run groups: the mean over the run's
     traces with a GPU timeline (the ranks of one job). The categories are compare's
-    (trace_category_kernel_time): the op categories plus `collectives`, the communication kernels
-    that ops_summary_by_category leaves out. -#}
+    (trace_category_kernel_time): the op categories, `collectives` (every communication kernel) and
+    the kernels no op categorizes, so a run's categories add up to all its kernel time. -#}
 
 with run_groups as (
     select * from {{ ref('run_groups') }}

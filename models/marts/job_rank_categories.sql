@@ -1,5 +1,5 @@
 {#- The dashboard's per-job chart: kernel time per category of each rank (trace_category_kernel_time:
-    the op categories and `collectives`), the job's largest categories by name and the rest summed
+    every GPU kernel once, `collectives` among them), the job's largest categories by name and the rest summed
     into one, as run_group_categories does for runs. A view. -#}
 {{ config(materialized='view') }}
 

@@ -1,8 +1,8 @@
 {#- One row per rank of a job with what the dashboard, `compare` and the Python API spread over the
     ranks: its step time (the median span of its ProfilerStep#N, else its GPU timeline's total),
     its collective kernel time and its wait for the other ranks (job_straggler_summary, TraceLens'
-    total_nccl_dur_us and total wait), and its kernel time (trace_category_kernel_time, the
-    collectives included). A view. -#}
+    total_nccl_dur_us and total wait), and its kernel time (trace_category_kernel_time, every
+    GPU kernel once, the collectives included). A view. -#}
 {{ config(materialized='view') }}
 
 with job_ranks as (

@@ -1,5 +1,5 @@
-{#- Training vs inference per model and platform: each side's categories by kernel time (the op
-    categories and the collectives), the mean per trace and the share of the side's kernel time,
+{#- Training vs inference per model and platform: each side's categories by kernel time
+    (trace_category_kernel_time: every GPU kernel once), the mean per trace and the share of the side's kernel time,
     ranked largest first. A view. -#}
 {{ config(materialized='view') }}
 

@@ -24,6 +24,7 @@ RULE_UNIT_TESTS = {
     "op_fused_steps_match_op_and_kernel_names": "op_fused_steps",
     "op_best_observed_takes_the_fastest_other_trace_on_the_same_platform": "op_best_observed",
     "trace_workloads_prefer_the_model_tag_then_the_identified_model": "trace_workloads",
+    "trace_category_kernel_time_counts_every_kernel": "trace_category_kernel_time",
 }
 
 

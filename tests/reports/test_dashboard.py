@@ -469,8 +469,9 @@ def test_empty_warehouse_is_bad_input(tmp_path: Path, kind: str) -> None:
 # ---- colours and the vendored chart libraries ------------------------------------------------------
 
 # the op categories the models make besides the seeds' (macros/op_category.sql), and the
-# communication kernels' category (trace_category_kernel_time)
-MACRO_CATEGORIES = {"triton", "record_param_comms", "elementwise", "reduce", "multi_tensor_apply", "other", "collectives"}
+# communication kernels' and the uncategorized unlinked kernels' categories (trace_category_kernel_time)
+MACRO_CATEGORIES = {"triton", "record_param_comms", "elementwise", "reduce", "multi_tensor_apply", "other", "collectives",
+                    "unlinked"}
 
 
 def _seed(name: str) -> list[dict[str, str]]:
@@ -485,7 +486,9 @@ def test_every_op_category_has_its_own_colour_and_none_is_the_exposed_communicat
     compiled = {r["compiled_op_category"] for r in _seed("agent_categories") if r["compiled_op_category"]}
     categories = ({r["category"] for r in _seed("op_categories")} | MACRO_CATEGORIES | compiled
                   | {c.replace("_fwd", "_bwd") for c in compiled}
-                  | {r["category"] for r in _seed("agent_categories") if r["category_kind"] == "op"})
+                  | {r["category"] for r in _seed("agent_categories") if r["category_kind"] == "op"}
+                  # a kernel no op launched counts under its kernel category (trace_category_kernel_time)
+                  | {r["category"] for r in _seed("kernel_taxonomy") if r["category"] != "other"})
     assert categories - named.keys() == set()  # every category the models make has its own colour
     assert len(set(named.values())) == len(named)  # no two categories (or spares) share a colour
     assert reserved not in named.values()

@@ -1,29 +1,33 @@
 
 
-with category_time as (
-    select * from "warehouse"."main"."ops_summary_by_category"
-),
-
-kernels as (
+with kernels as (
     select * from "warehouse"."main"."kernels"
 ),
 
-op_categories as (
-    select trace_id, op_category as category, total_direct_kernel_time_ms as kernel_time_ms
-    from category_time
+op_categorized_kernels as (
+    select * from "warehouse"."intermediate"."int_kernel_op_categories"
 ),
 
-collectives as (
-    select trace_id, 'collectives' as category, sum(dur_us) / 1000.0 as kernel_time_ms
+categorized_kernels as (
+    select
+        kernels.trace_id,
+        case
+            when kernels.is_comm then 'collectives'
+            when op_categorized_kernels.kernel_event_idx is not null then op_categorized_kernels.op_category
+            when kernels.kernel_category = 'other' then 'unlinked'
+            else kernels.kernel_category
+        end as category,
+        kernels.dur_us
     from kernels
-    where is_linked and is_comm
-    group by trace_id
+    left join op_categorized_kernels
+        on op_categorized_kernels.trace_id = kernels.trace_id
+        and op_categorized_kernels.kernel_event_idx = kernels.event_idx
 ),
 
 final as (
-    select * from op_categories
-    union all
-    select * from collectives
+    select trace_id, category, sum(dur_us) / 1000.0 as kernel_time_ms
+    from categorized_kernels
+    group by trace_id, category
 )
 
 select * from final
