@@ -18,6 +18,8 @@ from typing import Any
 
 import duckdb
 
+from tracelake.reports.trace_window_events import trace_id_value
+
 COUNTER_CATEGORY = "tracelake.counter"
 BANDWIDTH_SERIES = "bandwidth (GB/s)"  # Perfetto: "<copy kind> bandwidth (GB/s)"
 QUEUE_SERIES = "queue length"  # Perfetto: "stream <n> queue length"
@@ -90,19 +92,9 @@ def counter_events(con: duckdb.DuckDBPyConnection, trace_id: str, start_us: floa
     rows = con.execute(COUNTER_SAMPLES_SQL, {
         "trace_id": trace_id, "start_us": start_us, "end_us": end_us,
         "bandwidth_series": BANDWIDTH_SERIES, "queue_series": QUEUE_SERIES}).fetchall()
-    return [{"ph": "C", "cat": COUNTER_CATEGORY, "name": name, "pid": _pid(pid), "ts": ts_us,
+    return [{"ph": "C", "cat": COUNTER_CATEGORY, "name": name, "pid": trace_id_value(pid), "ts": ts_us,
              "args": {series: int(value) if series == QUEUE_SERIES else value}}
             for pid, name, series, ts_us, value in rows]
-
-
-def _pid(value: str | None) -> int | str | None:
-    """The pid as the trace had it: numbers as numbers (as the exported events write it)."""
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        return value
 
 
 def counter_summary(events: list[dict[str, Any]]) -> str:

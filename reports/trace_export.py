@@ -19,7 +19,7 @@ import duckdb
 
 from tracelake.core.errors import TraceLakeError
 from tracelake.reports.trace_counters import counter_events
-from tracelake.reports.trace_window_events import trace_header, window_event_rows
+from tracelake.reports.trace_window_events import trace_header, trace_id_value, window_event_rows
 
 FINDINGS_PID = "TraceLake findings"  # the annotation track's process name (a string pid: no clash with the trace's)
 WINDOW_TID = "exported window"
@@ -121,19 +121,9 @@ def within_trace(con: duckdb.DuckDBPyConnection, trace_id: str, window: Window) 
     return Window(start, end, window.label)
 
 
-def _id(value: str | None) -> int | str | None:
-    """A pid / tid as the trace had it: numbers as numbers."""
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        return value
-
-
 def _event(phase: str, category: str | None, name: str | None, ts_us: float | None, dur_us: float | None,
            pid: str | None, tid: str | None, flow_id: int | None, args: str | None) -> dict[str, Any]:
-    event: dict[str, Any] = {"ph": phase, "name": name, "pid": _id(pid), "tid": _id(tid)}
+    event: dict[str, Any] = {"ph": phase, "name": name, "pid": trace_id_value(pid), "tid": trace_id_value(tid)}
     if category is not None:
         event["cat"] = category
     if ts_us is not None:

@@ -191,3 +191,13 @@ def trace_header(con: duckdb.DuckDBPyConnection, trace_id: str) -> dict[str, Any
     if base_us:
         header["baseTimeNanoseconds"] = base_us * 1000
     return header
+
+
+def trace_id_value(value: str | None) -> int | str | None:
+    """A pid / tid as the trace had it (stored as text): numbers as numbers."""
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return value
