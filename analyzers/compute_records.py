@@ -206,8 +206,9 @@ class OpGroup(BaseModel):
 
     @property
     def weighted_efficiency(self) -> float | None:
-        """Time-weighted mean efficiency of the members, % of roofline."""
-        pairs = [(op.efficiency_percent, op.time_ms) for op in self.members if op.efficiency_percent is not None]
+        """Time-weighted mean % of roofline of the members (trace 1's roofline in a comparison too: the
+        advice reads it against the roofline, never the comparative 100 x t2 / t1)."""
+        pairs = [(op.roofline_percent, op.time_ms) for op in self.members if op.roofline_percent is not None]
         total = sum(t for _, t in pairs)
         return sum(e * t for e, t in pairs) / total if total > 0 else None
 

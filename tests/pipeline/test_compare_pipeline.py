@@ -141,6 +141,10 @@ def test_compute_findings_are_measured_gaps_on_the_slower_side(comparisons, pair
         assert sides == {1, 2}
     markdown = (comparisons[pair] / "analysis.md").read_text()
     assert "Efficiency (100·t2/t1)" not in markdown and "| Slower side (time ratio) |" in markdown
+    # the advice reads a group's % of roofline (trace 1's), never the comparative 100 x t2 / t1
+    assert all(float(v) <= 100.0 for v in re.findall(r"averages ([\d.]+) %", markdown))
+    if pair == "bert":  # the standalone H100 report's figure for the same attention group
+        assert "this group averages 1.8 % (below that band)" in markdown
 
 
 def test_op_comparison_covers_every_op_of_both_traces(comparisons, compare_warehouse: Warehouse) -> None:
