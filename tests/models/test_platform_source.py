@@ -156,6 +156,10 @@ def test_the_report_says_the_roofline_is_assumed(assumed_report: tuple[str, str,
     # read against a GPU of its own vendor, no op of this H100 trace is above the roofline
     figures = [float(v) for line in lines for m in ROOFLINE_PERCENT.findall(line) for v in m if v]
     assert figures and max(figures) <= 100
+    # the agents' own detail pages say it too, in their platform line and roofline column
+    gemm = (assumed_report[3] / "out" / "category_findings" / "gemm_findings.md").read_text()
+    assert "| Platform (roofline) | H100, assumed (not the trace's GPU) |" in gemm
+    assert "| % E2E | % Roofline (assumed H100) | Bound |" in gemm
 
 
 ROOFLINE_PERCENT = re.compile(r"(\d+(?:\.\d+)?)(?:-(\d+(?:\.\d+)?))? % of (?:the )?(?:[\w-]+ )?roofline", re.I)
