@@ -110,6 +110,7 @@ RUN_COLUMNS = {
     "models_updated_at": "the wall-clock time of the model update",
     "parquet_committed_at": "the wall-clock time of the commit",
     "run_label": "a trace without a run tag is labelled with its ingest time (MM-DD HH:MM:SS)",
+    "trace_label": "the run label (the ingest time, untagged) with the trace's rank or file name",
     # run_groups orders traces by (group, run tag, ingest time, rank, trace id): which rank of a job
     # or which untagged trace was staged first is a race between the workers, in either engine
     "trace_position": "the trace's place in ingest-time order",

@@ -342,13 +342,18 @@ def test_a_doubtful_trace_makes_no_sweeping_claim(expert_reports, relative: str)
 
 @pytest.mark.parametrize("relative", ALL_TRACES)
 def test_the_report_reads_in_rank_order(expert_reports, relative: str) -> None:
-    """The report leads with P1, and each section lists its P-cards by rank."""
+    """The report leads with P1: the Executive Summary names it first and its table ranks P1, P2, ...
+    in order; each section (SPEC's fixed order: compute, fusion, system, each holding only its own
+    kind of finding) lists its P-cards by rank."""
     report = expert_reports[relative]
     body = report.markdown.split("## Detailed Analysis", 1)[0]
     cards = [int(n) for n in CARD.findall(body)]
     if not cards:
         return
-    assert cards[0] == 1, f"P-cards appear as {cards}"
+    summary = body.split("## Executive Summary", 1)[1].split("\n## ", 1)[0]
+    table = [int(n) for n in re.findall(r"^\| P(\d+) \|", summary, re.M)]
+    assert table == list(range(1, len(table) + 1)) and sorted(cards) == table, (table, cards)
+    assert "the first, P1 (" in summary
     for section in SECTION.split(body):
         in_section = [int(n) for n in CARD.findall(section)]
         assert in_section == sorted(in_section), f"P-cards of a section appear as {in_section}"

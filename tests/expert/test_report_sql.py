@@ -26,7 +26,7 @@ SQL_SECTION = re.compile(r"^### How to Reproduce Each Number\n(.*?)(?=^## |\Z)",
 SQL_ANCHOR = re.compile(r'^<a id="sql-p(\d+)"></a>$', re.M)
 FENCE = re.compile(r"^```sql\n(.*?)^```", re.M | re.S)
 AGENT_READ = re.compile(r"^\*P\d+: the numbers the agent read:\*\n\n```sql\n(.*?)^```", re.M | re.S)
-CARD = re.compile(r"^### P(\d+): .*?(?=^### |^<a id=|^## )", re.M | re.S)
+CARD = re.compile(r"^### P(\d+): .*?(?=^### |^<a id=|^## |\Z)", re.M | re.S)
 INSIGHT = re.compile(r"^\*\*Insight\*\*: (.*)$", re.M)
 PERCENT_OF_E2E = re.compile(r"(\d[\d,]*(?:\.(\d+))?) ?% of E2E")
 CLAIMS = re.compile(r"^\*\*Claims\*\*: ([\d,]+\.\d+) ms of GPU time \((?:(\d+) GPU event\(s\))?(?:, )?"
