@@ -21,8 +21,8 @@ GPU_ONLY = TRACES / "mi210" / "gpu_only_trace" / "gpu_only_trace.json.gz"
 COMPILED = TRACES / "torch_compile_triton" / "trace.json.gz"
 CAPTURES = DATA / "captures"  # outside TRACES (tests/data/README.md)
 # what differs between two ingests of the same file: when and how fast (run_label is the ingest time
-# of an untagged trace)
-PER_INGEST_COLUMNS = {"ingested_at", "ingest_seconds", "run_label"}
+# of an untagged trace, and trace_label carries it)
+PER_INGEST_COLUMNS = {"ingested_at", "ingest_seconds", "run_label", "trace_label"}
 
 
 def _lake(root: Path, batches: list[list[Path]]) -> LakeWarehouse:

@@ -28,8 +28,8 @@ BERT_MI300 = TRACES / "mi300" / "gaunernst_bert-small-uncased__1016001.json.gz"
 QWEN_H100 = TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
 # Columns that differ between two ingests of the same file: when and how fast it was ingested or
 # modelled (every TIMESTAMP column: trace times are microsecond numbers), and an untagged run's
-# label, which is its ingest time.
-PER_INGEST_COLUMNS = {"ingest_seconds", "run_label"}
+# label, which is its ingest time (and the trace label that carries it).
+PER_INGEST_COLUMNS = {"ingest_seconds", "run_label", "trace_label"}
 PER_INGEST_TYPES = {"TIMESTAMP", "TIMESTAMP WITH TIME ZONE"}
 
 
