@@ -150,7 +150,9 @@ def _edited_project(folder: Path) -> Path:
 
 def test_an_edited_model_falls_back_to_dbt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(dbt_runner, "PROJECT_ROOT", _edited_project(tmp_path / "project"))
+    edited = _edited_project(tmp_path / "project")
+    monkeypatch.setattr(dbt_runner, "PROJECT_ROOT", edited)  # what the fingerprint hashes
+    monkeypatch.setattr(dbt_runner, "DBT_PROJECT_DIR", edited)  # where dbt runs (the same folder in a checkout)
     assert load_shipped_plans(project_fingerprint()) is None
     warehouse = Warehouse(tmp_path / "wh")
     first = ingest_paths([SMALL], warehouse, {}, jobs=1)
