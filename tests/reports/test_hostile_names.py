@@ -43,7 +43,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         assert result.returncode == 0, result.stderr
         assert "report check failed" not in result.stderr, result.stderr
     compare = run_cli("compare", str(ORIGINAL), str(trace), "--warehouse", str(warehouse), "--format", "md")
-    assert compare.returncode in (0, 1), compare.stderr  # 1: the renamed ops read as a regression
+    # the renamed ops share too few op signatures for a verdict: not comparable (4), the comparison still printed
+    assert compare.returncode == 4 and "## " in compare.stdout, compare.stderr
     return Runs(warehouse, standalone, comparative, compare.stdout)
 
 
