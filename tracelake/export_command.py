@@ -64,7 +64,7 @@ def export_window(wh: Warehouse, request: ExportRequest) -> ExportResult:
         whole_trace,
         within_trace,
     )
-    from tracelake.selectors import resolve_traces  # noqa: PLC0415
+    from tracelake.selectors import resolve_one_trace  # noqa: PLC0415
 
     chosen = [name for name, value in (("--finding", request.finding), ("--window", request.window),
                                        ("--step", request.step)) if value is not None]
@@ -81,10 +81,7 @@ def export_window(wh: Warehouse, request: ExportRequest) -> ExportResult:
             raise typer.BadParameter("a job is exported whole or by --window START:END (job-clock us), without "
                                      "--critical-path or --counters")
         return ExportResult(out, export_job_command(wh, request.trace, request.window, out), None, None, None)
-    trace_ids = resolve_traces(wh, request.trace, ingest_new=False)
-    if len(trace_ids) != 1:
-        raise TraceLakeError(f"{request.trace!r} names {len(trace_ids)} traces; export takes one (give its trace id)")
-    trace_id = trace_ids[0]
+    trace_id = resolve_one_trace(wh, request.trace, "export")
     with wh.connect_read_only() as con:
         if rank is not None:
             window = finding_window(con, trace_id, rank)

@@ -204,12 +204,9 @@ def list_jobs(reader: Reader, page: Page) -> dict[str, Any]:
 
 def one_trace(wh: Warehouse, selector: str) -> str:
     """The trace a selector names (a trace id or a prefix, a trace file already ingested, tags)."""
-    from tracelake.selectors import resolve_traces  # noqa: PLC0415
+    from tracelake.selectors import resolve_one_trace  # noqa: PLC0415
 
-    trace_ids = resolve_traces(wh, selector, ingest_new=False)
-    if len(trace_ids) != 1:
-        raise TraceLakeError(f"{selector!r} names {len(trace_ids)} traces; give one (its trace id)")
-    return trace_ids[0]
+    return resolve_one_trace(wh, selector, "this tool")
 
 
 def _require_analyses(reader: Reader) -> None:

@@ -158,3 +158,12 @@ def _match_trace_id(warehouse: Warehouse, prefix: str) -> str:
         listed = ", ".join(matches[:MAX_LISTED]) + (", ..." if len(matches) > MAX_LISTED else "")
         raise SelectorError(f"trace id prefix {prefix} is ambiguous ({len(matches)} traces: {listed}); give more digits")
     return matches[0]
+
+
+def resolve_one_trace(warehouse: Warehouse, selector: str, command: str) -> str:
+    """The one stored trace a selector names (nothing is ingested); none or several is a one-line
+    TraceLakeError naming `command`, which takes one trace."""
+    trace_ids = resolve_traces(warehouse, selector, ingest_new=False)
+    if len(trace_ids) != 1:
+        raise TraceLakeError(f"{selector!r} names {len(trace_ids)} traces; {command} takes one (give its trace id)")
+    return trace_ids[0]
