@@ -51,15 +51,15 @@ def _agent_settings(options: AnalyzeOptions) -> RunnerSettings:
                           llm=LlmCommand(llm, settings.AGENT_TIMEOUT_SECONDS) if llm else None)
 
 
-def _connect(warehouse: Warehouse) -> duckdb.DuckDBPyConnection:
-    return warehouse.connect_read_only(repair=False)  # checked once, by open_marts
+def _connect(warehouse: Warehouse, facts: AnalysisFacts) -> duckdb.DuckDBPyConnection:
+    return warehouse.connect_analysis(facts.trace_ids, repair=False)  # checked once, by open_marts
 
 
 def run_system_agents(warehouse: Warehouse, facts: AnalysisFacts, options: AnalyzeOptions,
                       runner: AnalysisRunner) -> list[AgentResult]:
     """Idle time, transfers and collectives, kernel fusion: each on its own cursor, at once."""
     definitions = list(SYSTEM_AGENTS) if facts.trace.gate.run_system_tier else []
-    return run_tier(definitions, lambda: _connect(warehouse), facts.context(), _agent_settings(options),
+    return run_tier(definitions, lambda: _connect(warehouse, facts), facts.context(), _agent_settings(options),
                     runner.warnings)
 
 
@@ -78,7 +78,7 @@ def run_compute_agents(warehouse: Warehouse, facts: AnalysisFacts, options: Anal
     if multi_kernel is not None:
         runner.write("category_data/multi_kernel_data.json", _JsonList(items=multi_kernel.metrics))
     compute = list(COMPUTE_AGENTS) if facts.trace.gate.run_compute_tier else []
-    compute_results = run_tier(compute, lambda: _connect(warehouse), ctx, _agent_settings(options), runner.warnings)
+    compute_results = run_tier(compute, lambda: _connect(warehouse, facts), ctx, _agent_settings(options), runner.warnings)
     return AgentRun(ctx, system_results + compute_results, compute_time_ms(compute_results) or categories.category_time)
 
 

@@ -50,7 +50,7 @@ JOB_ANALYSIS_STEPS = (
          label="assigning ranks and nodes"),
     Step("rank reports", write_rank_reports,
          ("warehouse", "job", "rank_traces", "options", "out_dir", "runner", "on_stage"), "rank_reports"),
-    Step("open job marts", open_job_marts, ("warehouse", "runner"), "db"),
+    Step("open job marts", open_job_marts, ("warehouse", "job", "runner"), "db"),
     Step("job findings", find_job_findings, ("db", "job"), "job_findings", label="finding the job's findings"),
     Step("job report", write_job_analysis, ("db", "job", "job_findings", "rank_reports", "runner"),
          label="writing the job's analysis.md"),

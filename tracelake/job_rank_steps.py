@@ -95,9 +95,9 @@ def write_rank_reports(warehouse: Warehouse, job: JobAssembly, rank_traces: Rank
     return reports
 
 
-def open_job_marts(warehouse: Warehouse, runner: AnalysisRunner) -> duckdb.DuckDBPyConnection:
-    """The read-only connection the job's own steps share (the marts with the job's tags)."""
-    return runner.keep_open(warehouse.connect_read_only())
+def open_job_marts(warehouse: Warehouse, job: JobAssembly, runner: AnalysisRunner) -> duckdb.DuckDBPyConnection:
+    """The read-only connection the job's own steps share (the marts of its ranks, with the job's tags)."""
+    return runner.keep_open(warehouse.connect_analysis([member.trace_id for member in job.members]))
 
 
 def find_job_findings(db: duckdb.DuckDBPyConnection, job: JobAssembly) -> list[Finding]:

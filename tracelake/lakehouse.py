@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
 
@@ -42,6 +42,7 @@ from tracelake.lake_catalog import (
     write_layout,
 )
 from tracelake.lake_extensions import extension_directory
+from tracelake.lake_reader import LAKE_ALIAS, copy_scope
 from tracelake.lake_scope import model_new_traces, scope_to_traces
 from tracelake.removal import register_reader, release_with
 from tracelake.shipped_plan import ShippedPlans, load_shipped_plans, select_for, trace_id_list
@@ -56,6 +57,8 @@ PLAN_TABLE = "tracelake.model_plan"  # the fingerprint of the plan the marts wer
 # Rows a DuckLake insert keeps inside the catalog instead of writing a Parquet file: none, so every
 # row of every table is in a data file that `tracelake files` can name and other engines read.
 DATA_INLINING_ROW_LIMIT = 0
+# (warehouse folder, analyzed traces) -> (snapshot, its working copy): the analysis' readers share it
+_WORKING_COPIES: dict[tuple[str, tuple[str, ...]], tuple[int, duckdb.DuckDBPyConnection]] = {}
 
 
 class LakeWarehouse(Warehouse):
@@ -209,6 +212,63 @@ class LakeWarehouse(Warehouse):
             release()
             raise
         return con
+
+    def connect_analysis(self, trace_ids: Sequence[str], repair: bool = True) -> duckdb.DuckDBPyConnection:
+        """A locked-down read-only connection to the working copy of an analysis of `trace_ids`
+        (tracelake/lake_reader.py) at the current snapshot, registered as a reader while it lives.
+        The copy is made once per snapshot, traces and process: later calls get cursors of it."""
+        self.require_existing()
+        if repair and self.needs_repair():
+            self.repair_if_idle()
+        registration = register_reader(self.root)
+        try:
+            con = self._working_copy(tuple(sorted(set(trace_ids))))
+        except BaseException:
+            if registration is not None:
+                os.close(registration)
+            raise
+        release = release_with(con, registration)
+        try:
+            lock_down(con, self.root, self.data_path)
+        except BaseException:
+            con.close()
+            release()
+            raise
+        return con
+
+    def _working_copy(self, trace_ids: tuple[str, ...]) -> duckdb.DuckDBPyConnection:
+        current = self._current_snapshot()
+        key = (self.root.resolve().as_posix(), trace_ids)
+        kept = _WORKING_COPIES.get(key)
+        if current is not None and kept is not None and kept[0] == current:
+            return kept[1].cursor()
+        layout = self.layout()
+        target = attach_target(self.root, layout, self.given_catalog)
+        con = duckdb.connect(config=self._config(layout))
+        try:
+            con.execute(f"attach {sql_literal(target)} as {LAKE_ALIAS} (read_only)")
+            snapshot = copy_scope(con, trace_ids)
+        except duckdb.Error as exc:
+            con.close()
+            raise WarehouseError(f"cannot read the catalog of {self.root} ({layout.catalog}): "
+                                 f"{lake_writers.scrubbed(str(exc).splitlines()[0], target)}") from None
+        except BaseException:
+            con.close()
+            raise
+        if snapshot == current:
+            _WORKING_COPIES.clear()  # one copy a process: an analysis reads one snapshot of its traces
+            _WORKING_COPIES[key] = (snapshot, con)
+            return con.cursor()
+        return con
+
+    def _current_snapshot(self) -> int | None:
+        """The local catalog's newest snapshot, read from its SQLite file; None for PostgreSQL."""
+        catalog = self._local_catalog()
+        if catalog is None or not catalog.exists():
+            return None
+        with closing(sqlite3.connect(f"file:{catalog}?mode=ro", uri=True)) as db:
+            row = db.execute("select max(snapshot_id) from ducklake_snapshot").fetchone()
+        return int(row[0]) if row and row[0] is not None else None
 
     def _query_ids(self, table: str) -> set[str]:
         if not self.exists():

@@ -42,6 +42,10 @@ class TraceIds:
     trace_id: str
     trace2_id: str | None  # comparative scope
 
+    @property
+    def analyzed(self) -> list[str]:
+        return [self.trace_id] + ([self.trace2_id] if self.trace2_id is not None else [])
+
 
 @dataclass(frozen=True)
 class CategoryData:
@@ -65,7 +69,7 @@ def ingest_traces(trace: Path, options: AnalyzeOptions, warehouse: Warehouse, pr
 
 def open_marts(warehouse: Warehouse, traces: TraceIds, runner: AnalysisRunner) -> duckdb.DuckDBPyConnection:
     """The read-only connection the steps share; the traces must still be there."""
-    db = runner.keep_open(warehouse.connect_read_only())
+    db = runner.keep_open(warehouse.connect_analysis(traces.analyzed))
     for analyzed in (traces.trace_id, traces.trace2_id):  # a `tracelake rm` may have taken it out since the ingest
         if analyzed is not None and not db.execute("select 1 from traces where trace_id = ?", [analyzed]).fetchone():
             raise BadTraceError(f"trace {analyzed} was removed from {warehouse.root} (tracelake rm) while this "
@@ -119,7 +123,7 @@ def write_perf_reports(db: duckdb.DuckDBPyConnection, facts: AnalysisFacts, opti
 
 
 def identify_trace_model(warehouse: Warehouse, facts: AnalysisFacts, runner: AnalysisRunner) -> ModelInfo:
-    with warehouse.connect_read_only(repair=False) as model_db:  # checked once, by open_marts
+    with warehouse.connect_analysis(facts.trace_ids, repair=False) as model_db:  # checked once, by open_marts
         model_info = identify_model(model_db, facts.trace.trace_id)
     runner.write("metadata/model_info.json", model_info)
     return model_info

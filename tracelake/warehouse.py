@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -139,6 +139,11 @@ class Warehouse:
         when `wait` is off and another writer holds it."""
         with hold_writer_lock(self.root, self.lock_path, self.stop_waiting, wait) as held:
             yield held
+
+    def connect_analysis(self, trace_ids: Sequence[str], repair: bool = True) -> duckdb.DuckDBPyConnection:
+        """The read-only connection an analysis of `trace_ids` reads through: the warehouse itself
+        here; a lakehouse gives a working copy of those traces' rows (tracelake/lake_reader.py)."""
+        return self.connect_read_only(repair=repair)
 
     def connect_read_only(self, repair: bool = True, snapshot: int | None = None) -> duckdb.DuckDBPyConnection:
         """A read-only connection to the current snapshot. With `repair`, what a killed writer left

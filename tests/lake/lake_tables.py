@@ -42,13 +42,13 @@ def _normal(value: object) -> object:
     return value
 
 
-def rows_of(con: duckdb.DuckDBPyConnection, schema: str, relation: str) -> Counter[tuple[object, ...]]:
-    """The relation's rows (without the clock columns) as a multiset."""
+def rows_of(con: duckdb.DuckDBPyConnection, schema: str, relation: str, where: str = "true") -> Counter[tuple[object, ...]]:
+    """The relation's rows (without the clock columns; those `where` holds) as a multiset."""
     excluded = CLOCK_COLUMNS | INGEST_ORDER_COLUMNS.get(f"{schema}.{relation}", frozenset())
     columns = [str(c[0]) for c in con.execute(f'describe "{schema}"."{relation}"').fetchall() if c[0] not in excluded]
     listed = ", ".join(f'"{c}"' for c in columns)
     return Counter(tuple(_normal(v) for v in row)
-                   for row in con.execute(f'select {listed} from "{schema}"."{relation}"').fetchall())
+                   for row in con.execute(f'select {listed} from "{schema}"."{relation}" where {where}').fetchall())
 
 
 def every_relation(con: duckdb.DuckDBPyConnection, schemas: tuple[str, ...] = ("main", RAW_SCHEMA)
