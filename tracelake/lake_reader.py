@@ -10,7 +10,7 @@ log) and the analysis ran 2.3x slower than on the classic layout.
 So an analysis reads a working copy. When it opens, the catalog is asked once for the snapshot's
 live tables, files, columns and views. Every table's rows of the analysis' traces are copied into
 an in-memory DuckDB, read from the data files that can hold them (the catalog's min/max of
-`trace_id` per file), cast to the lake's column types; then every lake view is created again there
+`trace_id` per file); then every lake view is created again there
 from the SQL the catalog keeps. The in-memory database is the connection's default one, so every
 name a query or a view uses resolves to the copy. The lake is attached as LAKE_ALIAS (read-only)
 while the copy is made, then detached: an open catalog would hold off a writer's commit. A table
@@ -48,9 +48,8 @@ class _Table:
     schema: str
     name: str
     folder: str
-    columns: list[tuple[str, str]] = field(default_factory=list)  # (name, DuckDB type) in the lake's order
-    files: list[str] = field(default_factory=list)  # live files that may hold the scope's rows
-    any_file: str | None = None  # a live file, for the schema when no file holds a scope row
+    columns: list[str] = field(default_factory=list)  # in the lake's order
+    files: list[tuple[str, str | None, str | None]] = field(default_factory=list)  # live files, their trace_id range
     exact: bool = True  # its live files hold exactly its rows
 
     @property
@@ -59,7 +58,17 @@ class _Table:
 
     @property
     def scoped(self) -> bool:
-        return any(name == "trace_id" for name, _ in self.columns)
+        return "trace_id" in self.columns
+
+    def source(self, scope: list[str] | None) -> str:
+        """What to read the table from: its files that may hold a row of `scope` (every file when
+        None), or the lake when its files do not hold exactly its rows."""
+        if not self.exact or not self.files:
+            return f"{LAKE_ALIAS}.{self.relation}"
+        kept = [path for path, low, high in self.files if scope is None or low is None or high is None
+                or any(low <= trace_id <= high for trace_id in scope)]
+        listed = ", ".join(sql_literal(literal_glob(path)) for path in kept or [self.files[0][0]])
+        return f"read_parquet([{listed}], hive_partitioning = false)" + ("" if kept else " where false")
 
 
 def _live(alias: str = "") -> str:
@@ -105,18 +114,16 @@ def _tables(con: duckdb.DuckDBPyConnection, meta: str, snapshot: int, data_path:
     for table_id, schema, name, schema_path, schema_relative, table_path, table_relative in rows:
         schema_folder = _joined(data_path, schema_path or "", bool(schema_relative))
         tables[int(table_id)] = _Table(schema, name, _joined(schema_folder, table_path or "", bool(table_relative)))
-    by_name = {(t.schema, t.name): t for t in tables.values()}
-    for schema, name, column, data_type in con.execute(
-            "select schema_name, table_name, column_name, data_type from duckdb_columns() "
-            "where database_name = ? order by schema_name, table_name, column_index", [LAKE_ALIAS]).fetchall():
-        if (schema, name) in by_name:
-            by_name[schema, name].columns.append((column, data_type))
+    for table_id, column in con.execute(
+            f"select table_id, column_name from {meta}.ducklake_column where {_live()} and parent_column is null "
+            "order by table_id, column_order", live).fetchall():
+        if int(table_id) in tables:
+            tables[int(table_id)].columns.append(column)
     return tables
 
 
-def _place_files(con: duckdb.DuckDBPyConnection, meta: str, snapshot: int, tables: dict[int, _Table],
-                 scope: list[str]) -> None:
-    """Each table's live files that may hold a row of `scope` (by the catalog's trace_id range)."""
+def _place_files(con: duckdb.DuckDBPyConnection, meta: str, snapshot: int, tables: dict[int, _Table]) -> None:
+    """Each table's live files, with the catalog's trace_id range of each."""
     rows = con.execute(
         f"select f.table_id, f.path, f.path_is_relative, (f.mapping_id is not null or f.partial_max is not null "
         f"or f.file_format <> 'parquet' or f.encryption_key is not null) as inexact, s.min_value, s.max_value "
@@ -127,13 +134,9 @@ def _place_files(con: duckdb.DuckDBPyConnection, meta: str, snapshot: int, table
         f"where {_live('f')} order by f.table_id, f.file_order nulls last, f.data_file_id", {"snapshot": snapshot}).fetchall()
     for table_id, path, relative, inexact, low, high in rows:
         table = tables.get(int(table_id))
-        if table is None:
-            continue
-        file = _joined(table.folder, path, bool(relative))
-        table.any_file = table.any_file or file
-        table.exact = table.exact and not inexact
-        if low is None or high is None or any(low <= trace_id <= high for trace_id in scope):
-            table.files.append(file)
+        if table is not None:
+            table.files.append((_joined(table.folder, path, bool(relative)), low, high))
+            table.exact = table.exact and not inexact
 
 
 def _mark_inexact(con: duckdb.DuckDBPyConnection, meta: str, snapshot: int, tables: dict[int, _Table]) -> None:
@@ -148,9 +151,12 @@ def _mark_inexact(con: duckdb.DuckDBPyConnection, meta: str, snapshot: int, tabl
                                 f"where {_live()} group by table_id", live).fetchall()
     inexact |= {int(table_id) for table_id, newest in newest_column
                 if table_id in oldest_file and newest > oldest_file[table_id]}
-    for (inlined,) in con.execute(
-            "select table_name from duckdb_tables() where database_name = ? and table_name like 'ducklake_inlined_delete_%'",
-            [meta.strip('"')]).fetchall():
+    limits = {str(row[0]) for row in con.execute(
+        f"select value from {meta}.ducklake_metadata where key = 'data_inlining_row_limit'").fetchall()}
+    inlined_deletes = [] if limits == {"0"} else con.execute(  # a lake that never inlines has none (listing: 0.14 s)
+        "select table_name from duckdb_tables() where database_name = ? and table_name like 'ducklake_inlined_delete_%'",
+        [meta.strip('"')]).fetchall()
+    for (inlined,) in inlined_deletes:
         table_id = int(inlined.rsplit("_", 1)[1])
         if table_id in tables and con.execute(f"select count(*) from {meta}.{sql_identifier(inlined)}").fetchone() != (0,):
             inexact.add(table_id)
@@ -160,16 +166,14 @@ def _mark_inexact(con: duckdb.DuckDBPyConnection, meta: str, snapshot: int, tabl
 
 def _copy_table(con: duckdb.DuckDBPyConnection, table: _Table, scope: list[str]) -> None:
     """`table`'s rows of `scope` (every row of a table without trace_id) as a table of the copy,
-    with the lake's column names and types."""
+    its columns in the lake's order. Their types are the files' own: DuckDB writes every type a
+    mart has as itself (tests/lake/test_working_copy.py compares them with the lake's)."""
     where = f" where trace_id in ({trace_id_list(scope)})" if table.scoped else ""
-    casts = ", ".join(f"{sql_identifier(name)}::{data_type} as {sql_identifier(name)}" for name, data_type in table.columns)
-    if table.exact and (table.files or table.any_file):
-        listed = ", ".join(sql_literal(literal_glob(path)) for path in table.files or [table.any_file or ""])
-        source = f"read_parquet([{listed}], hive_partitioning = false)"
-        where = where if table.files else " where false"
-    else:
-        source = f"{LAKE_ALIAS}.{table.relation}"
-    con.execute(f"create table {table.relation} as select {casts} from {source}{where}")
+    source = table.source(scope if table.scoped else None)
+    if " where false" in source:
+        source, where = source.removesuffix(" where false"), " where false"
+    listed = ", ".join(sql_identifier(name) for name in table.columns)
+    con.execute(f"create table {table.relation} as select {listed} from {source}{where}")
 
 
 def _in_dependency_order(views: Sequence[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
@@ -209,10 +213,11 @@ def copy_scope(con: duckdb.DuckDBPyConnection, trace_ids: Sequence[str]) -> int:
     snapshot_row = con.execute(f"select id from ducklake_current_snapshot({sql_literal(LAKE_ALIAS)})").fetchone()
     snapshot = int(snapshot_row[0]) if snapshot_row else 0
     data_row = con.execute(f"select value from {meta}.ducklake_metadata where key = 'data_path' and scope is null").fetchone()
-    scope = analysis_scope(trace_tags(con, f"{LAKE_ALIAS}.raw.trace_files"), trace_ids)
     tables = _tables(con, meta, snapshot, str(data_row[0]) if data_row else "")
-    _place_files(con, meta, snapshot, tables, scope)
+    _place_files(con, meta, snapshot, tables)
     _mark_inexact(con, meta, snapshot, tables)
+    trace_files = next(t for t in tables.values() if (t.schema, t.name) == ("raw", "trace_files"))
+    scope = analysis_scope(trace_tags(con, trace_files.source(None)), trace_ids)
     views = con.execute(
         f"select s.schema_name, v.view_name, v.sql from {meta}.ducklake_view v join {meta}.ducklake_schema s "
         f"using (schema_id) where {_live('v')} and {_live('s')} and v.dialect = 'duckdb' order by v.view_id",

@@ -6,6 +6,13 @@ with host_events as (
     where trace_id in ('@@NEW_TRACE_IDS@@') and category in ('python_function', 'cpu_op', 'user_annotation')
 ),
 
+host_names as (
+    -- a name recurs in every step: each distinct one is matched once, not once an event
+    select trace_id, category, name, count(*) as event_count
+    from host_events
+    group by trace_id, category, name
+),
+
 rules as (
     select * from "warehouse"."main"."serving_engine_rules"
 ),
@@ -14,17 +21,17 @@ engines as (
     select * from "warehouse"."main"."serving_engines"
 ),
 
-matching_events as (
-    select host_events.trace_id, rules.rule_order, rules.engine, host_events.name
-    from host_events
+matching_names as (
+    select host_names.trace_id, rules.rule_order, rules.engine, host_names.name, host_names.event_count
+    from host_names
     inner join rules
-        on host_events.category = rules.category
-        and regexp_matches(host_events.name, rules.name_pattern)
+        on host_names.category = rules.category
+        and regexp_matches(host_names.name, rules.name_pattern)
 ),
 
 rule_matches as (
-    select trace_id, rule_order, engine, count(*) as event_count, min(name) as example
-    from matching_events
+    select trace_id, rule_order, engine, sum(event_count)::bigint as event_count, min(name) as example
+    from matching_names
     group by trace_id, rule_order, engine
 ),
 
