@@ -27,7 +27,6 @@ from tracelake.reports.priority import build_priority_data
 from tracelake.reports.validation import validate
 from tracelake.run_contracts import AgentTiming
 from tracelake.trace_steps import CategoryData
-from tracelake.warehouse import Warehouse
 
 
 @dataclass(frozen=True)
@@ -51,19 +50,15 @@ def _agent_settings(options: AnalyzeOptions) -> RunnerSettings:
                           llm=LlmCommand(llm, settings.AGENT_TIMEOUT_SECONDS) if llm else None)
 
 
-def _connect(warehouse: Warehouse, facts: AnalysisFacts) -> duckdb.DuckDBPyConnection:
-    return warehouse.connect_analysis(facts.trace_ids, repair=False)  # checked once, by open_marts
-
-
-def run_system_agents(warehouse: Warehouse, facts: AnalysisFacts, options: AnalyzeOptions,
+def run_system_agents(db: duckdb.DuckDBPyConnection, facts: AnalysisFacts, options: AnalyzeOptions,
                       runner: AnalysisRunner) -> list[AgentResult]:
     """Idle time, transfers and collectives, kernel fusion: each on its own cursor, at once."""
     definitions = list(SYSTEM_AGENTS) if facts.trace.gate.run_system_tier else []
-    return run_tier(definitions, lambda: _connect(warehouse, facts), facts.context(), _agent_settings(options),
+    return run_tier(definitions, db.cursor, facts.context(), _agent_settings(options),
                     runner.warnings)
 
 
-def run_compute_agents(warehouse: Warehouse, facts: AnalysisFacts, options: AnalyzeOptions,
+def run_compute_agents(db: duckdb.DuckDBPyConnection, facts: AnalysisFacts, options: AnalyzeOptions,
                        system_results: list[AgentResult], categories: CategoryData,
                        runner: AnalysisRunner) -> AgentRun:
     """The compute agents, after the system tier: ops that kernel fusion flagged get no kernel-tuning
@@ -78,7 +73,7 @@ def run_compute_agents(warehouse: Warehouse, facts: AnalysisFacts, options: Anal
     if multi_kernel is not None:
         runner.write("category_data/multi_kernel_data.json", _JsonList(items=multi_kernel.metrics))
     compute = list(COMPUTE_AGENTS) if facts.trace.gate.run_compute_tier else []
-    compute_results = run_tier(compute, lambda: _connect(warehouse, facts), ctx, _agent_settings(options), runner.warnings)
+    compute_results = run_tier(compute, db.cursor, ctx, _agent_settings(options), runner.warnings)
     return AgentRun(ctx, system_results + compute_results, compute_time_ms(compute_results) or categories.category_time)
 
 

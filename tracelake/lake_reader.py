@@ -39,6 +39,9 @@ from tracelake.sql_guard import literal_glob
 
 LAKE_ALIAS = "tracelake_lake"  # the attached lake, for ducklake_snapshots('tracelake_lake') and the like
 JOB_TAG = "job"
+# A table whose scope's data files are larger stays a view over those files (DuckDB holds a copied
+# table in memory: a 1 GB trace's raw events would add ~1 GB to the analysis' peak RSS).
+WORKING_COPY_TABLE_MAX_BYTES = 32 * 1024 * 1024
 _CATALOG_PLACEHOLDER = "{DUCKLAKE_CATALOG}"
 _NAMED = re.compile(r'\{DUCKLAKE_CATALOG\}\."?(\w+)"?\."?(\w+)"?')
 
@@ -49,7 +52,7 @@ class _Table:
     name: str
     folder: str
     columns: list[str] = field(default_factory=list)  # in the lake's order
-    files: list[tuple[str, str | None, str | None]] = field(default_factory=list)  # live files, their trace_id range
+    files: list[tuple[str, str | None, str | None, int]] = field(default_factory=list)  # live files: trace_id range, bytes
     exact: bool = True  # its live files hold exactly its rows
 
     @property
@@ -60,13 +63,17 @@ class _Table:
     def scoped(self) -> bool:
         return "trace_id" in self.columns
 
+    def kept_files(self, scope: list[str] | None) -> list[tuple[str, int]]:
+        """Its files that may hold a row of `scope` (every file when None), with their sizes."""
+        return [(path, size) for path, low, high, size in self.files if scope is None or low is None or high is None
+                or any(low <= trace_id <= high for trace_id in scope)]
+
     def source(self, scope: list[str] | None) -> str:
-        """What to read the table from: its files that may hold a row of `scope` (every file when
-        None), or the lake when its files do not hold exactly its rows."""
+        """What to read the table from: its files that may hold a row of `scope`, or the lake when
+        its files do not hold exactly its rows."""
         if not self.exact or not self.files:
             return f"{LAKE_ALIAS}.{self.relation}"
-        kept = [path for path, low, high in self.files if scope is None or low is None or high is None
-                or any(low <= trace_id <= high for trace_id in scope)]
+        kept = [path for path, _ in self.kept_files(scope)]
         listed = ", ".join(sql_literal(literal_glob(path)) for path in kept or [self.files[0][0]])
         return f"read_parquet([{listed}], hive_partitioning = false)" + ("" if kept else " where false")
 
@@ -126,16 +133,17 @@ def _place_files(con: duckdb.DuckDBPyConnection, meta: str, snapshot: int, table
     """Each table's live files, with the catalog's trace_id range of each."""
     rows = con.execute(
         f"select f.table_id, f.path, f.path_is_relative, (f.mapping_id is not null or f.partial_max is not null "
-        f"or f.file_format <> 'parquet' or f.encryption_key is not null) as inexact, s.min_value, s.max_value "
+        f"or f.file_format <> 'parquet' or f.encryption_key is not null) as inexact, s.min_value, s.max_value, "
+        f"f.file_size_bytes "
         f"from {meta}.ducklake_data_file f "
         f"left join {meta}.ducklake_column c on c.table_id = f.table_id and c.column_name = 'trace_id' "
         f"and {_live('c')} and c.parent_column is null "
         f"left join {meta}.ducklake_file_column_stats s on s.data_file_id = f.data_file_id and s.column_id = c.column_id "
         f"where {_live('f')} order by f.table_id, f.file_order nulls last, f.data_file_id", {"snapshot": snapshot}).fetchall()
-    for table_id, path, relative, inexact, low, high in rows:
+    for table_id, path, relative, inexact, low, high, size in rows:
         table = tables.get(int(table_id))
         if table is not None:
-            table.files.append((_joined(table.folder, path, bool(relative)), low, high))
+            table.files.append((_joined(table.folder, path, bool(relative)), low, high, int(size or 0)))
             table.exact = table.exact and not inexact
 
 
@@ -173,7 +181,10 @@ def _copy_table(con: duckdb.DuckDBPyConnection, table: _Table, scope: list[str])
     if " where false" in source:
         source, where = source.removesuffix(" where false"), " where false"
     listed = ", ".join(sql_identifier(name) for name in table.columns)
-    con.execute(f"create table {table.relation} as select {listed} from {source}{where}")
+    files_bytes = sum(size for _, size in table.kept_files(scope if table.scoped else None))
+    # a table that large (a big trace's raw events) is read from its files where it is used, not held in memory
+    kind = "view" if table.exact and files_bytes > WORKING_COPY_TABLE_MAX_BYTES else "table"
+    con.execute(f"create {kind} {table.relation} as select {listed} from {source}{where}")
 
 
 def _in_dependency_order(views: Sequence[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
@@ -202,11 +213,11 @@ def _create_views(con: duckdb.DuckDBPyConnection, views: Sequence[tuple[str, str
                     f"as {sql.replace(_CATALOG_PLACEHOLDER, sql_identifier(catalog))}")
 
 
-def copy_scope(con: duckdb.DuckDBPyConnection, trace_ids: Sequence[str]) -> int:
+def copy_scope(con: duckdb.DuckDBPyConnection, trace_ids: Sequence[str]) -> tuple[int, list[str]]:
     """Fill `con`'s default database (in memory) with the working copy of the analysis of
     `trace_ids` over the lake attached as LAKE_ALIAS, at the snapshot it was attached at, then
     detach the lake (a reader's open catalog would hold off a writer's commit); returns that
-    snapshot."""
+    snapshot and the scope copied."""
     meta = sql_identifier(f"__ducklake_metadata_{LAKE_ALIAS}")
     catalog_row = con.execute("select current_database()").fetchone()
     catalog = str(catalog_row[0]) if catalog_row else "memory"
@@ -228,7 +239,28 @@ def copy_scope(con: duckdb.DuckDBPyConnection, trace_ids: Sequence[str]) -> int:
         _copy_table(con, table, scope)
     _create_views(con, views, catalog)
     con.execute(f"detach {LAKE_ALIAS}")
-    return snapshot
+    return snapshot, scope
 
 
-__all__ = ["LAKE_ALIAS", "analysis_scope", "copy_scope", "trace_tags"]
+_CHANGE = re.compile(r'(\w+):("[^"]*"\."[^"]*"|\d+)')
+
+
+def only_ledger_changes(changes: Sequence[str], table_names: Mapping[int, str], ledger: Sequence[str]) -> bool:
+    """Whether the snapshots whose `changes_made` are `changes` only created, inserted into or
+    deleted from the analysis ledger tables `ledger` (`table_names`: table id -> name): a copy made
+    before them still holds every row an analysis reads (the ledger is written, never read, by it)."""
+    quoted = {f'"main"."{name}"' for name in ledger}
+    for change in changes:
+        for kind, value in _CHANGE.findall(change or ""):
+            if kind == "created_table" and value in quoted:
+                continue
+            if kind in ("inserted_into_table", "deleted_from_table") and value.isdigit() \
+                    and table_names.get(int(value)) in ledger:
+                continue
+            return False
+        if _CHANGE.sub("", change or "").strip(", "):
+            return False  # a change this reading does not know
+    return True
+
+
+__all__ = ["LAKE_ALIAS", "analysis_scope", "copy_scope", "only_ledger_changes", "trace_tags"]

@@ -18,11 +18,13 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
 from tracelake import lake_writers
+from tracelake.analysis_tables import ANALYSIS_TABLES
 from tracelake.core.errors import WarehouseError
 from tracelake.core.sql_text import sql_identifier, sql_literal
 from tracelake.crashpoints import crash_point
@@ -42,7 +44,7 @@ from tracelake.lake_catalog import (
     write_layout,
 )
 from tracelake.lake_extensions import extension_directory
-from tracelake.lake_reader import LAKE_ALIAS, copy_scope
+from tracelake.lake_reader import LAKE_ALIAS, copy_scope, only_ledger_changes
 from tracelake.lake_scope import model_new_traces, scope_to_traces
 from tracelake.removal import register_reader, release_with
 from tracelake.shipped_plan import ShippedPlans, load_shipped_plans, select_for, trace_id_list
@@ -57,8 +59,17 @@ PLAN_TABLE = "tracelake.model_plan"  # the fingerprint of the plan the marts wer
 # Rows a DuckLake insert keeps inside the catalog instead of writing a Parquet file: none, so every
 # row of every table is in a data file that `tracelake files` can name and other engines read.
 DATA_INLINING_ROW_LIMIT = 0
-# (warehouse folder, analyzed traces) -> (snapshot, its working copy): the analysis' readers share it
-_WORKING_COPIES: dict[tuple[str, tuple[str, ...]], tuple[int, duckdb.DuckDBPyConnection]] = {}
+
+
+@dataclass(frozen=True)
+class _WorkingCopy:
+    snapshot: int
+    scope: frozenset[str]
+    connection: duckdb.DuckDBPyConnection
+
+
+# warehouse folder -> the working copy this process made last (tracelake/lake_reader.py)
+_WORKING_COPIES: dict[str, _WorkingCopy] = {}
 
 
 class LakeWarehouse(Warehouse):
@@ -218,8 +229,7 @@ class LakeWarehouse(Warehouse):
 
     def connect_analysis(self, trace_ids: Sequence[str], repair: bool = True) -> duckdb.DuckDBPyConnection:
         """A locked-down read-only connection to the working copy of an analysis of `trace_ids`
-        (tracelake/lake_reader.py) at the current snapshot, registered as a reader while it lives.
-        The copy is made once per snapshot, traces and process: later calls get cursors of it."""
+        (tracelake/lake_reader.py) at the current snapshot, registered as a reader while it lives."""
         self.require_existing()
         if repair and self.needs_repair():
             self.repair_if_idle()
@@ -240,17 +250,18 @@ class LakeWarehouse(Warehouse):
         return con
 
     def _working_copy(self, trace_ids: tuple[str, ...]) -> duckdb.DuckDBPyConnection:
-        current = self._current_snapshot()
-        key = (self.root.resolve().as_posix(), trace_ids)
-        kept = _WORKING_COPIES.get(key)
-        if current is not None and kept is not None and kept[0] == current:
-            return kept[1].cursor()
+        """A cursor of this process' copy when it holds `trace_ids` and only analyses were recorded
+        since it was made (the ranks of a job, one after another); else a new copy."""
+        root = self.root.resolve().as_posix()
+        kept = _WORKING_COPIES.get(root)
+        if kept is not None and set(trace_ids) <= kept.scope and self._only_ledger_changes_since(kept.snapshot):
+            return kept.connection.cursor()
         layout = self.layout()
         target = attach_target(self.root, layout, self.given_catalog)
         con = duckdb.connect(config=self._config(layout))
         try:
             con.execute(f"attach {sql_literal(target)} as {LAKE_ALIAS} (read_only)")
-            snapshot = copy_scope(con, trace_ids)
+            snapshot, scope = copy_scope(con, trace_ids)
         except duckdb.Error as exc:
             con.close()
             raise WarehouseError(f"cannot read the catalog of {self.root} ({layout.catalog}): "
@@ -258,11 +269,20 @@ class LakeWarehouse(Warehouse):
         except BaseException:
             con.close()
             raise
-        if snapshot == current:
-            _WORKING_COPIES.clear()  # one copy a process: an analysis reads one snapshot of its traces
-            _WORKING_COPIES[key] = (snapshot, con)
-            return con.cursor()
-        return con
+        _WORKING_COPIES[root] = _WorkingCopy(snapshot, frozenset(scope), con)
+        return con.cursor()
+
+    def _only_ledger_changes_since(self, snapshot: int) -> bool:
+        """Whether every snapshot of a local catalog after `snapshot` only recorded analyses; False
+        when that cannot be read cheaply (a PostgreSQL catalog)."""
+        catalog = self._local_catalog()
+        if catalog is None or not catalog.exists():
+            return False
+        with closing(sqlite3.connect(f"file:{catalog}?mode=ro", uri=True)) as db:
+            changes = [str(row[0]) for row in db.execute(
+                "select changes_made from ducklake_snapshot_changes where snapshot_id > ?", [snapshot]).fetchall()]
+            names = {int(row[0]): str(row[1]) for row in db.execute("select table_id, table_name from ducklake_table")}
+        return only_ledger_changes(changes, names, ANALYSIS_TABLES)
 
     def _current_snapshot(self) -> int | None:
         """The local catalog's newest snapshot, read from its SQLite file; None for PostgreSQL."""

@@ -53,27 +53,28 @@ RUN_INPUTS = {"trace", "compare", "options", "warehouse", "progress", "captures"
               "record", "out_dir"}
 
 # The analysis, step by step: each step's function takes the run's inputs and the outputs of the
-# steps before it, by name. The system agents and the model identification read only the marts,
-# so they run in the background beside the perf report and the category data; the model
-# identification starts after the perf report, not beside it, and has finished before the compute
-# agents start: three streams of queries at once set the analysis' peak RSS (55 MB trace,
-# bench/analyze.py).
+# steps before it, by name. Every step reads the one connection "open warehouse" opens (a step
+# beside others, or an agent, on a cursor of it): one snapshot, and on a lakehouse one working
+# copy. The system agents and the model identification read only the marts, so they run in the
+# background beside the perf report and the category data; the model identification starts after
+# the perf report, not beside it, and has finished before the compute agents start: three streams
+# of queries at once set the analysis' peak RSS (55 MB trace, bench/analyze.py).
 ANALYSIS_STEPS = (
     Step("ingest", ingest_traces, ("trace", "options", "warehouse", "progress", "captures"), "traces",
          label="reading the trace", releases_memory=True),
     Step("open warehouse", open_marts, ("warehouse", "traces", "runner"), "db"),
     Step("trace facts", read_facts, ("db", "trace", "traces", "options", "chosen_platforms", "runner"), "facts",
          label="checking the trace"),
-    Step("system agents", run_system_agents, ("warehouse", "facts", "options", "runner"), "system_results",
+    Step("system agents", run_system_agents, ("db", "facts", "options", "runner"), "system_results",
          label="analyzing idle time, transfers and fusion", background=True, releases_memory=True),
     Step("perf report", write_perf_reports, ("db", "facts", "options", "runner"),
          label="writing the perf report", releases_memory=True),
-    Step("model identification", identify_trace_model, ("warehouse", "facts", "runner"), "model_info",
+    Step("model identification", identify_trace_model, ("db", "facts", "runner"), "model_info",
          label="identifying the model", background=True),
     Step("category data", write_category_data, ("db", "trace", "facts", "runner"), "categories",
          label="summarizing op categories"),
     Step("compute agents", run_compute_agents,
-         ("warehouse", "facts", "options", "system_results", "categories", "runner"), "agents",
+         ("db", "facts", "options", "system_results", "categories", "runner"), "agents",
          label="analyzing kernels by category", after=("model_info",)),
     Step("claims", claim_findings, ("db", "agents", "options", "runner"), "findings",
          label="attributing each GPU event to one finding", releases_memory=True),

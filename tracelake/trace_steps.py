@@ -122,8 +122,8 @@ def write_perf_reports(db: duckdb.DuckDBPyConnection, facts: AnalysisFacts, opti
                           runner.staging / f"{stem}.xlsx" if options.xlsx else None)
 
 
-def identify_trace_model(warehouse: Warehouse, facts: AnalysisFacts, runner: AnalysisRunner) -> ModelInfo:
-    with warehouse.connect_analysis(facts.trace_ids, repair=False) as model_db:  # checked once, by open_marts
+def identify_trace_model(db: duckdb.DuckDBPyConnection, facts: AnalysisFacts, runner: AnalysisRunner) -> ModelInfo:
+    with db.cursor() as model_db:  # it runs beside other steps: a connection of its own to the same database
         model_info = identify_model(model_db, facts.trace.trace_id)
     runner.write("metadata/model_info.json", model_info)
     return model_info

@@ -13,8 +13,9 @@ import pytest
 
 from tests.conftest import TRACES
 from tests.lake.lake_tables import rows_of
+from tracelake import lake_reader, lakehouse
 from tracelake.ingestion import ingest_paths
-from tracelake.lake_reader import analysis_scope, trace_tags
+from tracelake.lake_reader import analysis_scope, only_ledger_changes, trace_tags
 from tracelake.lakehouse import LakeWarehouse
 
 BERT_H100 = TRACES / "h100" / "gaunernst_bert-small-uncased__1016001.json.gz"
@@ -124,3 +125,28 @@ def test_a_table_a_re_model_deleted_rows_of_is_copied_as_the_lake_reads_it(lake:
                                    "where delete_file_count > 0").fetchone()
     assert deleted is not None and deleted[0] >= 1  # the retag rewrote its row of a file it shares with another trace
     assert _assert_copy_holds_the_scope(lake, [alone]) == [alone]
+
+
+def test_a_copy_whose_tables_are_all_too_large_to_hold_reads_them_from_their_files(
+        lake: LakeWarehouse, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lake_reader, "WORKING_COPY_TABLE_MAX_BYTES", 0)
+    monkeypatch.setattr(lakehouse, "_WORKING_COPIES", {})
+    ids = _ids_by_path(lake)
+    with lake.connect_analysis([ids[BERT_H100.resolve()]]) as copy:
+        kinds = dict(copy.execute("select table_schema || '.' || table_name, table_type from information_schema.tables "
+                                  "where table_catalog = current_database()").fetchall())
+    assert kinds["raw.events"] == kinds["main.kernels"] == kinds["intermediate.int_op_perf_models"] == "VIEW"
+    _assert_copy_holds_the_scope(lake, [ids[BERT_H100.resolve()]])
+
+
+def test_only_recorded_analyses_leave_a_copy_current() -> None:
+    names = {7: "kernels", 158: "analyses", 161: "findings"}
+    ledger = ("findings", "analyses")
+    assert only_ledger_changes([], names, ledger)
+    assert only_ledger_changes(['created_table:"main"."findings",created_table:"main"."analyses",'
+                                "inserted_into_table:158,inserted_into_table:161", "deleted_from_table:161"], names, ledger)
+    assert not only_ledger_changes(["inserted_into_table:7"], names, ledger)  # a mart changed
+    assert not only_ledger_changes(['created_table:"main"."kernels"'], names, ledger)
+    assert not only_ledger_changes(['created_view:"main"."v"'], names, ledger)
+    assert not only_ledger_changes(["inserted_into_table:158,altered_table:158"], names, ledger)
+    assert not only_ledger_changes(["something new"], names, ledger)
