@@ -20,14 +20,16 @@ never different.
 
 An analysis' traces are its scope (`analysis_scope`): the analyzed traces, every rank of a job one
 of them belongs to, and the graph captures a replay lists (or the replays that list a capture):
-the marts of a trace read no other traces (tests/lake/test_working_copy.py checks every relation).
-Seeds and the plan table are copied whole.
+the marts of a trace read no other traces (tests/lake/test_working_copy.py checks every relation),
+but those a model declares (dbt config meta `reads_other_traces`: op_best_observed, the faster run
+of an op in another trace): their rows of the scope are computed by the lake, over the whole
+warehouse, while the copy is made. Seeds and the plan table are copied whole.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import duckdb
@@ -213,11 +215,13 @@ def _create_views(con: duckdb.DuckDBPyConnection, views: Sequence[tuple[str, str
                     f"as {sql.replace(_CATALOG_PLACEHOLDER, sql_identifier(catalog))}")
 
 
-def copy_scope(con: duckdb.DuckDBPyConnection, trace_ids: Sequence[str]) -> tuple[int, list[str]]:
+def copy_scope(con: duckdb.DuckDBPyConnection, trace_ids: Sequence[str],
+               whole: Collection[tuple[str, str]] = ()) -> tuple[int, list[str]]:
     """Fill `con`'s default database (in memory) with the working copy of the analysis of
     `trace_ids` over the lake attached as LAKE_ALIAS, at the snapshot it was attached at, then
     detach the lake (a reader's open catalog would hold off a writer's commit); returns that
-    snapshot and the scope copied."""
+    snapshot and the scope copied. The views `whole` names (schema, name) read other traces than
+    the scope's: their rows of the scope are computed by the lake, over the whole warehouse."""
     meta = sql_identifier(f"__ducklake_metadata_{LAKE_ALIAS}")
     catalog_row = con.execute("select current_database()").fetchone()
     catalog = str(catalog_row[0]) if catalog_row else "memory"
@@ -237,7 +241,12 @@ def copy_scope(con: duckdb.DuckDBPyConnection, trace_ids: Sequence[str]) -> tupl
         con.execute(f"create schema {sql_identifier(schema)}")
     for table in tables.values():
         _copy_table(con, table, scope)
-    _create_views(con, views, catalog)
+    for schema, name, _ in views:
+        if (schema, name) in whole:
+            relation = f"{sql_identifier(schema)}.{sql_identifier(name)}"
+            con.execute(f"create table {relation} as select * from {LAKE_ALIAS}.{relation} "
+                        f"where trace_id in ({trace_id_list(scope)})")
+    _create_views(con, [view for view in views if view[:2] not in whole], catalog)
     con.execute(f"detach {LAKE_ALIAS}")
     return snapshot, scope
 

@@ -261,7 +261,7 @@ class LakeWarehouse(Warehouse):
         con = duckdb.connect(config=self._config(layout))
         try:
             con.execute(f"attach {sql_literal(target)} as {LAKE_ALIAS} (read_only)")
-            snapshot, scope = copy_scope(con, trace_ids)
+            snapshot, scope = copy_scope(con, trace_ids, _read_other_traces(_shipped_plans()))
         except duckdb.Error as exc:
             con.close()
             raise WarehouseError(f"cannot read the catalog of {self.root} ({layout.catalog}): "
@@ -520,6 +520,12 @@ def _shipped_plans() -> ShippedPlans:
         raise WarehouseError("the dbt project differs from the plan compiled into TraceLake (edited models?); "
                              "a lakehouse warehouse runs only the compiled plan: run `python -m tracelake.plan_compiler`")
     return plans
+
+
+def _read_other_traces(plans: ShippedPlans) -> set[tuple[str, str]]:
+    """(schema, name) of every model whose rows of a trace read other traces (BuildNode)."""
+    return {(schema.strip('"'), name.strip('"')) for node in plans.build.nodes if node.reads_other_traces
+            for _, schema, name in [node.relation.split(".")]}
 
 
 def _has_relation(con: duckdb.DuckDBPyConnection, name: str) -> bool:

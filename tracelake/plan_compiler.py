@@ -91,7 +91,9 @@ def _build_nodes(nodes: dict[str, dict]) -> tuple[list[SeedEntry], list[BuildNod
         parents = sorted(nodes[parent]["relation_name"] for parent in node["depends_on"]["nodes"] if parent in nodes)
         models.append(BuildNode(name=node["name"], relation=node["relation_name"],
                                 materialized=node["config"]["materialized"], depends_on=tuple(parents),
-                                sql=node["compiled_code"]))
+                                sql=node["compiled_code"],
+                                reads_other_traces=bool({**node.get("meta", {}), **node["config"].get("meta", {})}
+                                                        .get("reads_other_traces"))))
     return seeds, models
 
 

@@ -124,6 +124,9 @@ class ModelEntry(msgspec.Struct, frozen=True):
     relation: str
     materialized: Materialization
     depends_on: tuple[str, ...]  # relations of the models and seeds it reads
+    # its rows of a trace read other traces than the trace's scope (dbt config meta): an analysis'
+    # working copy takes them from the whole warehouse (tracelake/lake_reader.py)
+    reads_other_traces: bool
 
 
 class BuildNode(ModelEntry, frozen=True):
@@ -196,7 +199,8 @@ def read_compiled_plan(folder: Path) -> ShippedPlans:
 
 
 def _plans_from_index(index: PlanIndex, folder: Path) -> ShippedPlans:
-    nodes = [BuildNode(e.name, e.relation, e.materialized, e.depends_on, _read_sql(folder, e.name)) for e in index.build]
+    nodes = [BuildNode(e.name, e.relation, e.materialized, e.depends_on, e.reads_other_traces, _read_sql(folder, e.name))
+             for e in index.build]
     by_name = {node.name: node for node in nodes}
     planned: list[PlannedModel] = []
     for entry in index.incremental:
@@ -249,7 +253,7 @@ def write_compiled_plan(folder: Path, build: BuildPlan, incremental: Incremental
         fingerprint=build.fingerprint,
         schemas=build.schemas,
         seeds=build.seeds,
-        build=[ModelEntry(n.name, n.relation, n.materialized, n.depends_on) for n in build.nodes],
+        build=[ModelEntry(n.name, n.relation, n.materialized, n.depends_on, n.reads_other_traces) for n in build.nodes],
         incremental=[IncrementalEntry(m.name, m.depends_on) for m in incremental.models],
     )
     (folder / INDEX_FILE).write_text(_json(index))

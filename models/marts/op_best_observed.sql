@@ -2,7 +2,7 @@
     ran on, the other trace of the warehouse where the same op (name, input shapes and dtypes) ran
     closest to the same platform's roofline, when it ran faster than here. The compute agents
     measure the op's gap to it ("best observed") instead of the default attainable share. -#}
-{{ config(materialized='view') }}
+{{ config(materialized='view', meta={'reads_other_traces': true}) }}
 
 with op_perf as (
     select * from {{ ref('op_perf') }}

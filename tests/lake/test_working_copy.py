@@ -5,6 +5,8 @@ delete changed is read through the lake, never from its stale files."""
 
 from __future__ import annotations
 
+import gzip
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -150,3 +152,24 @@ def test_only_recorded_analyses_leave_a_copy_current() -> None:
     assert not only_ledger_changes(['created_view:"main"."v"'], names, ledger)
     assert not only_ledger_changes(["inserted_into_table:158,altered_table:158"], names, ledger)
     assert not only_ledger_changes(["something new"], names, ledger)
+
+
+def test_a_view_that_reads_other_traces_has_the_whole_warehouses_rows_in_the_copy(tmp_path: Path) -> None:
+    """op_best_observed names, for an op of the analyzed trace, the faster run of the same op in
+    another trace of the warehouse: the copy of the slower trace alone still has those rows."""
+    faster = tmp_path / "faster" / BERT_H100.name
+    faster.parent.mkdir()
+    document = json.loads(gzip.decompress(BERT_H100.read_bytes()))
+    for event in document["traceEvents"]:
+        if event.get("cat") == "kernel" and "dur" in event:
+            event["dur"] = event["dur"] / 2
+    faster.write_bytes(gzip.compress(json.dumps(document).encode()))
+    wh = LakeWarehouse(tmp_path / "lake", "local")
+    for path in (BERT_H100, faster):
+        assert not ingest_paths([path], wh, tags={}, jobs=1).failed
+    slower = _ids_by_path(wh)[BERT_H100.resolve()]
+    with wh.connect_lake(read_only=True, own_instance=True) as lake_con:
+        expected = rows_of(lake_con, "main", "op_best_observed", f"trace_id = '{slower}'")
+    assert sum(expected.values()) > 5  # the faster trace is the best observed run of the slower one's ops
+    with wh.connect_analysis([slower]) as copy:
+        assert rows_of(copy, "main", "op_best_observed") == expected
