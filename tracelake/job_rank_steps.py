@@ -97,7 +97,8 @@ def write_rank_reports(warehouse: Warehouse, job: JobAssembly, rank_traces: Rank
 
 def open_job_marts(warehouse: Warehouse, job: JobAssembly, runner: AnalysisRunner) -> duckdb.DuckDBPyConnection:
     """The read-only connection the job's own steps share (the marts of its ranks, with the job's tags)."""
-    return runner.keep_open(warehouse.connect_analysis([member.trace_id for member in job.members]))
+    # the job's report reads what its ranks' reports recorded
+    return runner.keep_open(warehouse.connect_analysis([member.trace_id for member in job.members], reads_findings=True))
 
 
 def find_job_findings(db: duckdb.DuckDBPyConnection, job: JobAssembly) -> list[Finding]:

@@ -227,7 +227,8 @@ class LakeWarehouse(Warehouse):
             raise
         return con
 
-    def connect_analysis(self, trace_ids: Sequence[str], repair: bool = True) -> duckdb.DuckDBPyConnection:
+    def connect_analysis(self, trace_ids: Sequence[str], repair: bool = True,
+                         reads_findings: bool = False) -> duckdb.DuckDBPyConnection:
         """A locked-down read-only connection to the working copy of an analysis of `trace_ids`
         (tracelake/lake_reader.py) at the current snapshot, registered as a reader while it lives."""
         self.require_existing()
@@ -235,7 +236,7 @@ class LakeWarehouse(Warehouse):
             self.repair_if_idle()
         registration = register_reader(self.root)
         try:
-            con = self._working_copy(tuple(sorted(set(trace_ids))))
+            con = self._working_copy(tuple(sorted(set(trace_ids))), reads_findings)
         except BaseException:
             if registration is not None:
                 os.close(registration)
@@ -249,12 +250,15 @@ class LakeWarehouse(Warehouse):
             raise
         return con
 
-    def _working_copy(self, trace_ids: tuple[str, ...]) -> duckdb.DuckDBPyConnection:
-        """A cursor of this process' copy when it holds `trace_ids` and only analyses were recorded
-        since it was made (the ranks of a job, one after another); else a new copy."""
+    def _working_copy(self, trace_ids: tuple[str, ...], reads_findings: bool) -> duckdb.DuckDBPyConnection:
+        """A cursor of this process' copy when it holds `trace_ids` and nothing was committed since
+        it was made, or only analyses were recorded since and the reader reads no findings (the
+        ranks of a job, one after another); else a new copy."""
         root = self.root.resolve().as_posix()
         kept = _WORKING_COPIES.get(root)
-        if kept is not None and set(trace_ids) <= kept.scope and self._only_ledger_changes_since(kept.snapshot):
+        changes = None if kept is None or not set(trace_ids) <= kept.scope else self._changes_since(kept.snapshot)
+        if kept is not None and changes is not None and (
+                not changes or (not reads_findings and only_ledger_changes(changes[0], changes[1], ANALYSIS_TABLES))):
             return kept.connection.cursor()
         layout = self.layout()
         target = attach_target(self.root, layout, self.given_catalog)
@@ -272,17 +276,17 @@ class LakeWarehouse(Warehouse):
         _WORKING_COPIES[root] = _WorkingCopy(snapshot, frozenset(scope), con)
         return con.cursor()
 
-    def _only_ledger_changes_since(self, snapshot: int) -> bool:
-        """Whether every snapshot of a local catalog after `snapshot` only recorded analyses; False
-        when that cannot be read cheaply (a PostgreSQL catalog)."""
+    def _changes_since(self, snapshot: int) -> tuple[list[str], dict[int, str]] | None:
+        """The changes of every snapshot of a local catalog after `snapshot`, with its table names by
+        id; None when they cannot be read cheaply (a PostgreSQL catalog)."""
         catalog = self._local_catalog()
         if catalog is None or not catalog.exists():
-            return False
+            return None
         with closing(sqlite3.connect(f"file:{catalog}?mode=ro", uri=True)) as db:
             changes = [str(row[0]) for row in db.execute(
                 "select changes_made from ducklake_snapshot_changes where snapshot_id > ?", [snapshot]).fetchall()]
             names = {int(row[0]): str(row[1]) for row in db.execute("select table_id, table_name from ducklake_table")}
-        return only_ledger_changes(changes, names, ANALYSIS_TABLES)
+        return changes, names
 
     def _current_snapshot(self) -> int | None:
         """The local catalog's newest snapshot, read from its SQLite file; None for PostgreSQL."""

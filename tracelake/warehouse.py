@@ -140,9 +140,11 @@ class Warehouse:
         with hold_writer_lock(self.root, self.lock_path, self.stop_waiting, wait) as held:
             yield held
 
-    def connect_analysis(self, trace_ids: Sequence[str], repair: bool = True) -> duckdb.DuckDBPyConnection:
+    def connect_analysis(self, trace_ids: Sequence[str], repair: bool = True,
+                         reads_findings: bool = False) -> duckdb.DuckDBPyConnection:
         """The read-only connection an analysis of `trace_ids` reads through: the warehouse itself
-        here; a lakehouse gives a working copy of those traces' rows (tracelake/lake_reader.py)."""
+        here; a lakehouse gives a working copy of those traces' rows (tracelake/lake_reader.py), one
+        made after the last recorded analysis when the reader `reads_findings`."""
         return self.connect_read_only(repair=repair)
 
     def connect_read_only(self, repair: bool = True, snapshot: int | None = None) -> duckdb.DuckDBPyConnection:
