@@ -1,7 +1,8 @@
 {#- Every nn.Module call paired with itself and each call enclosing it on its thread (distance 0 =
     itself, 1 = the call it was made from, ...). A call encloses another when its frame's interval
     holds the other's on the same pid and tid; of two frames with the same interval the earlier
-    event is the outer one. A range join, no recursion: torch.profiler writes the frames nested. -#}
+    event is the outer one. A range join, no recursion: torch.profiler writes the frames nested. It
+    joins on the frames' thread-disjoint time axis (int_module_frames), so on time alone. -#}
 
 with module_frames as (
     select * from {{ ref('int_module_frames') }}
@@ -16,14 +17,11 @@ enclosing_frames as (
         outer_call.end_us as ancestor_end_us
     from module_frames as inner_call
     inner join module_frames as outer_call
-        on inner_call.trace_id = outer_call.trace_id
-        and inner_call.pid = outer_call.pid
-        and inner_call.tid = outer_call.tid
-        and outer_call.ts_us <= inner_call.ts_us
-        and outer_call.end_us >= inner_call.end_us
+        on outer_call.sweep_start_ns <= inner_call.sweep_start_ns
+        and outer_call.sweep_end_ns >= inner_call.sweep_end_ns
         and (
-            outer_call.ts_us < inner_call.ts_us
-            or outer_call.end_us > inner_call.end_us
+            outer_call.sweep_start_ns < inner_call.sweep_start_ns
+            or outer_call.sweep_end_ns > inner_call.sweep_end_ns
             or outer_call.module_call_id <= inner_call.module_call_id
         )
 ),

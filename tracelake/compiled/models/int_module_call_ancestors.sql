@@ -11,14 +11,11 @@ enclosing_frames as (
         outer_call.end_us as ancestor_end_us
     from module_frames as inner_call
     inner join module_frames as outer_call
-        on inner_call.trace_id = outer_call.trace_id
-        and inner_call.pid = outer_call.pid
-        and inner_call.tid = outer_call.tid
-        and outer_call.ts_us <= inner_call.ts_us
-        and outer_call.end_us >= inner_call.end_us
+        on outer_call.sweep_start_ns <= inner_call.sweep_start_ns
+        and outer_call.sweep_end_ns >= inner_call.sweep_end_ns
         and (
-            outer_call.ts_us < inner_call.ts_us
-            or outer_call.end_us > inner_call.end_us
+            outer_call.sweep_start_ns < inner_call.sweep_start_ns
+            or outer_call.sweep_end_ns > inner_call.sweep_end_ns
             or outer_call.module_call_id <= inner_call.module_call_id
         )
 ),
