@@ -15,16 +15,13 @@ later trace.
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing, contextmanager
-from dataclasses import dataclass
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
 
 from tracelake import lake_writers
-from tracelake.analysis_tables import ANALYSIS_TABLES
 from tracelake.core.errors import WarehouseError
 from tracelake.core.sql_text import sql_identifier, sql_literal
 from tracelake.crashpoints import crash_point
@@ -44,8 +41,9 @@ from tracelake.lake_catalog import (
     write_layout,
 )
 from tracelake.lake_extensions import extension_directory
-from tracelake.lake_reader import LAKE_ALIAS, copy_scope, only_ledger_changes
+from tracelake.lake_reader import LAKE_ALIAS, copy_scope
 from tracelake.lake_scope import model_new_traces, scope_to_traces
+from tracelake.local_catalog import current_snapshot, recorded_data_path, repoint_data_path
 from tracelake.removal import register_reader, release_with
 from tracelake.shipped_plan import ShippedPlans, load_shipped_plans, select_for, trace_id_list
 from tracelake.snapshot import PreparedUpdate
@@ -53,23 +51,13 @@ from tracelake.sql_guard import lock_down
 from tracelake.staging import remove_dead_staging
 from tracelake.task_models import precomputed_models
 from tracelake.warehouse import DATABASE_FILE, LEDGER_TABLE, Warehouse
+from tracelake.working_copies import keep_copy, kept_copy, read_other_traces
 
 RAW_SCHEMA = "raw"
 PLAN_TABLE = "tracelake.model_plan"  # the fingerprint of the plan the marts were built with
 # Rows a DuckLake insert keeps inside the catalog instead of writing a Parquet file: none, so every
 # row of every table is in a data file that `tracelake files` can name and other engines read.
 DATA_INLINING_ROW_LIMIT = 0
-
-
-@dataclass(frozen=True)
-class _WorkingCopy:
-    snapshot: int
-    scope: frozenset[str]
-    connection: duckdb.DuckDBPyConnection
-
-
-# warehouse folder -> the working copy this process made last (tracelake/lake_reader.py)
-_WORKING_COPIES: dict[str, _WorkingCopy] = {}
 
 
 class LakeWarehouse(Warehouse):
@@ -152,7 +140,7 @@ class LakeWarehouse(Warehouse):
                                  f"{lake_writers.scrubbed(str(exc).splitlines()[0], catalog)}") from None
         crash_point("lake-catalog-created")
         write_layout(self.root, catalog)
-        snapshot = self._current_snapshot()
+        snapshot = current_snapshot(self._local_catalog())
         self._ids_seen = None if snapshot is None else (snapshot, set())  # made here: no trace yet
 
     # ---- many writers (tracelake/lake_writers.py) ------------------------------------------
@@ -211,9 +199,14 @@ class LakeWarehouse(Warehouse):
 
             with self.connect_lake(read_only=True) as con:
                 check_snapshot(con, snapshot)
+        return self._registered(lambda: self.connect_lake(read_only=True, snapshot=snapshot))
+
+    def _registered(self, connect: Callable[[], duckdb.DuckDBPyConnection]) -> duckdb.DuckDBPyConnection:
+        """The connection `connect` opens, locked down and registered as a reader while it lives:
+        `vacuum` deletes no file it may read."""
         registration = register_reader(self.root)
         try:
-            con = self.connect_lake(read_only=True, snapshot=snapshot)
+            con = connect()
         except BaseException:
             if registration is not None:
                 os.close(registration)
@@ -230,42 +223,22 @@ class LakeWarehouse(Warehouse):
     def connect_analysis(self, trace_ids: Sequence[str], repair: bool = True,
                          reads_findings: bool = False) -> duckdb.DuckDBPyConnection:
         """A locked-down read-only connection to the working copy of an analysis of `trace_ids`
-        (tracelake/lake_reader.py) at the current snapshot, registered as a reader while it lives."""
+        (tracelake/lake_reader.py) at the current snapshot, registered as a reader while it lives;
+        the copy this process made last when it still serves (tracelake/working_copies.py)."""
         self.require_existing()
         if repair and self.needs_repair():
             self.repair_if_idle()
-        registration = register_reader(self.root)
-        try:
-            con = self._working_copy(tuple(sorted(set(trace_ids))), reads_findings)
-        except BaseException:
-            if registration is not None:
-                os.close(registration)
-            raise
-        release = release_with(con, registration)
-        try:
-            lock_down(con, self.root, self.data_path)
-        except BaseException:
-            con.close()
-            release()
-            raise
-        return con
+        ids = sorted(set(trace_ids))
+        return self._registered(lambda: kept_copy(self.root, self._local_catalog(), ids, reads_findings)
+                                or self._new_working_copy(ids))
 
-    def _working_copy(self, trace_ids: tuple[str, ...], reads_findings: bool) -> duckdb.DuckDBPyConnection:
-        """A cursor of this process' copy when it holds `trace_ids` and nothing was committed since
-        it was made, or only analyses were recorded since and the reader reads no findings (the
-        ranks of a job, one after another); else a new copy."""
-        root = self.root.resolve().as_posix()
-        kept = _WORKING_COPIES.get(root)
-        changes = None if kept is None or not set(trace_ids) <= kept.scope else self._changes_since(kept.snapshot)
-        if kept is not None and changes is not None and (
-                not changes or (not reads_findings and only_ledger_changes(changes[0], changes[1], ANALYSIS_TABLES))):
-            return kept.connection.cursor()
+    def _new_working_copy(self, trace_ids: list[str]) -> duckdb.DuckDBPyConnection:
         layout = self.layout()
         target = attach_target(self.root, layout, self.given_catalog)
         con = duckdb.connect(config=self._config(layout))
         try:
             con.execute(f"attach {sql_literal(target)} as {LAKE_ALIAS} (read_only)")
-            snapshot, scope = copy_scope(con, trace_ids, _read_other_traces(_shipped_plans()))
+            snapshot, scope = copy_scope(con, trace_ids, read_other_traces(_shipped_plans()))
         except duckdb.Error as exc:
             con.close()
             raise WarehouseError(f"cannot read the catalog of {self.root} ({layout.catalog}): "
@@ -273,29 +246,7 @@ class LakeWarehouse(Warehouse):
         except BaseException:
             con.close()
             raise
-        _WORKING_COPIES[root] = _WorkingCopy(snapshot, frozenset(scope), con)
-        return con.cursor()
-
-    def _changes_since(self, snapshot: int) -> tuple[list[str], dict[int, str]] | None:
-        """The changes of every snapshot of a local catalog after `snapshot`, with its table names by
-        id; None when they cannot be read cheaply (a PostgreSQL catalog)."""
-        catalog = self._local_catalog()
-        if catalog is None or not catalog.exists():
-            return None
-        with closing(sqlite3.connect(f"file:{catalog}?mode=ro", uri=True)) as db:
-            changes = [str(row[0]) for row in db.execute(
-                "select changes_made from ducklake_snapshot_changes where snapshot_id > ?", [snapshot]).fetchall()]
-            names = {int(row[0]): str(row[1]) for row in db.execute("select table_id, table_name from ducklake_table")}
-        return changes, names
-
-    def _current_snapshot(self) -> int | None:
-        """The local catalog's newest snapshot, read from its SQLite file; None for PostgreSQL."""
-        catalog = self._local_catalog()
-        if catalog is None or not catalog.exists():
-            return None
-        with closing(sqlite3.connect(f"file:{catalog}?mode=ro", uri=True)) as db:
-            row = db.execute("select max(snapshot_id) from ducklake_snapshot").fetchone()
-        return int(row[0]) if row and row[0] is not None else None
+        return keep_copy(self.root, snapshot, scope, con)
 
     def _query_ids(self, table: str) -> set[str]:
         if not self.exists():
@@ -310,11 +261,11 @@ class LakeWarehouse(Warehouse):
         """The committed traces. A local catalog whose snapshot is the one they were last read at is
         not opened again (0.2-0.4 s an open: an ingest asks before it decodes and again once it
         holds the lock)."""
-        snapshot = self._current_snapshot()
+        snapshot = current_snapshot(self._local_catalog())
         if snapshot is not None and self._ids_seen is not None and self._ids_seen[0] == snapshot:
             return set(self._ids_seen[1])
         ids = self._query_ids(f"{RAW_SCHEMA}.trace_files")
-        if snapshot is not None and snapshot == self._current_snapshot():
+        if snapshot is not None and snapshot == current_snapshot(self._local_catalog()):
             self._ids_seen = (snapshot, set(ids))
         return ids
 
@@ -345,21 +296,14 @@ class LakeWarehouse(Warehouse):
 
     def _moved(self) -> bool:
         """Whether the local catalog names another folder's data path (the folder was moved or copied)."""
-        catalog = self._local_catalog()
-        if catalog is None or not catalog.exists():
-            return False
-        with closing(sqlite3.connect(f"file:{catalog}?mode=ro", uri=True)) as db:
-            row = db.execute("select value from ducklake_metadata where key = 'data_path' and scope is null").fetchone()
-        return row is not None and row[0] != self.data_path.as_posix() + "/"
+        recorded = recorded_data_path(self._local_catalog())
+        return recorded is not None and recorded != self.data_path.as_posix() + "/"
 
     def repair(self) -> list[str]:
         self.remove_orphans()
         catalog = self._local_catalog()
         if catalog is not None and self._moved():
-            # DuckLake keeps each file's path relative to the data path, which it cannot change itself
-            with closing(sqlite3.connect(catalog)) as db, db:
-                db.execute("update ducklake_metadata set value = ? where key = 'data_path' and scope is null",
-                           [self.data_path.as_posix() + "/"])
+            repoint_data_path(catalog, self.data_path.as_posix() + "/")
         return []
 
     def remove_orphans(self) -> None:
@@ -524,12 +468,6 @@ def _shipped_plans() -> ShippedPlans:
         raise WarehouseError("the dbt project differs from the plan compiled into TraceLake (edited models?); "
                              "a lakehouse warehouse runs only the compiled plan: run `python -m tracelake.plan_compiler`")
     return plans
-
-
-def _read_other_traces(plans: ShippedPlans) -> set[tuple[str, str]]:
-    """(schema, name) of every model whose rows of a trace read other traces (BuildNode)."""
-    return {(schema.strip('"'), name.strip('"')) for node in plans.build.nodes if node.reads_other_traces
-            for _, schema, name in [node.relation.split(".")]}
 
 
 def _has_relation(con: duckdb.DuckDBPyConnection, name: str) -> bool:
