@@ -1,4 +1,4 @@
-"""The analysis working copies this process keeps, one per lakehouse folder (tracelake/lake_reader.py
+"""The analysis working copy this process keeps: the last one it made (tracelake/lake_reader.py
 makes them). A later analysis of traces a copy holds reads it again while nothing but recorded
 analyses was committed since (the ranks of a job, one after another), unless it reads findings
 (the job's report reads its ranks'). What a local catalog committed is read from its SQLite file
@@ -25,7 +25,7 @@ class WorkingCopy:
     connection: duckdb.DuckDBPyConnection
 
 
-_KEPT: dict[str, WorkingCopy] = {}  # warehouse folder -> the copy this process made last
+_KEPT: dict[str, WorkingCopy] = {}  # warehouse folder -> the copy this process made last (one entry)
 
 
 def kept_copy(root: Path, catalog: Path | None, trace_ids: Sequence[str],
@@ -42,7 +42,9 @@ def kept_copy(root: Path, catalog: Path | None, trace_ids: Sequence[str],
 
 def keep_copy(root: Path, snapshot: int, scope: Sequence[str], connection: duckdb.DuckDBPyConnection
               ) -> duckdb.DuckDBPyConnection:
-    """Keep `connection` as `root`'s copy (the one before it is dropped); a cursor of it."""
+    """Keep `connection` as the process' copy, of `root` (the one before it, of any folder, is
+    dropped: one analysis, or one job, at a time); a cursor of it."""
+    _KEPT.clear()
     _KEPT[root.resolve().as_posix()] = WorkingCopy(snapshot, frozenset(scope), connection)
     return connection.cursor()
 
