@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import TRACES
 from tests.lake.lake_tables import rows_of
-from tracelake import lake_reader, lakehouse
+from tracelake import lake_reader, working_copies
 from tracelake.ingestion import ingest_paths
 from tracelake.lake_reader import analysis_scope, only_ledger_changes, trace_tags
 from tracelake.lakehouse import LakeWarehouse
@@ -132,7 +132,7 @@ def test_a_table_a_re_model_deleted_rows_of_is_copied_as_the_lake_reads_it(lake:
 def test_a_copy_whose_tables_are_all_too_large_to_hold_reads_them_from_their_files(
         lake: LakeWarehouse, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lake_reader, "WORKING_COPY_TABLE_MAX_BYTES", 0)
-    monkeypatch.setattr(lakehouse, "_WORKING_COPIES", {})
+    monkeypatch.setattr(working_copies, "_KEPT", {})
     ids = _ids_by_path(lake)
     with lake.connect_analysis([ids[BERT_H100.resolve()]]) as copy:
         kinds = dict(copy.execute("select table_schema || '.' || table_name, table_type from information_schema.tables "
