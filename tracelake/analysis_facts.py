@@ -55,11 +55,6 @@ class AnalysisFacts:
         return self.trace2 is not None
 
     @property
-    def trace_ids(self) -> list[str]:
-        """The analyzed traces: the one, or trace 1 and trace 2."""
-        return [self.trace.trace_id] + ([self.trace2.trace_id] if self.trace2 is not None else [])
-
-    @property
     def platform_spec(self) -> dict[str, Any]:
         return self.platform_specs[self.trace.platform.name]
 
