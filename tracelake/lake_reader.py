@@ -39,7 +39,7 @@ from tracelake.graph_captures import linked_captures
 from tracelake.shipped_plan import trace_id_list
 from tracelake.sql_guard import literal_glob
 
-LAKE_ALIAS = "tracelake_lake"  # the attached lake, for ducklake_snapshots('tracelake_lake') and the like
+LAKE_ALIAS = "tracelake_lake"  # the lake, attached under this name while the copy is made
 JOB_TAG = "job"
 # A table whose scope's data files are larger stays a view over those files (DuckDB holds a copied
 # table in memory: a 1 GB trace's raw events would add ~1 GB to the analysis' peak RSS).
@@ -70,14 +70,18 @@ class _Table:
         return [(path, size) for path, low, high, size in self.files if scope is None or low is None or high is None
                 or any(low <= trace_id <= high for trace_id in scope)]
 
-    def source(self, scope: list[str] | None) -> str:
-        """What to read the table from: its files that may hold a row of `scope`, or the lake when
-        its files do not hold exactly its rows."""
-        if not self.exact or not self.files:
+    @property
+    def from_files(self) -> bool:
+        """Whether it is read from its files: they hold exactly its rows (else through the lake)."""
+        return self.exact and bool(self.files)
+
+    def source(self, paths: list[str]) -> str:
+        """What to read the table from: `paths` (its files, else its first file, for the columns),
+        or the lake when its files do not hold exactly its rows."""
+        if not self.from_files:
             return f"{LAKE_ALIAS}.{self.relation}"
-        kept = [path for path, _ in self.kept_files(scope)]
-        listed = ", ".join(sql_literal(literal_glob(path)) for path in kept or [self.files[0][0]])
-        return f"read_parquet([{listed}], hive_partitioning = false)" + ("" if kept else " where false")
+        listed = ", ".join(sql_literal(literal_glob(path)) for path in paths or [self.files[0][0]])
+        return f"read_parquet([{listed}], hive_partitioning = false)"
 
 
 def _live(alias: str = "") -> str:
@@ -178,15 +182,14 @@ def _copy_table(con: duckdb.DuckDBPyConnection, table: _Table, scope: list[str])
     """`table`'s rows of `scope` (every row of a table without trace_id) as a table of the copy,
     its columns in the lake's order. Their types are the files' own: DuckDB writes every type a
     mart has as itself (tests/lake/test_working_copy.py compares them with the lake's)."""
+    kept = table.kept_files(scope if table.scoped else None)
     where = f" where trace_id in ({trace_id_list(scope)})" if table.scoped else ""
-    source = table.source(scope if table.scoped else None)
-    if " where false" in source:
-        source, where = source.removesuffix(" where false"), " where false"
+    if table.from_files and not kept:
+        where = " where false"  # no file holds a row of the scope: its columns only
     listed = ", ".join(sql_identifier(name) for name in table.columns)
-    files_bytes = sum(size for _, size in table.kept_files(scope if table.scoped else None))
     # a table that large (a big trace's raw events) is read from its files where it is used, not held in memory
-    kind = "view" if table.exact and files_bytes > WORKING_COPY_TABLE_MAX_BYTES else "table"
-    con.execute(f"create {kind} {table.relation} as select {listed} from {source}{where}")
+    kind = "view" if table.exact and sum(size for _, size in kept) > WORKING_COPY_TABLE_MAX_BYTES else "table"
+    con.execute(f"create {kind} {table.relation} as select {listed} from {table.source([p for p, _ in kept])}{where}")
 
 
 def _in_dependency_order(views: Sequence[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
@@ -232,7 +235,7 @@ def copy_scope(con: duckdb.DuckDBPyConnection, trace_ids: Sequence[str],
     _place_files(con, meta, snapshot, tables)
     _mark_inexact(con, meta, snapshot, tables)
     trace_files = next(t for t in tables.values() if (t.schema, t.name) == ("raw", "trace_files"))
-    scope = analysis_scope(trace_tags(con, trace_files.source(None)), trace_ids)
+    scope = analysis_scope(trace_tags(con, trace_files.source([p for p, _ in trace_files.kept_files(None)])), trace_ids)
     views = con.execute(
         f"select s.schema_name, v.view_name, v.sql from {meta}.ducklake_view v join {meta}.ducklake_schema s "
         f"using (schema_id) where {_live('v')} and {_live('s')} and v.dialect = 'duckdb' order by v.view_id",

@@ -70,8 +70,8 @@ def ingest_traces(trace: Path, options: AnalyzeOptions, warehouse: Warehouse, pr
 def open_marts(warehouse: Warehouse, traces: TraceIds, runner: AnalysisRunner) -> duckdb.DuckDBPyConnection:
     """The read-only connection the steps share; the traces must still be there."""
     db = runner.keep_open(warehouse.connect_analysis(traces.analyzed))
-    for analyzed in (traces.trace_id, traces.trace2_id):  # a `tracelake rm` may have taken it out since the ingest
-        if analyzed is not None and not db.execute("select 1 from traces where trace_id = ?", [analyzed]).fetchone():
+    for analyzed in traces.analyzed:  # a `tracelake rm` may have taken it out since the ingest
+        if not db.execute("select 1 from traces where trace_id = ?", [analyzed]).fetchone():
             raise BadTraceError(f"trace {analyzed} was removed from {warehouse.root} (tracelake rm) while this "
                                 "analyze ran; run it again to ingest it anew")
     return db
